@@ -1,0 +1,1 @@
+"""The `jx` command line."""

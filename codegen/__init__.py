@@ -1,0 +1,1 @@
+"""Backends: fused kernels -> LLVM IR (CPU) or NVPTX (CUDA). Loads llvmlite lazily."""

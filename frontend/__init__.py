@@ -1,0 +1,36 @@
+"""jx: trace, transform, fuse and compile pure JAX-style numeric Python.
+
+`import jx` loads the frontend only (no llvmlite, no cupy): those are loaded
+by the backends when something is compiled.
+"""
+from . import dtypes, tree  # noqa: F401
+from . import prims  # noqa: F401  (declares every primitive)
+from . import numpy, lax  # noqa: F401
+from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
+from .core import PRIMITIVES, Primitive, Tracer
+from .errors import (EscapedTracerError, JxError, MissingRuleError, ShapeError,  # noqa: F401
+                     TracerConversionError, VerifyError)
+from .export import Entry, EntryError, entries_of, export  # noqa: F401
+from .interpret import eval_graph
+from .ir import Graph, ShapedArray
+from .printer import format_graph
+from .tree import register_pytree_node, register_pytree_node_class  # noqa: F401
+from .verify import verify
+
+tree_util = tree
+
+f16 = _DTypeSpecMaker("float16")
+f32 = _DTypeSpecMaker("float32")
+f64 = _DTypeSpecMaker("float64")
+i8 = _DTypeSpecMaker("int8")
+i32 = _DTypeSpecMaker("int32")
+i64 = _DTypeSpecMaker("int64")
+u8 = _DTypeSpecMaker("uint8")
+u32 = _DTypeSpecMaker("uint32")
+bool_ = _DTypeSpecMaker("bool")
+
+__version__ = "0.1.0"
+
+__all__ = ["numpy", "lax", "make_graph", "ShapeDtypeStruct", "export", "eval_graph",
+           "verify", "format_graph", "Graph", "ShapedArray", "Primitive", "PRIMITIVES",
+           "Tracer", "f16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool_"]

@@ -1,0 +1,164 @@
+"""Tracing entry points: make_graph, shape specs, and the trace cache."""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import dtypes, tree
+from .core import Tracer, trace
+from .errors import JxError
+from .ir import ShapedArray, aval_of
+
+
+@dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """An abstract argument: a shape and a dtype, no data (JAX's name)."""
+    shape: tuple
+    dtype: np.dtype
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype)
+
+    def __str__(self) -> str:
+        return str(self.aval)
+
+
+class _DTypeSpecMaker:
+    """`jx.f32[128, 784]` -> ShapeDtypeStruct((128, 784), float32)."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def __getitem__(self, shape) -> ShapeDtypeStruct:
+        if shape == () or shape is Ellipsis:
+            shape = ()
+        elif not isinstance(shape, tuple):
+            shape = (shape,)
+        return ShapeDtypeStruct(shape, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"jx.{dtypes.short_name(self.dtype)}"
+
+
+def leaf_aval(x) -> ShapedArray:
+    """Abstract value of one argument leaf: a spec, a tracer or a concrete value."""
+    if isinstance(x, ShapeDtypeStruct):
+        return x.aval
+    if isinstance(x, Tracer):
+        return x.aval.strip_weak()
+    if isinstance(x, (bool, int, float)):
+        return aval_of(x).strip_weak()
+    if isinstance(x, (np.ndarray, np.generic)):
+        return aval_of(x)
+    from .numpy._util import _from_python
+    try:
+        return aval_of(_from_python(x))
+    except (TypeError, ValueError) as e:
+        raise JxError(f"argument {x!r} is not an array, a number or a jx.ShapeDtypeStruct "
+                      f"({e}); pass arrays or mark it static with static_argnums") from None
+
+
+def _static_key(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        raise JxError(f"static argument {v!r} must be hashable (it keys the trace cache); "
+                      "pass a tuple instead of a list, or make it a traced argument") from None
+
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def split_static(args, static_argnums: Sequence[int]) -> tuple:
+    static = {i % max(len(args), 1): args[i] for i in static_argnums if -len(args) <= i < len(args)}
+    dynamic = [a for i, a in enumerate(args) if i not in static]
+    return static, dynamic
+
+
+def merge_static(static: dict, dynamic: Sequence, n: int) -> list:
+    it = iter(dynamic)
+    return [static[i] if i in static else next(it) for i in range(n)]
+
+
+def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
+                 static_argnums: Sequence[int] = (), name: str | None = None):
+    """Trace f on abstract versions of args; returns a Graph (cached).
+
+    Static arguments are passed to f as they are; the rest are flattened to
+    leaves, each becoming a graph input. The graph's in_tree/out_tree rebuild
+    the pytrees. Captured tracers from an enclosing trace become leading inputs
+    (returned as consts).
+    """
+    kwargs = kwargs or {}
+    static, dynamic = split_static(args, static_argnums)
+    leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
+    in_avals = tuple(leaf_aval(x) for x in leaves)
+    key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree, in_avals)
+    per_fun = _CACHE.setdefault(f, {}) if _weakrefable(f) else {}
+    if key in per_fun and not any(isinstance(x, Tracer) for x in leaves):
+        return per_fun[key], []
+    out_tree_box: list = []
+
+    def flat_fun(*flat):
+        dyn, kw = tree.unflatten(in_tree, flat)
+        out = f(*merge_static(static, dyn, len(args)), **kw)
+        out_leaves, out_tree = tree.flatten(out)
+        out_tree_box.append(out_tree)
+        return [_check_output(o, f) for o in out_leaves]
+
+    graph, consts = trace(flat_fun, in_avals, name=getattr(f, "__name__", "function"))
+    graph = type(graph)(graph.inputs, graph.eqns, graph.outputs, in_tree, out_tree_box[0])
+    if not consts:
+        per_fun[key] = graph
+    return graph, consts
+
+
+def _weakrefable(f) -> bool:
+    try:
+        weakref.ref(f)
+        return True
+    except TypeError:
+        return False
+
+
+def _check_output(o, f):
+    if isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float)):
+        return o
+    raise JxError(f"{getattr(f, '__name__', 'function')} returned {type(o).__name__} "
+                  f"{o!r}: outputs must be arrays or pytrees of arrays")
+
+
+def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+    """make_graph(f)(*args) -> the Graph of f at the shapes/dtypes of args.
+
+    Args may be arrays, Python numbers or jx.ShapeDtypeStruct (e.g. jx.f32[3, 4]).
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    @functools.wraps(f)
+    def graph_of(*args, **kwargs):
+        graph, consts = trace_pytree(f, args, kwargs, static_argnums)
+        if consts:
+            raise JxError("make_graph was called inside another trace and the function "
+                          "closes over traced values; pass them as arguments instead")
+        return graph
+    return graph_of
+
+
+def signature_names(f: Callable) -> list:
+    try:
+        return [p.name for p in inspect.signature(f).parameters.values()]
+    except (TypeError, ValueError):
+        return []

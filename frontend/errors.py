@@ -1,0 +1,39 @@
+"""Errors raised to users. Each names the thing, the place, and what to do instead."""
+from __future__ import annotations
+
+import sys
+
+
+class JxError(Exception):
+    """Base class of every error jx raises on purpose."""
+
+
+class ShapeError(JxError, TypeError):
+    """Operands whose shapes or dtypes do not fit a primitive's rule."""
+
+
+class TracerConversionError(JxError, TypeError):
+    """Python control flow or a concrete conversion applied to a traced value."""
+
+
+class EscapedTracerError(JxError):
+    """A traced value used after the trace that made it has finished."""
+
+
+class MissingRuleError(JxError, NotImplementedError):
+    """A pass has no rule for a primitive."""
+
+
+class VerifyError(JxError):
+    """The IR verifier found an ill-formed graph."""
+
+
+def user_location(skip_prefixes=("jx", "contextlib", "functools")) -> str | None:
+    """file:line of the innermost frame outside jx itself (the user's code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        mod = frame.f_globals.get("__name__", "")
+        if not any(mod == p or mod.startswith(p + ".") for p in skip_prefixes):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None

@@ -1,0 +1,142 @@
+"""Entry declarations: which functions of a model file are compiled, at which
+input shapes and dtypes.
+
+    @jx.export(params={"w": jx.f32[784, 10], "b": jx.f32[10]}, x=jx.f32[128, 784])
+    def predict(params, x): ...
+
+Arguments are named by keyword (or given positionally, in order); each is a
+pytree of jx.ShapeDtypeStruct specs such as `jx.f32[128, 784]`. Keyword
+`static={"n": 3}` binds compile-time constants. The decorated function is
+returned unchanged, so the model stays a plain Python module.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import tree
+from .api import ShapeDtypeStruct
+from .errors import JxError
+
+
+class EntryError(JxError):
+    """A malformed entry declaration or a bad shape override."""
+
+
+@dataclass
+class Entry:
+    name: str
+    fn: Callable
+    arg_names: list
+    args: list                 # one pytree of ShapeDtypeStruct per traced argument
+    static: dict = field(default_factory=dict)
+    source: str = ""
+
+    def call_args(self) -> tuple:
+        """(positional args, static_argnums) to trace fn with."""
+        values, static_nums = [], []
+        it = iter(self.args)
+        for i, n in enumerate(self.arg_names):
+            if n in self.static:
+                values.append(self.static[n])
+                static_nums.append(i)
+            else:
+                values.append(next(it))
+        return tuple(values), tuple(static_nums)
+
+    def override(self, path: str, spec: ShapeDtypeStruct) -> None:
+        """Replace the spec at 'arg' or 'arg.key.0' (the CLI's --shape)."""
+        parts = path.split(".")
+        traced = [n for n in self.arg_names if n not in self.static]
+        if parts[0] not in traced:
+            raise EntryError(f"entry {self.name!r} has no argument {parts[0]!r} "
+                             f"(arguments: {', '.join(traced)})")
+        i = traced.index(parts[0])
+        if len(parts) == 1:
+            self.args[i] = spec
+            return
+        node = self.args[i]
+        for p in parts[1:-1]:
+            node = _child(node, p, path)
+        last = parts[-1]
+        if isinstance(node, dict) and last in node:
+            node[last] = spec
+        elif isinstance(node, list) and last.isdigit() and int(last) < len(node):
+            node[int(last)] = spec
+        else:
+            raise EntryError(f"no leaf {path!r} in entry {self.name!r} (only dicts and lists "
+                             "can be overridden below the argument)")
+
+
+def _child(node, key, path):
+    if isinstance(node, dict) and key in node:
+        return node[key]
+    if isinstance(node, (list, tuple)) and key.isdigit() and int(key) < len(node):
+        return node[int(key)]
+    raise EntryError(f"no path {path!r}: {key!r} not found")
+
+
+def _check_specs(name: str, arg: str, value: Any) -> None:
+    leaves = tree.tree_leaves(value)
+    for leaf in leaves:
+        if not isinstance(leaf, ShapeDtypeStruct):
+            raise EntryError(f"entry {name!r}, argument {arg!r}: {leaf!r} is not a shape "
+                             "spec; write e.g. jx.f32[128, 784] (or use static={...} for "
+                             "constants)")
+
+
+def export(*specs, static: dict | None = None, name: str | None = None, **kw_specs):
+    """Declare an entry function with the shapes/dtypes of its arguments."""
+    static = dict(static or {})
+
+    def decorate(fn: Callable) -> Callable:
+        entry_name = name or fn.__name__
+        try:
+            names = [p.name for p in inspect.signature(fn).parameters.values()]
+        except (TypeError, ValueError):
+            raise EntryError(f"cannot read the signature of {entry_name!r}") from None
+        traced = [n for n in names if n not in static]
+        by_name = dict(zip(traced, specs))
+        if len(specs) > len(traced):
+            raise EntryError(f"entry {entry_name!r}: {len(specs)} specs for "
+                             f"{len(traced)} arguments")
+        for k, v in kw_specs.items():
+            if k not in traced:
+                raise EntryError(f"entry {entry_name!r} has no argument {k!r} "
+                                 f"(arguments: {', '.join(names)})")
+            by_name[k] = v
+        missing = [n for n in traced if n not in by_name]
+        if missing:
+            raise EntryError(f"entry {entry_name!r}: no shape given for "
+                             f"{', '.join(missing)}; add e.g. {missing[0]}=jx.f32[...]")
+        for k in static:
+            if k not in names:
+                raise EntryError(f"entry {entry_name!r}: static {k!r} is not an argument")
+        for n in traced:
+            _check_specs(entry_name, n, by_name[n])
+        code = getattr(fn, "__code__", None)
+        src = f"{code.co_filename}:{code.co_firstlineno}" if code else ""
+        fn.__jx_entry__ = Entry(entry_name, fn, names, [by_name[n] for n in traced],
+                                static, src)
+        return fn
+    return decorate
+
+
+def entries_of(module) -> list:
+    """Entries declared in a module, in source order."""
+    found = [v.__jx_entry__ for v in vars(module).values()
+             if callable(v) and hasattr(v, "__jx_entry__")]
+    seen, out = set(), []
+    for e in sorted(found, key=lambda e: _line(e.source)):
+        if e.name not in seen:
+            seen.add(e.name)
+            out.append(e)
+    return out
+
+
+def _line(src: str) -> int:
+    try:
+        return int(src.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        return 0

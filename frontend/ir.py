@@ -1,0 +1,144 @@
+"""The typed IR: abstract values, atoms, equations and graphs.
+
+A Graph is a straight-line SSA program: input Vars, equations in order, output
+atoms. Control-flow primitives carry sub-Graphs in their params. Objects are
+immutable in spirit: passes build new graphs instead of editing old ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """An abstract value: shape and dtype, no data.
+
+    weak_type marks values born from Python scalars: they adopt the dtype of
+    the array they meet (JAX's weak typing), so `x * 2.0` stays float32.
+    """
+    shape: tuple
+    dtype: np.dtype
+    weak_type: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def strip_weak(self) -> "ShapedArray":
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def same_type(self, other: "ShapedArray") -> bool:
+        """Equal shape and dtype; weak typing is a frontend hint, not a type."""
+        return self.shape == other.shape and self.dtype == other.dtype
+
+    def __str__(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    __repr__ = __str__
+
+
+def aval_of(x) -> ShapedArray:
+    """The abstract value of a concrete value (NumPy array or Python scalar)."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    arr = np.asarray(x)
+    dtypes.check_supported(arr.dtype)
+    return ShapedArray(arr.shape, arr.dtype)
+
+
+class Var:
+    """A value defined once, by a graph input or an equation output.
+
+    Identity is the object itself; names are given only by the printer.
+    """
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval})"
+
+
+class Literal:
+    """A constant (a scalar, or an array captured from the tracing scope)."""
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray | None = None):
+        self.aval = aval if aval is not None else aval_of(val)
+        self.val = np.asarray(val, dtype=self.aval.dtype)
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val!r})"
+
+
+Atom = Var | Literal
+
+
+@dataclass(frozen=True, eq=False)
+class Eqn:
+    """outputs = prim(*inputs, **params); source is the user's file:line."""
+    prim: Any                      # core.Primitive
+    inputs: tuple
+    params: dict
+    outputs: tuple
+    source: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    inputs: tuple
+    eqns: tuple
+    outputs: tuple
+    # Set by the tracer: how inputs/outputs rebuild the user's pytrees.
+    in_tree: Any = field(default=None, compare=False)
+    out_tree: Any = field(default=None, compare=False)
+
+    @property
+    def in_avals(self) -> list:
+        return [v.aval for v in self.inputs]
+
+    @property
+    def out_avals(self) -> list:
+        return [a.aval for a in self.outputs]
+
+    def __str__(self) -> str:
+        from .printer import format_graph
+        return format_graph(self)
+
+    def op_counts(self) -> dict:
+        """Number of equations per primitive, sub-graphs included."""
+        counts: dict = {}
+        for eqn in self.eqns:
+            counts[eqn.prim.name] = counts.get(eqn.prim.name, 0) + 1
+            for sub in subgraphs(eqn):
+                for k, n in sub.op_counts().items():
+                    counts[k] = counts.get(k, 0) + n
+        return counts
+
+
+def subgraphs(eqn: Eqn):
+    """Sub-graphs held in an equation's params (control flow)."""
+    for v in eqn.params.values():
+        if isinstance(v, Graph):
+            yield v
+        elif isinstance(v, tuple):
+            yield from (g for g in v if isinstance(g, Graph))

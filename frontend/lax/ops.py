@@ -1,0 +1,180 @@
+"""Thin functions over the primitives, with lax's names and signatures."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer
+from ..numpy._util import as_value, bind1, broadcast_to, convert, is_scalar_const, shape_of
+from ..prims import elementwise as ew
+from ..prims import linalg as la
+from ..prims import reductions as rd
+from ..prims import structural as st
+
+
+def _scalars_to(args):
+    """Python scalars take the dtype and shape of the array operands (lax semantics)."""
+    arrays = [as_value(a) for a in args if not is_scalar_const(a)]
+    if not arrays:
+        return [np.asarray(a, dtype=dtypes.python_scalar_dtype(a)) for a in args]
+    ref = arrays[0]
+    tracers = [a for a in arrays if isinstance(a, Tracer)]
+    out = []
+    for a in args:
+        if is_scalar_const(a):
+            a = broadcast_to(convert(a, ref.dtype), shape_of(ref), tracers)
+        out.append(as_value(a))
+    return out
+
+
+def _n(prim):
+    def fn(*args):
+        return bind1(prim, *_scalars_to(args))
+    fn.__name__ = prim.name
+    return fn
+
+
+add, sub, mul, div, rem, pow = (_n(p) for p in (ew.add, ew.sub, ew.mul, ew.div, ew.rem,
+                                                 ew.pow_))
+max, min, atan2 = _n(ew.max_), _n(ew.min_), _n(ew.atan2)
+neg, abs, sign = _n(ew.neg), _n(ew.abs_), _n(ew.sign)
+exp, log, log1p, expm1 = _n(ew.exp), _n(ew.log), _n(ew.log1p), _n(ew.expm1)
+sqrt, rsqrt, tanh, logistic = _n(ew.sqrt), _n(ew.rsqrt), _n(ew.tanh), _n(ew.logistic)
+sin, cos, tan, erf = _n(ew.sin), _n(ew.cos), _n(ew.tan), _n(ew.erf)
+floor, ceil, is_finite = _n(ew.floor), _n(ew.ceil), _n(ew.is_finite)
+eq, ne, lt, le, gt, ge = (_n(p) for p in (ew.eq, ew.ne, ew.lt, ew.le, ew.gt, ew.ge))
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = _n(ew.and_), _n(ew.or_), _n(ew.xor), \
+    _n(ew.not_)
+shift_left = _n(ew.shift_left)
+shift_right_logical = _n(ew.shift_right_logical)
+shift_right_arithmetic = _n(ew.shift_right_arithmetic)
+
+
+def round(x, rounding_method="away_from_zero"):
+    methods = {0: "away_from_zero", 1: "to_nearest_even"}
+    return bind1(ew.round_, as_value(x), rounding_method=methods.get(rounding_method,
+                                                                     rounding_method))
+
+
+def select(pred, on_true, on_false):
+    return bind1(ew.select, as_value(pred), *_scalars_to([on_true, on_false]))
+
+
+def convert_element_type(x, new_dtype):
+    return convert(as_value(x), dtypes.canonicalize(new_dtype))
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    return bind1(st.broadcast_in_dim, as_value(x), shape=tuple(shape),
+                 broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+def broadcast(x, sizes):
+    x = as_value(x)
+    nd = len(shape_of(x))
+    return broadcast_in_dim(x, tuple(sizes) + shape_of(x),
+                            tuple(range(len(sizes), len(sizes) + nd)))
+
+
+def reshape(x, new_sizes, dimensions=None):
+    x = as_value(x)
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    return bind1(st.reshape, x, new_sizes=tuple(new_sizes))
+
+
+def transpose(x, permutation):
+    return bind1(st.transpose, as_value(x), permutation=tuple(permutation))
+
+
+def squeeze(x, dimensions):
+    return bind1(st.squeeze, as_value(x), dimensions=tuple(dimensions))
+
+
+def expand_dims(x, dimensions):
+    return bind1(st.expand_dims, as_value(x), dimensions=tuple(dimensions))
+
+
+def slice(x, start_indices, limit_indices, strides=None):
+    strides = (1,) * len(start_indices) if strides is None else tuple(strides)
+    return bind1(st.slice_, as_value(x), start_indices=tuple(start_indices),
+                 limit_indices=tuple(limit_indices), strides=strides)
+
+
+def pad(x, padding_value, padding_config):
+    x = as_value(x)
+    pv = convert(padding_value, x.dtype) if is_scalar_const(padding_value) else padding_value
+    return bind1(st.pad, x, pv, padding_config=tuple(tuple(c) for c in padding_config))
+
+
+def concatenate(operands, dimension):
+    return bind1(st.concatenate, *[as_value(o) for o in operands], dimension=dimension)
+
+
+def rev(x, dimensions):
+    return bind1(st.rev, as_value(x), dimensions=tuple(dimensions))
+
+
+def iota(dtype, size):
+    return bind1(st.iota, dtype=np.dtype(dtype), shape=(size,), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    return bind1(st.iota, dtype=np.dtype(dtype), shape=tuple(shape), dimension=dimension)
+
+
+def reduce_sum(x, axes):
+    return bind1(rd.reduce_sum, as_value(x), axes=tuple(axes))
+
+
+def reduce_max(x, axes):
+    return bind1(rd.reduce_max, as_value(x), axes=tuple(axes))
+
+
+def reduce_min(x, axes):
+    return bind1(rd.reduce_min, as_value(x), axes=tuple(axes))
+
+
+def reduce_prod(x, axes):
+    return bind1(rd.reduce_prod, as_value(x), axes=tuple(axes))
+
+
+def argmax(x, axis, index_dtype=np.int32):
+    return bind1(rd.argmax, as_value(x), axis=axis, index_dtype=np.dtype(index_dtype))
+
+
+def argmin(x, axis, index_dtype=np.int32):
+    return bind1(rd.argmin, as_value(x), axis=axis, index_dtype=np.dtype(index_dtype))
+
+
+def cumsum(x, axis=0, reverse=False):
+    return bind1(rd.cumsum, as_value(x), axis=axis, reverse=reverse)
+
+
+def cumprod(x, axis=0, reverse=False):
+    return bind1(rd.cumprod, as_value(x), axis=axis, reverse=reverse)
+
+
+def cummax(x, axis=0, reverse=False):
+    return bind1(rd.cummax, as_value(x), axis=axis, reverse=reverse)
+
+
+def cummin(x, axis=0, reverse=False):
+    return bind1(rd.cummin, as_value(x), axis=axis, reverse=reverse)
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    return bind1(la.dot_general, as_value(lhs), as_value(rhs), dimension_numbers=dn,
+                 preferred_element_type=pet)
+
+
+def dot(lhs, rhs):
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    return dot_general(lhs, rhs, (((len(shape_of(lhs)) - 1,), (0,)), ((), ())))
+
+
+__all__ = [n for n, v in list(globals().items())
+           if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]

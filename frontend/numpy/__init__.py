@@ -1,0 +1,43 @@
+"""jx.numpy: the NumPy API over jx primitives.
+
+Broadcasting, dtype promotion (with JAX's weak-typed Python scalars) and
+indexing are resolved at trace time into explicit primitives. Called on NumPy
+arrays outside tracing, every function runs eagerly through the primitives'
+NumPy references and returns NumPy arrays.
+"""
+import numpy as _np
+
+from .. import dtypes as _dtypes
+from .creation import *  # noqa: F401,F403
+from .creation import iota  # noqa: F401
+from .linalg import dot, einsum, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from .manipulation import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+from .ufuncs import *  # noqa: F401,F403
+from .ufuncs import abs, round  # noqa: F401
+
+bool_ = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint32 = _np.uint8, _np.uint32
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
+newaxis = None
+ndarray = _np.ndarray
+
+
+def result_type(*args):
+    from ._util import result_dtype
+    return result_dtype(*args)[0]
+
+
+def shape(a):
+    from ._util import shape_of
+    return shape_of(a)
+
+
+def ndim(a):
+    return len(shape(a))
+
+
+def size(a):
+    return int(_np.prod(shape(a), dtype=_np.int64))

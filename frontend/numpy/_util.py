@@ -1,0 +1,157 @@
+"""Trace-time helpers of jx.numpy: dtype promotion, broadcasting, axes.
+
+These resolve NumPy's implicit rules into explicit primitives, so passes and
+backends only ever see operands of equal shape and dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer, bind_like
+from ..errors import ShapeError
+from ..prims import elementwise as ew
+from ..prims import structural as st
+
+
+def dtype_weak(x) -> tuple:
+    """(dtype, weak) of any array-like: Python scalars are weak."""
+    if isinstance(x, Tracer):
+        return x.dtype, x.weak_type
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return dtypes.python_scalar_dtype(x), not isinstance(x, bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return dtypes.check_supported(x.dtype), False
+    return _from_python(x).dtype, False
+
+
+def _from_python(x) -> np.ndarray:
+    """Nested lists/tuples of Python numbers take jx's default dtypes."""
+    arr = np.asarray(x)
+    if arr.dtype == np.float64:
+        return arr.astype(dtypes.default_float)
+    if arr.dtype.kind == "i" and arr.dtype.itemsize == 8:
+        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+            return arr.astype(dtypes.default_int)
+    if arr.dtype == object:
+        raise TypeError(f"cannot make an array of {x!r}: elements must be numbers or "
+                        "arrays (traced values inside a list need jx.numpy.stack)")
+    dtypes.check_supported(arr.dtype)
+    return arr
+
+
+def is_scalar_const(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def shape_of(x) -> tuple:
+    if isinstance(x, Tracer):
+        return x.shape
+    if is_scalar_const(x):
+        return ()
+    return np.shape(x)
+
+
+def as_value(x):
+    """Tracers and NumPy arrays pass through; lists become arrays; scalars stay."""
+    if isinstance(x, (Tracer, np.ndarray)) or is_scalar_const(x):
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
+        from .manipulation import stack
+        return stack([as_value(e) for e in x])
+    return _from_python(x)
+
+
+def _flat(x):
+    for e in x:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def convert(x, dtype, like=()):
+    """x as dtype; constants are converted in Python, traced values by a primitive."""
+    dtype = np.dtype(dtype)
+    if is_scalar_const(x):
+        return np.asarray(x, dtype=dtype)
+    x = as_value(x)
+    if x.dtype == dtype:
+        return x
+    return bind_like(like, ew.convert_element_type, x, new_dtype=dtype)[0]
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for dims in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ShapeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} "
+                             "cannot be broadcast together")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to(x, shape, like=()):
+    shape = tuple(shape)
+    xs = shape_of(x)
+    if xs == shape:
+        return x
+    if len(xs) > len(shape):
+        raise ShapeError(f"cannot broadcast shape {xs} to {shape}")
+    lead = len(shape) - len(xs)
+    if any(a not in (1, b) for a, b in zip(xs, shape[lead:])):
+        raise ShapeError(f"cannot broadcast shape {xs} to {shape}")
+    # size-1 dims that must stretch are dropped first: broadcast_in_dim maps the rest
+    keep = [i for i, d in enumerate(xs) if d == shape[lead + i]]
+    if len(keep) != len(xs):
+        x = bind_like(like, st.reshape, x, new_sizes=tuple(xs[i] for i in keep))[0]
+    dims = tuple(lead + i for i in keep)
+    return bind_like(like, st.broadcast_in_dim, x, shape=shape, broadcast_dimensions=dims)[0]
+
+
+def result_dtype(*args) -> tuple:
+    return dtypes.result_type(*[dtype_weak(a) for a in args])
+
+
+def promote_dtypes(*args, to_float: bool = False) -> list:
+    """Convert to one dtype (JAX promotion with weak scalars); no broadcasting."""
+    args = [as_value(a) for a in args]
+    dt, _ = result_dtype(*args)
+    if to_float and not dtypes.is_float(dt):
+        dt = dtypes.default_float
+    tracers = [a for a in args if isinstance(a, Tracer)]
+    return [convert(a, dt, tracers) for a in args]
+
+
+def promote(*args, to_float: bool = False) -> list:
+    """Promote to one dtype and broadcast to one shape, as NumPy does."""
+    args = promote_dtypes(*args, to_float=to_float)
+    shape = broadcast_shapes(*[shape_of(a) for a in args])
+    tracers = [a for a in args if isinstance(a, Tracer)]
+    return [broadcast_to(a, shape, tracers) for a in args]
+
+
+def canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonical_axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonical_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ShapeError(f"repeated axis in {axis}")
+        return axes
+    return (canonical_axis(axis, ndim),)
+
+
+def bind1(prim, *args, **params):
+    """bind a single-output primitive, staged with its traced arguments."""
+    return bind_like((), prim, *args, **params)[0]

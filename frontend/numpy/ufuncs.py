@@ -1,0 +1,290 @@
+"""Elementwise jx.numpy functions: NumPy names over elementwise primitives."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..prims import elementwise as ew
+from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, promote, \
+    promote_dtypes, shape_of
+from ..core import Tracer
+
+
+def _binary(prim, to_float=False):
+    def fn(x, y):
+        a, b = promote(x, y, to_float=to_float)
+        return bind1(prim, a, b)
+    fn.__name__ = prim.name
+    return fn
+
+
+def _unary(prim, to_float=False):
+    def fn(x):
+        (a,) = promote_dtypes(x, to_float=to_float)
+        return bind1(prim, a)
+    fn.__name__ = prim.name
+    return fn
+
+
+add = _binary(ew.add)
+subtract = _binary(ew.sub)
+multiply = _binary(ew.mul)
+maximum = _binary(ew.max_)
+minimum = _binary(ew.min_)
+arctan2 = _binary(ew.atan2, to_float=True)
+equal = _binary(ew.eq)
+not_equal = _binary(ew.ne)
+less = _binary(ew.lt)
+less_equal = _binary(ew.le)
+greater = _binary(ew.gt)
+greater_equal = _binary(ew.ge)
+bitwise_and = _binary(ew.and_)
+bitwise_or = _binary(ew.or_)
+bitwise_xor = _binary(ew.xor)
+left_shift = _binary(ew.shift_left)
+
+negative = _unary(ew.neg)
+sign = _unary(ew.sign)
+exp = _unary(ew.exp, True)
+log = _unary(ew.log, True)
+log1p = _unary(ew.log1p, True)
+expm1 = _unary(ew.expm1, True)
+sqrt = _unary(ew.sqrt, True)
+tanh = _unary(ew.tanh, True)
+sin = _unary(ew.sin, True)
+cos = _unary(ew.cos, True)
+tan = _unary(ew.tan, True)
+floor = _unary(ew.floor, True)
+ceil = _unary(ew.ceil, True)
+invert = _unary(ew.not_)
+bitwise_not = invert
+
+
+def absolute(x):
+    (a,) = promote_dtypes(x)
+    return a if a.dtype == dtypes.bool_ else bind1(ew.abs_, a)
+
+
+abs = absolute
+
+
+def positive(x):
+    return as_value(x)
+
+
+def true_divide(x, y):
+    a, b = promote(x, y, to_float=True)
+    return bind1(ew.div, a, b)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    a, b = promote(x, y)
+    if dtypes.is_float(a.dtype):
+        return floor(bind1(ew.div, a, b))
+    q = bind1(ew.div, a, b)  # truncates; step down where the signs differ and r != 0
+    r = bind1(ew.rem, a, b)
+    fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    return where(fix, subtract(q, 1), q)
+
+
+def remainder(x, y):
+    a, b = promote(x, y)
+    r = bind1(ew.rem, a, b)    # sign of the dividend; NumPy wants the divisor's
+    fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    return where(fix, add(r, b), r)
+
+
+mod = remainder
+
+
+def fmod(x, y):
+    a, b = promote(x, y)
+    return bind1(ew.rem, a, b)
+
+
+def power(x, y):
+    a, b = promote(x, y)
+    return bind1(ew.pow_, a, b)
+
+
+def square(x):
+    (a,) = promote_dtypes(x)
+    return bind1(ew.mul, a, a)
+
+
+def reciprocal(x):
+    return true_divide(1, x)
+
+
+def rsqrt(x):
+    (a,) = promote_dtypes(x, to_float=True)
+    return bind1(ew.rsqrt, a)
+
+
+def round(x, decimals=0):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return a
+    if decimals == 0:
+        return bind1(ew.round_, a, rounding_method="to_nearest_even")
+    scale = 10.0 ** decimals
+    return true_divide(bind1(ew.round_, multiply(a, scale),
+                             rounding_method="to_nearest_even"), scale)
+
+
+around = rint = round
+
+
+def exp2(x):
+    return exp(multiply(x, float(np.log(2.0))))
+
+
+def log2(x):
+    return divide(log(x), float(np.log(2.0)))
+
+
+def log10(x):
+    return divide(log(x), float(np.log(10.0)))
+
+
+def sinh(x):
+    return multiply(subtract(exp(x), exp(negative(x))), 0.5)
+
+
+def cosh(x):
+    return multiply(add(exp(x), exp(negative(x))), 0.5)
+
+
+def arctan(x):
+    a, one = promote(x, 1.0, to_float=True)
+    return bind1(ew.atan2, a, one)
+
+
+def arcsin(x):
+    (a,) = promote_dtypes(x, to_float=True)
+    return arctan2(a, sqrt(subtract(1, square(a))))
+
+
+def arccos(x):
+    (a,) = promote_dtypes(x, to_float=True)
+    return arctan2(sqrt(subtract(1, square(a))), a)
+
+
+def arcsinh(x):
+    return log(add(x, sqrt(add(square(x), 1))))
+
+
+def arccosh(x):
+    return log(add(x, sqrt(subtract(square(x), 1))))
+
+
+def arctanh(x):
+    return multiply(0.5, log1p(divide(multiply(2, x), subtract(1, x))))
+
+
+def hypot(x, y):
+    return sqrt(add(square(x), square(y)))
+
+
+def logaddexp(x, y):
+    a, b = promote(x, y, to_float=True)
+    m = maximum(a, b)
+    return add(m, log1p(exp(negative(abs(subtract(a, b))))))
+
+
+def logical_and(x, y):
+    return bitwise_and(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+
+
+def logical_or(x, y):
+    return bitwise_or(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+
+
+def logical_xor(x, y):
+    return bitwise_xor(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+
+
+def logical_not(x):
+    return invert(convert(x, dtypes.bool_))
+
+
+def right_shift(x, y):
+    a, b = promote(x, y)
+    prim = ew.shift_right_arithmetic if a.dtype.kind == "i" else ew.shift_right_logical
+    return bind1(prim, a, b)
+
+
+def isfinite(x):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return full_like_bool(a, True)
+    return bind1(ew.is_finite, a)
+
+
+def isnan(x):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return full_like_bool(a, False)
+    return not_equal(a, a)
+
+
+def isinf(x):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return full_like_bool(a, False)
+    return equal(abs(a), np.inf)
+
+
+def full_like_bool(a, value: bool):
+    from .creation import full_like
+    return full_like(a, value, dtype=dtypes.bool_)
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise TypeError("jx.numpy.where needs x and y: the one-argument form has a "
+                        "data-dependent output shape, which a compiled program cannot have")
+    c = convert(condition, dtypes.bool_)
+    a, b = promote_dtypes(x, y)
+    c, a, b = _broadcast_all(c, a, b)
+    return bind1(ew.select, c, a, b)
+
+
+def _broadcast_all(*args):
+    shape = broadcast_shapes(*[shape_of(a) for a in args])
+    tracers = [a for a in args if isinstance(a, Tracer)]
+    return [broadcast_to(a, shape, tracers) for a in args]
+
+
+def clip(a, a_min=None, a_max=None):
+    out = as_value(a)
+    if a_min is not None:
+        out = maximum(out, a_min)
+    if a_max is not None:
+        out = minimum(out, a_max)
+    return out
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return a
+    info = np.finfo(a.dtype)
+    a = where(isnan(a), nan, a)
+    a = where(equal(a, np.inf), info.max if posinf is None else posinf, a)
+    return where(equal(a, -np.inf), info.min if neginf is None else neginf, a)
+
+
+def copysign(x, y):
+    return where(less(y, 0) | (equal(y, 0) & less(divide(1, y), 0)), negative(abs(x)), abs(x))
+
+
+def heaviside(x, h0):
+    return where(less(x, 0), 0.0, where(equal(x, 0), h0, 1.0))
+
+
+__all__ = [n for n, v in list(globals().items())
+           if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]

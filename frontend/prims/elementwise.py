@@ -1,0 +1,205 @@
+"""Elementwise primitives: operands share one shape and one dtype (the frontend
+broadcasts and promotes first), so every backend sees plain maps."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..core import declare
+from ..errors import ShapeError
+from ..ir import ShapedArray
+
+FLOAT, INT, BOOL = "float", "int", "bool"
+NUMERIC = (FLOAT, INT)
+
+
+def _kinds_ok(dt, kinds) -> bool:
+    return ((FLOAT in kinds and dtypes.is_float(dt)) or (INT in kinds and dtypes.is_int(dt))
+            or (BOOL in kinds and dt == dtypes.bool_))
+
+
+def _elementwise_rule(name: str, kinds, result_dtype=None):
+    def rule(*avals):
+        shapes = {a.shape for a in avals}
+        if len(shapes) > 1:
+            raise ShapeError(f"operands must have equal shapes, got "
+                             f"{', '.join(str(a) for a in avals)}; broadcast them first")
+        dts = {a.dtype for a in avals}
+        if len(dts) > 1:
+            raise ShapeError(f"operands must share one dtype, got "
+                             f"{', '.join(str(a) for a in avals)}")
+        dt = avals[0].dtype
+        if not _kinds_ok(dt, kinds):
+            raise ShapeError(f"{name} takes {'/'.join(kinds)} operands, got {avals[0]}")
+        return ShapedArray(avals[0].shape, result_dtype or dt,
+                           all(a.weak_type for a in avals) and result_dtype is None)
+    return rule
+
+
+def _quiet(fn):
+    """References follow IEEE: overflow and invalid operations are values, not warnings."""
+    def impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+    return impl
+
+
+def _unary(name, fn, kinds=(FLOAT,)):
+    return declare(name, _elementwise_rule(name, kinds), _quiet(fn))
+
+
+def _binary(name, fn, kinds=NUMERIC, result_dtype=None):
+    return declare(name, _elementwise_rule(name, kinds, result_dtype), _quiet(fn))
+
+
+def _logistic(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x):
+    return _erf_vec(x.astype(np.float64)).astype(x.dtype)
+
+
+def _round(x, rounding_method):
+    if rounding_method == "to_nearest_even":
+        return np.round(x)
+    t = np.trunc(x)   # half away from zero, without the x + 0.5 rounding trap
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def _int_div(a, b):
+    """C semantics: truncate towards zero; division by zero gives 0 (defined, no trap)."""
+    safe = np.where(b == 0, np.ones_like(b), b)
+    q = np.abs(a) // np.abs(safe)
+    q = np.where((a < 0) != (safe < 0), -q, q)
+    return np.where(b == 0, np.zeros_like(q), q).astype(a.dtype)
+
+
+def _div(a, b):
+    return a / b if dtypes.is_float(a.dtype) else _int_div(a, b)
+
+
+def _rem(a, b):
+    if dtypes.is_float(a.dtype):
+        return np.fmod(a, b)
+    safe = np.where(b == 0, np.ones_like(b), b)
+    return np.where(b == 0, np.zeros_like(a), np.fmod(a, safe)).astype(a.dtype)
+
+
+def _pow(a, b):
+    if dtypes.is_float(a.dtype):
+        return np.power(a, b)
+    # integer power: negative exponents give 0 except for bases 1 and -1
+    safe_b = np.where(b < 0, 0, b)
+    r = np.power(a, safe_b)
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, neg, r).astype(a.dtype)
+
+
+def _shift_mask(a, b, fn):
+    bits = a.dtype.itemsize * 8
+    out = fn(a, np.clip(b, 0, bits - 1).astype(a.dtype))
+    return np.where((b < 0) | (b >= bits), np.zeros_like(a), out)
+
+
+def _shift_right_logical(a, b):
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    return _shift_mask(a.view(u), b.astype(u), np.right_shift).view(a.dtype)
+
+
+def _shift_right_arithmetic(a, b):
+    bits = a.dtype.itemsize * 8
+    return np.right_shift(a, np.clip(b, 0, bits - 1).astype(a.dtype))
+
+
+# arithmetic
+neg = _unary("neg", np.negative, NUMERIC)
+abs_ = _unary("abs", np.abs, NUMERIC)
+sign = _unary("sign", np.sign, NUMERIC)
+add = _binary("add", np.add)
+sub = _binary("sub", np.subtract)
+mul = _binary("mul", np.multiply)
+div = _binary("div", _div)
+rem = _binary("rem", _rem)
+pow_ = _binary("pow", _pow)
+max_ = _binary("max", np.maximum, NUMERIC + (BOOL,))
+min_ = _binary("min", np.minimum, NUMERIC + (BOOL,))
+atan2 = _binary("atan2", np.arctan2, (FLOAT,))
+
+# transcendental and rounding (float only)
+exp = _unary("exp", np.exp)
+log = _unary("log", np.log)
+log1p = _unary("log1p", np.log1p)
+expm1 = _unary("expm1", np.expm1)
+sqrt = _unary("sqrt", np.sqrt)
+rsqrt = _unary("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype))
+tanh = _unary("tanh", np.tanh)
+logistic = _unary("logistic", _logistic)
+sin = _unary("sin", np.sin)
+cos = _unary("cos", np.cos)
+tan = _unary("tan", np.tan)
+erf = _unary("erf", _erf)
+floor = _unary("floor", np.floor)
+ceil = _unary("ceil", np.ceil)
+round_ = declare("round", _elementwise_rule("round", (FLOAT,)), _quiet(_round))
+is_finite = declare("is_finite", _elementwise_rule("is_finite", (FLOAT,), dtypes.bool_),
+                    np.isfinite)
+
+# comparisons
+ALL = NUMERIC + (BOOL,)
+eq = _binary("eq", np.equal, ALL, dtypes.bool_)
+ne = _binary("ne", np.not_equal, ALL, dtypes.bool_)
+lt = _binary("lt", np.less, ALL, dtypes.bool_)
+le = _binary("le", np.less_equal, ALL, dtypes.bool_)
+gt = _binary("gt", np.greater, ALL, dtypes.bool_)
+ge = _binary("ge", np.greater_equal, ALL, dtypes.bool_)
+
+# logical (bool) and bitwise (int)
+and_ = _binary("and", np.bitwise_and, (INT, BOOL))
+or_ = _binary("or", np.bitwise_or, (INT, BOOL))
+xor = _binary("xor", np.bitwise_xor, (INT, BOOL))
+not_ = _unary("not", np.invert, (INT, BOOL))
+shift_left = _binary("shift_left", lambda a, b: _shift_mask(a, b, np.left_shift), (INT,))
+shift_right_logical = _binary("shift_right_logical", _shift_right_logical, (INT,))
+shift_right_arithmetic = _binary("shift_right_arithmetic", _shift_right_arithmetic, (INT,))
+
+
+def _select_rule(pred, on_true, on_false):
+    if pred.dtype != dtypes.bool_:
+        raise ShapeError(f"predicate must be bool, got {pred}")
+    if not (on_true.same_type(on_false)):
+        raise ShapeError(f"branches must have one type, got {on_true} and {on_false}")
+    if pred.shape not in ((), on_true.shape):
+        raise ShapeError(f"predicate shape {pred} must be () or match {on_true}")
+    return ShapedArray(on_true.shape, on_true.dtype, on_true.weak_type and on_false.weak_type)
+
+
+select = declare("select", _select_rule, np.where)
+
+
+def _convert_rule(x, new_dtype, weak_type=False):
+    dtypes.check_supported(new_dtype)
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def _convert(x, new_dtype, weak_type=False):
+    new_dtype = np.dtype(new_dtype)
+    if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
+        # float -> int truncates; NaN -> 0 and out-of-range values saturate (defined, no UB)
+        info = np.iinfo(new_dtype)
+        with np.errstate(all="ignore"):
+            y = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+            y = np.clip(y, info.min, info.max)
+            return np.where(y >= float(info.max), info.max, y).astype(new_dtype)
+    if new_dtype == dtypes.bool_:
+        return x != 0
+    return x.astype(new_dtype)
+
+
+convert_element_type = declare("convert_element_type", _convert_rule, _convert)

@@ -1,0 +1,1 @@
+"""Load compiled artifacts and call them (NumPy + ctypes only; CuPy for CUDA)."""
