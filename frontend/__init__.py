@@ -16,6 +16,9 @@ from .ir import Graph, ShapedArray
 from .printer import format_graph
 from .tree import register_pytree_node, register_pytree_node_class  # noqa: F401
 from .verify import verify
+from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
+                         value_and_grad, vjp)
+from .vmap import vmap  # noqa: F401
 
 tree_util = tree
 

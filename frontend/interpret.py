@@ -2,13 +2,18 @@
 the reference interpreter; on tracers it re-traces (graphs compose)."""
 from __future__ import annotations
 
-from .core import bind
+from .core import bind, get_aval
+from .errors import ShapeError
 from .ir import Graph, Literal
 
 
 def eval_graph(graph: Graph, *args) -> list:
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
+    for i, (v, x) in enumerate(zip(graph.inputs, args)):
+        got = get_aval(x)
+        if not got.same_type(v.aval):
+            raise ShapeError(f"graph input {i} expects {v.aval}, got {got}")
     env = {id(v): x for v, x in zip(graph.inputs, args)}
 
     def read(a):

@@ -1,0 +1,227 @@
+"""The public transformations: jvp, linearize, vjp, grad, value_and_grad,
+jacfwd, jacrev, hessian, vmap.
+
+Each traces the user function to a Graph and runs the matching pass over it
+(jx.passes). The passes walk graphs on values, so the same code runs eagerly on
+NumPy arrays and, on tracers, stages into an enclosing trace: every
+composition (grad of grad, vmap of grad, jit of either) is just nesting.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import dtypes, tree
+from .api import trace_pytree
+from .core import get_aval
+from .errors import JxError
+
+# JAX's dtype for the (empty) cotangents of integer inputs.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+def _argnums(argnums) -> tuple:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _trace_flat(f: Callable, args: Sequence, name: str):
+    """(graph, consts, leaves) of f at args; consts are captured outer tracers."""
+    graph, consts = trace_pytree(f, tuple(args), name=name)
+    leaves = tree.tree_leaves((tuple(args), {}))
+    return graph, list(consts), leaves
+
+
+def _float0_zeros(x):
+    return np.zeros(get_aval(x).shape, float0)
+
+
+# ------------------------------------------------------------------ forward mode
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+    """(f(*primals), the directional derivative of f at primals along tangents)."""
+    from jx.passes.jvp import jvp_eval
+    primals, tangents = tuple(primals), tuple(tangents)
+    p_leaves, p_tree = tree.flatten(primals)
+    try:
+        t_leaves = tree.flatten_up_to(p_tree, tangents)
+    except ValueError as e:
+        raise JxError(f"jvp: tangents must have the structure of primals ({e})") from None
+    for p, t in zip(p_leaves, t_leaves):
+        pa, ta = get_aval(p), get_aval(t)
+        if dtypes.is_float(pa.dtype) and (pa.shape != ta.shape or pa.dtype != ta.dtype):
+            raise JxError(f"jvp: tangent {ta} does not match its primal {pa}; tangents "
+                          "need the primal's shape and dtype")
+    graph, consts, leaves = _trace_flat(f, primals, "jvp")
+    from jx.passes.zeros import stage_like
+    ts = [None] * len(consts) + [stage_like(t, p_leaves) if dtypes.is_float(get_aval(p).dtype)
+                                 else None for p, t in zip(p_leaves, t_leaves)]
+    outs, touts = jvp_eval(graph, consts + leaves, ts)
+    from jx.passes.zeros import zeros_like
+    touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
+    return tree.unflatten(graph.out_tree, outs), tree.unflatten(graph.out_tree, touts)
+
+
+def linearize(f: Callable, *primals) -> tuple:
+    """(f(*primals), f_jvp) where f_jvp(*tangents) is the linear map at primals."""
+    out, _ = jvp(f, primals, tuple(_zeros_tree(p) for p in primals))
+
+    def f_jvp(*tangents):
+        return jvp(f, primals, tangents)[1]
+    return out, f_jvp
+
+
+def _zeros_tree(t):
+    from jx.passes.zeros import zeros_like
+    return tree.tree_map(zeros_like, t)
+
+
+# ------------------------------------------------------------------ reverse mode
+
+def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
+    """(f(*primals), vjp_fn[, aux]); vjp_fn(cotangent) returns one cotangent per primal."""
+    from jx.passes.vjp import backward, forward
+    from jx.passes.zeros import zeros_like
+    fun = f
+    if has_aux:
+        def fun(*a):
+            out, aux = f(*a)
+            return out, aux
+    graph, consts, leaves = _trace_flat(fun, primals, "vjp")
+    env, outs = forward(graph, consts + leaves)
+    out_tree = graph.out_tree
+    aux = None
+    if has_aux:
+        main_tree, aux_tree = out_tree.children
+        n_main = main_tree.num_leaves
+        aux = tree.unflatten(aux_tree, outs[n_main:])
+        outs, out_tree = outs[:n_main], main_tree
+    in_tree = tree.tree_structure(tuple(primals))
+    n_consts = len(consts)
+
+    def vjp_fn(ct):
+        try:
+            ct_leaves = tree.flatten_up_to(out_tree, ct)
+        except ValueError as e:
+            raise JxError(f"vjp_fn: cotangent must have the structure of the output ({e})") \
+                from None
+        for o, c in zip(outs, ct_leaves):
+            oa, ca = get_aval(o), get_aval(c)
+            if oa.shape != ca.shape:
+                raise JxError(f"vjp_fn: cotangent {ca} does not match output {oa}")
+        from jx.passes.zeros import stage_like
+        ct_leaves = [stage_like(c, outs) for c in ct_leaves]
+        full = ct_leaves + [None] * (len(graph.outputs) - len(ct_leaves))
+        cts = backward(graph, env, full)[n_consts:]
+        res = [(_float0_zeros(x) if not dtypes.is_float(get_aval(x).dtype)
+                else zeros_like(x) if c is None else c) for x, c in zip(leaves, cts)]
+        return tuple(tree.unflatten(in_tree, res))
+
+    out = tree.unflatten(out_tree, outs)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Function returning (f(*args), gradient of f with respect to args[argnums])."""
+    nums = _argnums(argnums)
+
+    @functools.wraps(f)
+    def vg(*args, **kwargs):
+        for i in nums:
+            if i >= len(args):
+                raise JxError(f"grad: argnums={argnums} but the function got {len(args)} "
+                              "positional arguments")
+            for leaf in tree.tree_leaves(args[i]):
+                if not dtypes.is_float(get_aval(leaf).dtype):
+                    raise JxError(f"grad requires real-valued (float) inputs; argument {i} "
+                                  f"has {get_aval(leaf)}. Convert it with astype(float32) or "
+                                  "exclude it from argnums.")
+        diff = tuple(args[i] for i in nums)
+
+        def g(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return f(*full, **kwargs)
+        res = vjp(g, *diff, has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        oa = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+        if oa is None or oa.shape != () or not dtypes.is_float(oa.dtype):
+            raise JxError(f"grad requires a scalar float output, got "
+                          f"{oa if oa is not None else type(out).__name__}; use jx.vjp or "
+                          "jx.jacrev for non-scalar outputs (or sum the output)")
+        grads = vjp_fn(np.ones((), oa.dtype))
+        grads = grads[0] if isinstance(argnums, int) else grads
+        return ((out, res[2]), grads) if has_aux else (out, grads)
+    return vg
+
+
+def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Gradient of a scalar function with respect to args[argnums] (pytrees allowed)."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        (val, g_) = vg(*args, **kwargs)
+        return (g_, val[1]) if has_aux else g_
+    return g
+
+
+# ------------------------------------------------------------------ jacobians
+
+def _std_basis(x):
+    """Identity rows shaped (n, *x.shape) for a float leaf x."""
+    a = get_aval(x)
+    n = a.size
+    return np.eye(n, dtype=a.dtype).reshape((n,) + a.shape)
+
+
+def jacfwd(f: Callable, argnums=0) -> Callable:
+    """Jacobian by forward mode: vmap of jvp over the input basis."""
+    nums = _argnums(argnums)
+
+    def jac(*args):
+        from .vmap import vmap
+        results = []
+        for i in nums:
+            def g(xi, i=i):
+                full = list(args)
+                full[i] = xi
+                return f(*full)
+            x_leaves, x_tree = tree.flatten(args[i])
+            if len(x_leaves) != 1:
+                raise JxError("jacfwd: differentiate with respect to one array per argnum")
+            x = x_leaves[0]
+            basis = _std_basis(x)
+            out = vmap(lambda t: jvp(g, (x,), (t,))[1], out_axes=-1)(basis)
+            results.append(tree.tree_map(
+                lambda o: o.reshape(get_aval(o).shape[:-1] + get_aval(x).shape), out))
+        return results[0] if isinstance(argnums, int) else tuple(results)
+    return jac
+
+
+def jacrev(f: Callable, argnums=0) -> Callable:
+    """Jacobian by reverse mode: vmap of vjp over the output basis."""
+    nums = _argnums(argnums)
+
+    def jac(*args):
+        from .vmap import vmap
+        diff = tuple(args[i] for i in nums)
+
+        def g(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return f(*full)
+        out, vjp_fn = vjp(g, *diff)
+        oa = get_aval(out)
+        basis = _std_basis(out)
+        cts = vmap(vjp_fn)(basis)
+        shaped = tuple(c.reshape(oa.shape + tuple(get_aval(c).shape[1:])) for c in cts)
+        return shaped[0] if isinstance(argnums, int) else shaped
+    return jac
+
+
+def hessian(f: Callable, argnums=0) -> Callable:
+    return jacfwd(jacrev(f, argnums), argnums)

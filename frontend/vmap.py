@@ -1,0 +1,82 @@
+"""jx.vmap: vectorise a function over a batch axis of its arguments."""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from . import tree
+from .api import trace_pytree
+from .core import get_aval
+from .errors import JxError
+from .numpy._util import canonical_axis
+
+
+def _strip_axis(x, axis):
+    a = get_aval(x)
+    if axis is None:
+        return x
+    from .api import ShapeDtypeStruct
+    shape = a.shape[:axis] + a.shape[axis + 1:]
+    return ShapeDtypeStruct(shape, a.dtype)
+
+
+def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
+    """Map f over axis `in_axes` of its arguments (a pytree prefix of the args;
+    None for arguments shared by the whole batch) and stack at `out_axes`."""
+
+    @functools.wraps(f)
+    def batched(*args):
+        from jx.passes.vmap import move_to_front, vmap_eval
+        if isinstance(in_axes, list):
+            axes_spec = tuple(in_axes)
+        else:
+            axes_spec = in_axes
+        if isinstance(axes_spec, tuple) and len(axes_spec) != len(args):
+            raise JxError(f"vmap: in_axes has {len(axes_spec)} entries but the function got "
+                          f"{len(args)} arguments; give one entry per positional argument")
+        try:
+            dims = tree.broadcast_prefix(axes_spec if isinstance(axes_spec, tuple)
+                                         else (axes_spec,) * len(args), tuple(args))
+        except ValueError as e:
+            raise JxError(f"vmap: in_axes {in_axes!r} does not match the arguments ({e})") \
+                from None
+        leaves = tree.tree_leaves(tuple(args))
+        canon, sizes = [], set()
+        for x, d in zip(leaves, dims):
+            if d is None:
+                canon.append(None)
+                continue
+            if not isinstance(d, int):
+                raise JxError(f"vmap: in_axes entries must be int or None, got {d!r}")
+            a = get_aval(x)
+            c = canonical_axis(d, a.ndim)
+            canon.append(c)
+            sizes.add(a.shape[c])
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if not sizes:
+            raise JxError("vmap: no argument is mapped (all in_axes are None); pass "
+                          "axis_size or map at least one argument")
+        if len(sizes) > 1:
+            raise JxError(f"vmap: mapped axes have different sizes {sorted(sizes)}; every "
+                          "mapped argument needs the same batch size")
+        n = sizes.pop()
+        abstract = tree.unflatten(tree.tree_structure(tuple(args)),
+                                  [_strip_axis(x, d) for x, d in zip(leaves, canon)])
+        graph, consts = trace_pytree(f, abstract, name="vmap")
+        outs, odims = vmap_eval(graph, list(consts) + leaves,
+                                [None] * len(consts) + canon, n)
+        out_axes_flat = tree.broadcast_prefix(out_axes, tree.unflatten(graph.out_tree, outs))
+        final = []
+        for o, d, oa in zip(outs, odims, out_axes_flat):
+            if oa is None:
+                if d is not None:
+                    raise JxError("vmap: out_axes=None for an output that varies over the "
+                                  "batch; give it an axis")
+                final.append(o)
+                continue
+            o = move_to_front(o, d, n)
+            import jx.numpy as jnp
+            final.append(jnp.moveaxis(o, 0, canonical_axis(oa, get_aval(o).ndim)))
+        return tree.unflatten(graph.out_tree, final)
+    return batched

@@ -1,0 +1,44 @@
+"""Shared machinery of the transformation passes.
+
+Every transformation walks a Graph equation by equation, looks the primitive
+up in its own rule table and calls the rule on *values*: NumPy arrays when run
+eagerly, tracers when building a new graph. Turning a walk into a Graph -> Graph
+pass is therefore just tracing it (`transform_graph`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from jx import core
+from jx.errors import MissingRuleError
+from jx.ir import Graph, Literal
+
+
+def rule_for(table: dict, prim, pass_name: str, eqn=None) -> Callable:
+    rule = table.get(prim.name)
+    if rule is None:
+        where = f" (from {eqn.source})" if eqn is not None and eqn.source else ""
+        raise MissingRuleError(
+            f"{pass_name}: no rule for primitive '{prim.name}'{where}. The {pass_name} "
+            "transformation does not support it yet; restructure the code to avoid it "
+            "or add a rule to the pass's table.")
+    return rule
+
+
+def read(env: dict, atom):
+    return atom.val if isinstance(atom, Literal) else env[id(atom)]
+
+
+def transform_graph(walk: Callable, in_avals: Sequence, name: str) -> Graph:
+    """Trace `walk(*values) -> list` into a Graph (the pass's output)."""
+    graph, consts = core.trace(walk, list(in_avals), name=name)
+    assert not consts, "transformed graphs are closed"
+    return graph
+
+
+class NotDifferentiable:
+    """Marks a primitive whose outputs carry no derivative (integer results,
+    random bits): the coverage test accepts it as a rule."""
+
+    def __init__(self, reason: str):
+        self.reason = reason

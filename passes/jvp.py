@@ -1,0 +1,61 @@
+"""Forward mode: the jvp pass.
+
+`jvp_rules[name](primals, tangents, **params) -> (primal_outs, tangent_outs)`.
+A tangent of None is a symbolic zero: rules skip work for it and it is never
+materialised unless an output needs it. Integer and bool values never carry
+tangents (JAX's float0).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from jx import dtypes
+from jx.core import bind
+from jx.ir import Graph
+
+from .interpreters import NotDifferentiable, read, rule_for, transform_graph
+
+jvp_rules: dict = {}
+
+
+def jvp_eval(graph: Graph, primals: Sequence, tangents: Sequence) -> tuple:
+    """Walk graph on primal values with tangents (None = zero); returns both outputs."""
+    penv = {id(v): x for v, x in zip(graph.inputs, primals)}
+    tenv = {id(v): t for v, t in zip(graph.inputs, tangents)}
+    for eqn in graph.eqns:
+        ps = [read(penv, a) for a in eqn.inputs]
+        ts = [tenv.get(id(a)) for a in eqn.inputs]
+        rule = rule_for(jvp_rules, eqn.prim, "jvp", eqn)
+        if isinstance(rule, NotDifferentiable) or all(t is None for t in ts):
+            outs, touts = bind(eqn.prim, *ps, **eqn.params), [None] * len(eqn.outputs)
+        else:
+            outs, touts = rule(ps, ts, **eqn.params)
+        for v, x, t in zip(eqn.outputs, outs, touts):
+            penv[id(v)] = x
+            tenv[id(v)] = t if dtypes.is_float(v.aval.dtype) else None
+    outs = [read(penv, a) for a in graph.outputs]
+    touts = [tenv.get(id(a)) for a in graph.outputs]
+    return outs, touts
+
+
+def jvp_graph(graph: Graph, nonzero: Sequence[bool] | None = None,
+              instantiate: bool = True) -> Graph:
+    """Graph -> Graph: inputs (primals, tangents of the `nonzero` inputs),
+    outputs (primal outputs, tangent outputs; zeros materialised)."""
+    from .zeros import zeros_like
+    nonzero = [True] * len(graph.inputs) if nonzero is None else list(nonzero)
+    n = len(graph.inputs)
+    t_avals = [v.aval for v, nz in zip(graph.inputs, nonzero) if nz]
+
+    def walk(*args):
+        it = iter(args[n:])
+        tangents = [next(it) if nz else None for nz in nonzero]
+        outs, touts = jvp_eval(graph, args[:n], tangents)
+        if instantiate:
+            touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
+        return list(outs) + [t for t in touts if t is not None]
+
+    return transform_graph(walk, graph.in_avals + t_avals, "jvp")
+
+
+from . import jvp_rules as _rules  # noqa: E402,F401  (fills jvp_rules)

@@ -1,0 +1,76 @@
+"""Reverse mode: the vjp pass.
+
+Reverse mode uses direct vjp rules rather than JAX's linearize-then-transpose.
+Why: in a graph-to-graph compiler a vjp rule is one readable function of the
+forward values, with no partial evaluator to separate primal from tangent
+work; the forward values a rule needs are simply the forward graph's
+variables, which the fusion pass can keep or recompute. The cost, two tables
+(jvp and vjp), is kept honest by the <vjp(u), v> == <u, jvp(v)> property test.
+
+`vjp_rules[name](cts_out, primals_in, primals_out, **params) -> cts_in`
+where any cotangent may be None (a symbolic zero that is never materialised).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from jx import dtypes
+from jx.core import bind
+from jx.ir import Graph
+
+from .interpreters import NotDifferentiable, read, rule_for, transform_graph
+from .zeros import add_any, zeros_like
+
+vjp_rules: dict = {}
+
+
+def forward(graph: Graph, primals: Sequence) -> tuple:
+    """Evaluate graph keeping every value: (env, outputs)."""
+    env = {id(v): x for v, x in zip(graph.inputs, primals)}
+    for eqn in graph.eqns:
+        outs = bind(eqn.prim, *[read(env, a) for a in eqn.inputs], **eqn.params)
+        for v, x in zip(eqn.outputs, outs):
+            env[id(v)] = x
+    return env, [read(env, a) for a in graph.outputs]
+
+
+def backward(graph: Graph, env: dict, cts_out: Sequence) -> list:
+    """Propagate output cotangents (None = zero) back to the graph inputs."""
+    ct_env: dict = {}
+    for a, ct in zip(graph.outputs, cts_out):
+        if ct is not None and not hasattr(a, "val"):
+            ct_env[id(a)] = add_any(ct_env.get(id(a)), ct)
+    for eqn in reversed(graph.eqns):
+        cts = [ct_env.pop(id(v), None) for v in eqn.outputs]
+        if all(c is None for c in cts):
+            continue
+        rule = rule_for(vjp_rules, eqn.prim, "vjp", eqn)
+        if isinstance(rule, NotDifferentiable):
+            continue
+        ins = [read(env, a) for a in eqn.inputs]
+        outs = [env[id(v)] for v in eqn.outputs]
+        cts_in = rule(cts, ins, outs, **eqn.params)
+        for a, ct in zip(eqn.inputs, cts_in):
+            if ct is None or hasattr(a, "val") or not dtypes.is_float(a.aval.dtype):
+                continue
+            ct_env[id(a)] = add_any(ct_env.get(id(a)), ct)
+    return [ct_env.get(id(v)) for v in graph.inputs]
+
+
+def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
+    """Graph -> Graph: inputs (primals, output cotangents), outputs (primal
+    outputs, cotangents of the `wrt` inputs; zeros materialised)."""
+    wrt = [True] * len(graph.inputs) if wrt is None else list(wrt)
+    n = len(graph.inputs)
+
+    def walk(*args):
+        env, outs = forward(graph, args[:n])
+        cts = backward(graph, env, args[n:])
+        grads = [zeros_like(x) if c is None else c
+                 for x, c, w in zip(args[:n], cts, wrt) if w]
+        return list(outs) + grads
+
+    return transform_graph(walk, graph.in_avals + graph.out_avals, "vjp")
+
+
+from . import vjp_rules as _rules  # noqa: E402,F401  (fills vjp_rules)
