@@ -2,12 +2,15 @@
 the reference interpreter; on tracers it re-traces (graphs compose)."""
 from __future__ import annotations
 
-from .core import bind, get_aval
+from .core import bind_like, get_aval
 from .errors import ShapeError
 from .ir import Graph, Literal
 
 
 def eval_graph(graph: Graph, *args) -> list:
+    """Evaluate graph on args. Equations of constants only are staged into the
+    trace of the arguments (if traced), so re-tracing never turns them into big
+    literal arrays."""
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
     for i, (v, x) in enumerate(zip(graph.inputs, args)):
@@ -20,7 +23,7 @@ def eval_graph(graph: Graph, *args) -> list:
         return a.val if isinstance(a, Literal) else env[id(a)]
 
     for eqn in graph.eqns:
-        outs = bind(eqn.prim, *[read(a) for a in eqn.inputs], **eqn.params)
+        outs = bind_like(args, eqn.prim, *[read(a) for a in eqn.inputs], **eqn.params)
         for v, x in zip(eqn.outputs, outs):
             env[id(v)] = x
     return [read(a) for a in graph.outputs]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from jx import dtypes
-from jx.core import bind
+from jx.core import bind_like
 from jx.ir import Graph
 
 from .interpreters import NotDifferentiable, read, rule_for, transform_graph
@@ -27,7 +27,8 @@ def jvp_eval(graph: Graph, primals: Sequence, tangents: Sequence) -> tuple:
         ts = [tenv.get(id(a)) for a in eqn.inputs]
         rule = rule_for(jvp_rules, eqn.prim, "jvp", eqn)
         if isinstance(rule, NotDifferentiable) or all(t is None for t in ts):
-            outs, touts = bind(eqn.prim, *ps, **eqn.params), [None] * len(eqn.outputs)
+            outs, touts = bind_like(primals, eqn.prim, *ps, **eqn.params), [None] * len(
+                eqn.outputs)
         else:
             outs, touts = rule(ps, ts, **eqn.params)
         for v, x, t in zip(eqn.outputs, outs, touts):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from jx import dtypes
-from jx.core import bind
+from jx.core import bind_like
 from jx.ir import Graph
 
 from .interpreters import NotDifferentiable, read, rule_for, transform_graph
@@ -28,7 +28,8 @@ def forward(graph: Graph, primals: Sequence) -> tuple:
     """Evaluate graph keeping every value: (env, outputs)."""
     env = {id(v): x for v, x in zip(graph.inputs, primals)}
     for eqn in graph.eqns:
-        outs = bind(eqn.prim, *[read(env, a) for a in eqn.inputs], **eqn.params)
+        outs = bind_like(primals, eqn.prim, *[read(env, a) for a in eqn.inputs],
+                         **eqn.params)
         for v, x in zip(eqn.outputs, outs):
             env[id(v)] = x
     return env, [read(env, a) for a in graph.outputs]

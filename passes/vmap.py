@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from jx.core import bind, get_aval
+from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
 from .interpreters import read, rule_for, transform_graph
@@ -24,7 +24,8 @@ def vmap_eval(graph: Graph, args: Sequence, dims: Sequence, axis_size: int) -> t
         xs = [read(env, a) for a in eqn.inputs]
         ds = [denv.get(id(a)) for a in eqn.inputs]
         if all(d is None for d in ds):
-            outs, odims = bind(eqn.prim, *xs, **eqn.params), [None] * len(eqn.outputs)
+            outs, odims = bind_like(args, eqn.prim, *xs, **eqn.params), [None] * len(
+                eqn.outputs)
         else:
             rule = rule_for(batch_rules, eqn.prim, "vmap", eqn)
             outs, odims = rule(xs, ds, axis_size=axis_size, **eqn.params)

@@ -1,0 +1,242 @@
+"""Simplification: algebraic rewrites, constant folding, CSE and DCE.
+
+Transformed graphs are full of identities (x*1 from seeds, broadcasts of
+broadcasts, transposes of transposes); these passes keep them small. Every
+primitive is pure, so any equation whose outputs are unused can go.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jx.ir import Eqn, Graph, Literal, Var, subgraphs
+
+# ---------------------------------------------------------------- helpers
+
+
+def _rebuild_params(params: dict, fn) -> dict:
+    """Apply fn to every sub-graph held in params."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, Graph):
+            out[k] = fn(v)
+        elif isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
+            out[k] = tuple(fn(g) if isinstance(g, Graph) else g for g in v)
+        else:
+            out[k] = v
+    return out
+
+
+def _const_value(atom, defs: dict):
+    """The scalar constant an atom is (seeing through broadcasts of literals), else None."""
+    if isinstance(atom, Literal):
+        return atom.val if atom.val.ndim == 0 else None
+    eqn = defs.get(id(atom))
+    if eqn is not None and eqn.prim.name == "broadcast_in_dim" and \
+            isinstance(eqn.inputs[0], Literal) and eqn.inputs[0].val.ndim == 0:
+        return eqn.inputs[0].val
+    return None
+
+
+def _is(atom, defs, value) -> bool:
+    c = _const_value(atom, defs)
+    return c is not None and bool(np.all(c == value))
+
+
+# ---------------------------------------------------------------- algebraic rules
+# rule(eqn, defs) -> an atom that replaces the (single) output, or None.
+
+def _same_type(atom, eqn) -> bool:
+    return atom.aval.same_type(eqn.outputs[0].aval)
+
+
+def _identity_unless(pred):
+    def rule(eqn, defs):
+        x = eqn.inputs[0]
+        return x if pred(eqn) and _same_type(x, eqn) else None
+    return rule
+
+
+def _right_unit(unit):
+    def rule(eqn, defs):
+        a, b = eqn.inputs
+        return a if _is(b, defs, unit) and _same_type(a, eqn) else None
+    return rule
+
+
+def _both_unit(unit):
+    def rule(eqn, defs):
+        a, b = eqn.inputs
+        if _is(b, defs, unit) and _same_type(a, eqn):
+            return a
+        if _is(a, defs, unit) and _same_type(b, eqn):
+            return b
+        return None
+    return rule
+
+
+def _neg_neg(eqn, defs):
+    inner = defs.get(id(eqn.inputs[0]))
+    if inner is not None and inner.prim.name == "neg":
+        return inner.inputs[0]
+    return None
+
+
+ALGEBRAIC = {
+    "add": _both_unit(0),
+    "sub": _right_unit(0),
+    "mul": _both_unit(1),
+    "div": _right_unit(1),
+    "neg": _neg_neg,
+    "reshape": _identity_unless(lambda e: True),
+    "transpose": _identity_unless(
+        lambda e: tuple(e.params["permutation"]) == tuple(range(len(e.params["permutation"])))),
+    "broadcast_in_dim": _identity_unless(lambda e: True),
+    "convert_element_type": _identity_unless(lambda e: True),
+    "squeeze": _identity_unless(lambda e: True),
+    "expand_dims": _identity_unless(lambda e: True),
+}
+
+
+# Fusing rewrites: rule(eqn, defs) -> (inputs, params) of a cheaper equation of
+# the same primitive, or None.
+def _compose_transpose(eqn, defs):
+    inner = defs.get(id(eqn.inputs[0]))
+    if inner is None or inner.prim.name != "transpose":
+        return None
+    p_in, p_out = inner.params["permutation"], eqn.params["permutation"]
+    return (inner.inputs[0],), {"permutation": tuple(p_in[i] for i in p_out)}
+
+
+def _compose_reshape(eqn, defs):
+    inner = defs.get(id(eqn.inputs[0]))
+    if inner is None or inner.prim.name != "reshape":
+        return None
+    return (inner.inputs[0],), dict(eqn.params)
+
+
+def _compose_broadcast(eqn, defs):
+    inner = defs.get(id(eqn.inputs[0]))
+    if inner is None or inner.prim.name != "broadcast_in_dim":
+        return None
+    outer_dims = eqn.params["broadcast_dimensions"]
+    dims = tuple(outer_dims[d] for d in inner.params["broadcast_dimensions"])
+    return (inner.inputs[0],), {"shape": eqn.params["shape"], "broadcast_dimensions": dims}
+
+
+COMPOSE = {
+    "transpose": _compose_transpose,
+    "reshape": _compose_reshape,
+    "broadcast_in_dim": _compose_broadcast,
+}
+
+
+# ---------------------------------------------------------------- the passes
+
+def _substituted(eqn: Eqn, subst: dict) -> Eqn:
+    ins = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in eqn.inputs)
+    return Eqn(eqn.prim, ins, eqn.params, eqn.outputs, eqn.source)
+
+
+def algebraic(graph: Graph) -> Graph:
+    """Identity elimination and composition of layout ops; folds scalar constants."""
+    subst: dict = {}
+    defs: dict = {}
+    eqns = []
+    for eqn in graph.eqns:
+        eqn = _substituted(eqn, subst)
+        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, algebraic), eqn.outputs,
+                  eqn.source)
+        compose = COMPOSE.get(eqn.prim.name)
+        while compose is not None:
+            new = compose(eqn, defs)
+            if new is None:
+                break
+            eqn = Eqn(eqn.prim, new[0], new[1], eqn.outputs, eqn.source)
+        rule = ALGEBRAIC.get(eqn.prim.name)
+        repl = rule(eqn, defs) if rule is not None else None
+        if repl is None:
+            repl = _fold(eqn)
+        if repl is not None:
+            subst[id(eqn.outputs[0])] = repl
+            continue
+        for v in eqn.outputs:
+            defs[id(v)] = eqn
+        eqns.append(eqn)
+    outs = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in graph.outputs)
+    return Graph(graph.inputs, tuple(eqns), outs, graph.in_tree, graph.out_tree)
+
+
+def _fold(eqn: Eqn):
+    """Evaluate scalar equations of literals (bigger results would bloat the graph)."""
+    if not eqn.inputs or len(eqn.outputs) != 1 or eqn.outputs[0].aval.shape != () or \
+            not all(isinstance(a, Literal) for a in eqn.inputs) or any(subgraphs(eqn)):
+        return None
+    (val,) = eqn.prim.impl(*[a.val for a in eqn.inputs], **eqn.params)
+    return Literal(np.asarray(val, eqn.outputs[0].aval.dtype), eqn.outputs[0].aval.strip_weak())
+
+
+def _atom_key(a):
+    if isinstance(a, Literal):
+        return ("lit", a.aval.dtype.str, a.val.shape, a.val.tobytes())
+    return id(a)
+
+
+def _param_key(v):
+    if isinstance(v, np.ndarray):
+        return ("arr", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, tuple):
+        return tuple(_param_key(x) for x in v)
+    if isinstance(v, Graph):
+        return ("graph", id(v))
+    return v
+
+
+def cse(graph: Graph) -> Graph:
+    """Common subexpression elimination: identical equations are computed once."""
+    subst: dict = {}
+    seen: dict = {}
+    eqns = []
+    for eqn in graph.eqns:
+        eqn = _substituted(eqn, subst)
+        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, cse), eqn.outputs,
+                  eqn.source)
+        key = (eqn.prim.name, tuple(_atom_key(a) for a in eqn.inputs),
+               tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())))
+        try:
+            prev = seen.get(key)
+        except TypeError:       # an unhashable param: keep the equation as it is
+            prev, key = None, None
+        if prev is not None:
+            for v, p in zip(eqn.outputs, prev.outputs):
+                subst[id(v)] = p
+            continue
+        if key is not None:
+            seen[key] = eqn
+        eqns.append(eqn)
+    outs = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in graph.outputs)
+    return Graph(graph.inputs, tuple(eqns), outs, graph.in_tree, graph.out_tree)
+
+
+def dce(graph: Graph) -> Graph:
+    """Dead code elimination (inputs and outputs are kept: they are the signature)."""
+    live = {id(a) for a in graph.outputs if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(graph.eqns):
+        if not any(id(v) in live for v in eqn.outputs):
+            continue
+        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, dce), eqn.outputs,
+                  eqn.source)
+        kept.append(eqn)
+        live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    return Graph(graph.inputs, tuple(reversed(kept)), graph.outputs, graph.in_tree,
+                 graph.out_tree)
+
+
+def simplify(graph: Graph, max_rounds: int = 8) -> Graph:
+    """algebraic + CSE + DCE to a fixed point."""
+    for _ in range(max_rounds):
+        before = len(graph.eqns)
+        graph = dce(cse(algebraic(graph)))
+        if len(graph.eqns) == before:
+            break
+    return graph
