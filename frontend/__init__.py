@@ -6,6 +6,7 @@ by the backends when something is compiled.
 from . import dtypes, tree  # noqa: F401
 from . import prims  # noqa: F401  (declares every primitive)
 from . import numpy, lax  # noqa: F401
+from . import nn, random  # noqa: F401
 from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
 from .core import PRIMITIVES, Primitive, Tracer
 from .errors import (EscapedTracerError, JxError, MissingRuleError, ShapeError,  # noqa: F401
@@ -19,6 +20,7 @@ from .verify import verify
 from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
                          value_and_grad, vjp)
 from .vmap import vmap  # noqa: F401
+from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
 
 tree_util = tree
 
@@ -37,3 +39,4 @@ __version__ = "0.1.0"
 __all__ = ["numpy", "lax", "make_graph", "ShapeDtypeStruct", "export", "eval_graph",
            "verify", "format_graph", "Graph", "ShapedArray", "Primitive", "PRIMITIVES",
            "Tracer", "f16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool_"]
+__all__ += ["nn", "random"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ShapeError
+
 try:  # bfloat16 has no NumPy dtype of its own; ml_dtypes supplies one if present.
     from ml_dtypes import bfloat16 as _bf16
     bfloat16 = np.dtype(_bf16)
@@ -33,8 +35,9 @@ default_float = float32
 default_int = int32
 
 
-class DTypeError(TypeError):
-    """A dtype that jx does not support, or operands whose dtypes do not match."""
+class DTypeError(ShapeError):
+    """A dtype that jx does not support. A ShapeError (hence JxError and TypeError),
+    so shape rules that meet one report it like any other type error."""
 
 
 def short_name(dt) -> str:
@@ -117,6 +120,6 @@ def result_type(*avals) -> tuple:
     for d in strong[1:]:
         dt = _promote_pair(dt, d)
     weak_rank = max((_kind_rank(d) for d in weak), default=-1)
-    if weak_rank > _kind_rank(dt):  # e.g. int32 array * 2.0 -> float32
-        return _default_for_rank(weak_rank), False
+    if weak_rank > _kind_rank(dt):  # e.g. int32 array * 2.0 -> weak float32, as in JAX
+        return _default_for_rank(weak_rank), True
     return dt, False

@@ -1,2 +1,5 @@
-"""Graph -> Graph passes: transformations (grad, vmap, ...), simplification,
-fusion. Each pass owns its rule table keyed by primitive."""
+"""Graph -> Graph passes: transformations (jvp, vjp, vmap), simplification,
+fusion. Each pass owns its rule table keyed by primitive name; the modules
+below fill the tables for each primitive family."""
+from . import jvp, vjp, vmap  # noqa: F401  (core families fill their tables on import)
+from . import custom_rules  # noqa: F401

@@ -106,8 +106,32 @@ def fmod(x, y):
 
 
 def power(x, y):
+    if isinstance(y, int) and not isinstance(y, bool) and abs(y) <= 64:
+        return _integer_pow(x, y)
     a, b = promote(x, y)
     return bind1(ew.pow_, a, b)
+
+
+def _integer_pow(x, n: int):
+    """x**n for a static int n by repeated squaring: exact, cheap, and its
+    derivative never takes log(x) (as JAX's integer_pow)."""
+    (a,) = promote_dtypes(x)
+    if n < 0 and dtypes.is_float(a.dtype):
+        return reciprocal(_integer_pow(a, -n))
+    if n < 0:
+        a, b = promote(a, n)
+        return bind1(ew.pow_, a, b)
+    if n == 0:
+        from .creation import ones_like
+        return ones_like(a)
+    acc, base = None, a
+    while n:
+        if n & 1:
+            acc = base if acc is None else bind1(ew.mul, acc, base)
+        n >>= 1
+        if n:
+            base = bind1(ew.mul, base, base)
+    return acc
 
 
 def square(x):

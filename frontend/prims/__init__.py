@@ -1,3 +1,6 @@
 """Every primitive, declared once per family module. Importing this package
 registers them all in core.PRIMITIVES (one explicit list, not scattered imports)."""
-from . import elementwise, structural, reductions, linalg  # noqa: F401
+from . import elementwise, structural, reductions, linalg, control  # noqa: F401
+from . import sorting, random_bits  # noqa: F401
+from . import indexing  # noqa: F401
+from . import autodiff  # noqa: F401

@@ -21,7 +21,7 @@ def _kinds_ok(dt, kinds) -> bool:
 
 
 def _elementwise_rule(name: str, kinds, result_dtype=None):
-    def rule(*avals):
+    def rule(*avals, **params):  # params (round's rounding_method) do not change the type
         shapes = {a.shape for a in avals}
         if len(shapes) > 1:
             raise ShapeError(f"operands must have equal shapes, got "
@@ -114,8 +114,12 @@ def _shift_right_logical(a, b):
 
 
 def _shift_right_arithmetic(a, b):
+    # Sign-extending on the bit pattern, also for unsigned types (LLVM ashr); amounts
+    # outside [0, bits) act as bits - 1 and fill with the sign, as XLA does.
     bits = a.dtype.itemsize * 8
-    return np.right_shift(a, np.clip(b, 0, bits - 1).astype(a.dtype))
+    signed = np.dtype(f"i{a.dtype.itemsize}")
+    amount = np.where((b < 0) | (b >= bits), bits - 1, b).astype(signed)
+    return np.right_shift(a.view(signed), amount).view(a.dtype)
 
 
 # arithmetic
@@ -147,7 +151,17 @@ tan = _unary("tan", np.tan)
 erf = _unary("erf", _erf)
 floor = _unary("floor", np.floor)
 ceil = _unary("ceil", np.ceil)
-round_ = declare("round", _elementwise_rule("round", (FLOAT,)), _quiet(_round))
+ROUNDING_METHODS = ("away_from_zero", "to_nearest_even")
+
+
+def _round_rule(x, rounding_method):
+    if rounding_method not in ROUNDING_METHODS:
+        raise ShapeError(f"rounding_method must be one of {ROUNDING_METHODS}, "
+                         f"got {rounding_method!r}")
+    return _elementwise_rule("round", (FLOAT,))(x)
+
+
+round_ = declare("round", _round_rule, _quiet(_round))
 is_finite = declare("is_finite", _elementwise_rule("is_finite", (FLOAT,), dtypes.bool_),
                     np.isfinite)
 
@@ -193,10 +207,13 @@ def _convert(x, new_dtype, weak_type=False):
     if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
         # float -> int truncates; NaN -> 0 and out-of-range values saturate (defined, no UB)
         info = np.iinfo(new_dtype)
-        with np.errstate(all="ignore"):
-            y = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
-            y = np.clip(y, info.min, info.max)
-            return np.where(y >= float(info.max), info.max, y).astype(new_dtype)
+        y = np.trunc(x.astype(np.float64))
+        # float(info.max) rounds up past the range (2**63 for int64): compare in float,
+        # but only cast values known to fit, and write the bounds as integers
+        hi, lo = y >= float(info.max), y <= float(info.min)
+        fits = np.where(hi | lo | np.isnan(y), 0.0, y).astype(new_dtype)
+        return np.where(hi, np.asarray(info.max, new_dtype),
+                        np.where(lo, np.asarray(info.min, new_dtype), fits))
     if new_dtype == dtypes.bool_:
         return x != 0
     return x.astype(new_dtype)

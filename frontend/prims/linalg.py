@@ -36,12 +36,23 @@ def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type=None):
                              f"of {rhs} ({rhs.shape[b]})")
     shape = ([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in _free(lhs.ndim, lc, lb)]
              + [rhs.shape[d] for d in _free(rhs.ndim, rc, rb)])
-    out = lhs.dtype if preferred_element_type is None else preferred_element_type
+    out = lhs.dtype
+    if preferred_element_type is not None:
+        out = dtypes.check_supported(preferred_element_type)
+        # as in JAX: ints may accumulate into floats; never narrower, never float -> int
+        same_kind = dtypes.is_float(lhs.dtype) == dtypes.is_float(out)
+        if out == dtypes.bool_ or (dtypes.is_float(lhs.dtype) and not dtypes.is_float(out)) \
+                or (same_kind and out.itemsize < lhs.dtype.itemsize):
+            raise ShapeError(f"preferred_element_type {out} does not fit operands {lhs}: "
+                             "use a type of the same kind at least as wide (or a float "
+                             "for integer operands)")
     return ShapedArray(shape, out)
 
 
 def _dot(lhs, rhs, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    if preferred_element_type is not None:  # accumulate in the wider type (f16 -> f32)
+        lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
     lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
     # move to (batch, free, contract) and (batch, contract, free), then matmul
     a = np.transpose(lhs, list(lb) + lf + list(lc))

@@ -11,7 +11,13 @@ from ..ir import ShapedArray
 
 
 # broadcast_in_dim: operand dim i becomes output dim broadcast_dimensions[i]
+def _check_sizes(shape):
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"shape {tuple(shape)} has a negative size")
+
+
 def _broadcast_rule(x, shape, broadcast_dimensions):
+    _check_sizes(shape)
     if len(broadcast_dimensions) != x.ndim:
         raise ShapeError(f"broadcast_dimensions {broadcast_dimensions} must name one output "
                          f"dim per operand dim of {x}")
@@ -37,6 +43,7 @@ broadcast_in_dim = declare("broadcast_in_dim", _broadcast_rule, _broadcast)
 
 
 def _reshape_rule(x, new_sizes):
+    _check_sizes(new_sizes)
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         raise ShapeError(f"cannot reshape {x} ({x.size} elements) to {tuple(new_sizes)}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -56,6 +63,8 @@ transpose = declare("transpose", _transpose_rule,
 
 
 def _squeeze_rule(x, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise ShapeError(f"squeeze dimensions {dimensions} repeat a dim")
     for d in dimensions:
         if not 0 <= d < x.ndim or x.shape[d] != 1:
             raise ShapeError(f"cannot squeeze dim {d} of {x}: it must exist and have size 1")
@@ -151,8 +160,8 @@ concatenate = declare("concatenate", _concat_rule,
 
 
 def _rev_rule(x, dimensions):
-    if any(not 0 <= d < x.ndim for d in dimensions):
-        raise ShapeError(f"rev dimensions {dimensions} out of range for {x}")
+    if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
+        raise ShapeError(f"rev dimensions {dimensions} must be distinct dims of {x}")
     return x
 
 
@@ -161,6 +170,9 @@ rev = declare("rev", _rev_rule, lambda x, dimensions: np.flip(x, tuple(dimension
 
 def _iota_rule(*, dtype, shape, dimension):
     dtypes.check_supported(dtype)
+    if dtype == dtypes.bool_:
+        raise ShapeError("iota needs a numeric dtype, got bool")
+    _check_sizes(shape)
     if not 0 <= dimension < len(shape):
         raise ShapeError(f"iota dimension {dimension} out of range for shape {shape}")
     return ShapedArray(shape, dtype)

@@ -1,0 +1,4 @@
+"""python -m jx.cli"""
+from jx.cli.main import main
+
+main(prog_name="jx")

@@ -1,0 +1,73 @@
+"""User-facing CLI errors: one paragraph on stderr, no traceback unless --debug.
+
+A message says what failed, where (file:line in the user's model, like a
+compiler diagnostic) and what to do about it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+
+import click
+
+DEBUG_HINT = "Run with --debug to see the full traceback."
+
+
+class CliError(Exception):
+    """A failure caused by the user's input (model file, options), reported plainly.
+
+    Raise it `from` the original exception so --debug shows both tracebacks.
+    """
+
+    def __init__(self, message: str, where: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def text(self) -> str:
+        prefix = f"{self.where}: " if self.where else ""
+        return f"{prefix}error: {self.message}"
+
+
+def report(err: CliError) -> None:
+    """Print err to stderr; wrapped to the terminal width only on a terminal,
+    so pipes and tests see a single stable line."""
+    text = err.text()
+    if sys.stderr.isatty():
+        width = min(shutil.get_terminal_size((100, 20)).columns, 100)
+        text = textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+    click.echo(text, err=True)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def model_location(exc: BaseException, model_file: str) -> str | None:
+    """file:line of the innermost traceback frame in the model file.
+
+    That is the line of the user's model that was running when exc was raised,
+    however deep inside jx the error itself came from.
+    """
+    if isinstance(exc, SyntaxError) and exc.filename and _same_file(exc.filename, model_file):
+        return f"{exc.filename}:{exc.lineno}"
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if _same_file(filename, model_file):
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+def describe(exc: BaseException) -> str:
+    """`TypeName: message`, with the message's own trailing period kept single."""
+    msg = str(exc).strip() or "(no message)"
+    return f"{type(exc).__name__}: {msg}"
+
+
+def ensure_period(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -1,0 +1,123 @@
+"""Load a model file by path, pick its entries and apply --shape overrides."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import os
+import re
+import sys
+import types
+
+import jx
+from jx import dtypes
+from jx.export import Entry, EntryError
+
+from .errors import DEBUG_HINT, CliError, describe, ensure_period, model_location
+
+
+def display_path(path: str) -> str:
+    """The path as diagnostics show it: relative to the working directory when inside it."""
+    rel = os.path.relpath(os.path.abspath(path))
+    return os.path.abspath(path) if rel.startswith("..") else rel
+
+
+def load_model(path: str) -> types.ModuleType:
+    """Import the model file under a unique module name, its folder on sys.path.
+
+    The code is compiled with the displayed path as its filename, so entry
+    sources, equation sources and diagnostics all name the file the way the
+    user typed it (relative to the working directory).
+    """
+    shown = display_path(path)
+    if not os.path.isfile(path):
+        raise CliError(f"model file {shown} does not exist (or is not a file); "
+                       "pass the path of a Python file that declares @jx.export entries.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)     # so the model can import its sibling modules
+    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    module = types.ModuleType(f"_jxmodel_{stem}_{digest}")
+    module.__file__ = os.path.abspath(path)
+    with open(path, "rb") as f:
+        source = f.read()
+    sys.modules[module.__name__] = module     # dataclasses and pickling look modules up
+    try:
+        exec(compile(source, shown, "exec"), module.__dict__)
+    except SyntaxError as e:
+        sys.modules.pop(module.__name__, None)
+        raise CliError(f"{shown} is not valid Python: {e.msg}. Fix the syntax error "
+                       "at that line.", where=model_location(e, shown)) from e
+    except Exception as e:
+        sys.modules.pop(module.__name__, None)
+        raise CliError(f"importing {shown} failed with {ensure_period(describe(e))} "
+                       f"Fix the model so that `python {shown}` runs. {DEBUG_HINT}",
+                       where=model_location(e, shown)) from e
+    return module
+
+
+def select_entries(module: types.ModuleType, names: tuple) -> list:
+    """The entries named by --entry (all of them, in source order, when none is named)."""
+    shown = display_path(module.__file__)
+    entries = jx.entries_of(module)
+    if not entries:
+        raise CliError(f"{shown} declares no entry functions. Decorate the functions to "
+                       "compile with @jx.export, e.g. `@jx.export(x=jx.f32[128, 784])` "
+                       "above `def predict(x): ...`.", where=f"{shown}:1")
+    by_name = {e.name: e for e in entries}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise CliError(f"{shown} has no entry {unknown[0]!r}; its entries are: "
+                       f"{', '.join(by_name)}. Pick one of those with --entry.")
+    chosen = [by_name[n] for n in dict.fromkeys(names)] if names else entries
+    # Copies: overrides must not leak into the decorated functions' declarations.
+    return [dataclasses.replace(e, args=copy.deepcopy(e.args)) for e in chosen]
+
+
+_DTYPES = {**{dtypes.short_name(d): d for d in dtypes.SUPPORTED},
+           **{d.name: d for d in dtypes.SUPPORTED}}
+_SPEC = re.compile(r"^\s*(\w+)\s*\[\s*((?:\d+\s*(?:,\s*\d+\s*)*,?)?)\s*\]\s*$")
+_SPEC_HELP = "ARG=DTYPE[D0,D1,...], e.g. x=f32[256,784], params.w1=f32[784,512] or s=f32[]"
+
+
+def parse_spec(text: str) -> jx.ShapeDtypeStruct:
+    """'f32[256,784]' -> jx.f32[256, 784]; 'f32[]' is a scalar."""
+    m = _SPEC.match(text)
+    if not m:
+        raise ValueError(f"cannot read {text!r} as a shape spec")
+    dtype = _DTYPES.get(m.group(1))
+    if dtype is None:
+        raise ValueError(f"unknown dtype {m.group(1)!r} (known: "
+                         f"{', '.join(sorted(dtypes.short_name(d) for d in dtypes.SUPPORTED))})")
+    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+    return jx.ShapeDtypeStruct(dims, dtype)
+
+
+def apply_shapes(entries: list, shapes: tuple) -> None:
+    """Apply each --shape ARG=SPEC to every selected entry that has argument ARG."""
+    for item in shapes:
+        path, eq, spec_text = item.partition("=")
+        path = path.strip()
+        if not eq or not re.fullmatch(r"\w+(\.\w+)*", path):
+            raise CliError(f"bad --shape {item!r}: expected {_SPEC_HELP}.")
+        try:
+            spec = parse_spec(spec_text)
+        except ValueError as e:
+            raise CliError(f"bad --shape {item!r}: {e}; expected {_SPEC_HELP}.") from e
+        arg = path.split(".")[0]
+        targets = [e for e in entries if arg in _traced_names(e)]
+        if not targets:
+            have = sorted({n for e in entries for n in _traced_names(e)})
+            raise CliError(f"bad --shape {item!r}: no selected entry has an argument "
+                           f"{arg!r} (arguments: {', '.join(have) or 'none'}).")
+        for entry in targets:
+            try:
+                entry.override(path, spec)
+            except EntryError as e:
+                raise CliError(f"bad --shape {item!r}: {ensure_period(str(e))} Give the "
+                               "path of a leaf as arg.key.key (dicts) or arg.0 (lists).") from e
+
+
+def _traced_names(entry: Entry) -> list:
+    return [n for n in entry.arg_names if n not in entry.static]

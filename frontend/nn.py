@@ -1,0 +1,218 @@
+"""jx.nn: activations, softmax and friends, written in jx.numpy.
+
+Each is a plain function of arrays, so autodiff sees ordinary primitives and a
+custom_jvp wrapper can be attached later without changing callers. Reductions
+subtract the maximum first so large inputs (1e4) neither overflow nor give NaN.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from . import numpy as jnp
+from .numpy import _util as u
+from .prims import elementwise as ew
+
+
+def _float(x):
+    (v,) = u.promote_dtypes(x, to_float=True)
+    return v
+
+
+def _c(v, x):
+    """A constant in x's dtype (a NumPy scalar, so it does not widen x)."""
+    return np.asarray(v, x.dtype)
+
+
+def relu(x):
+    """max(x, 0)."""
+    x = u.as_value(x)
+    return jnp.maximum(x, 0)
+
+
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    return jnp.minimum(relu(x), 6)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), computed without overflow."""
+    return u.bind1(ew.logistic, _float(x))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    return jnp.negative(softplus(jnp.negative(_float(x))))
+
+
+def softplus(x):
+    """log(1 + exp(x)), stable for large |x|."""
+    return jnp.logaddexp(_float(x), 0.0)
+
+
+def soft_sign(x):
+    """x / (1 + |x|)."""
+    x = _float(x)
+    return jnp.divide(x, jnp.add(jnp.abs(x), 1.0))
+
+
+def silu(x):
+    """x * sigmoid(x)."""
+    x = _float(x)
+    return jnp.multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit; the tanh form by default, the erf form when exact."""
+    x = _float(x)
+    if approximate:
+        inner = jnp.multiply(_c(np.sqrt(2 / np.pi), x),
+                             jnp.add(x, jnp.multiply(_c(0.044715, x),
+                                                     jnp.multiply(x, jnp.square(x)))))
+        return jnp.multiply(jnp.multiply(x, 0.5), jnp.add(jnp.tanh(inner), 1.0))
+    erf = u.bind1(ew.erf, jnp.multiply(x, _c(1 / np.sqrt(2), x)))
+    return jnp.multiply(jnp.multiply(x, 0.5), jnp.add(erf, 1.0))
+
+
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    x = _float(x)
+    safe = jnp.where(jnp.greater(x, 0), 0.0, x)   # expm1 of large x would overflow unused
+    return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * min(exp(x / alpha) - 1, 0)."""
+    x = _float(x)
+    neg = jnp.multiply(alpha, jnp.expm1(jnp.divide(jnp.minimum(x, 0.0), alpha)))
+    return jnp.where(jnp.greater(x, 0), x, neg)
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return jnp.multiply(scale, elu(x, alpha))
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    """x for x >= 0, negative_slope * x otherwise."""
+    x = _float(x)
+    return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
+
+
+def hard_tanh(x):
+    """clip(x, -1, 1)."""
+    return jnp.clip(_float(x), -1.0, 1.0)
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    return jnp.divide(relu6(jnp.add(_float(x), 3.0)), 6.0)
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    x = _float(x)
+    return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def _axes(x, axis):
+    return u.canonical_axes(axis, len(u.shape_of(x)))
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """log(sum(b * exp(a))) over axis, shifted by the maximum so it cannot overflow.
+
+    With return_sign, returns (log|sum|, sign(sum)), so negative weights b work;
+    without it a negative sum gives NaN.
+    """
+    a = _float(a)
+    if b is not None:
+        a, b = u.promote(a, b, to_float=True)
+        a = jnp.where(jnp.not_equal(b, 0), a, -np.inf)   # zero weight drops the term
+    axes = _axes(a, axis)
+    amax = jnp.max(a, axis=axes, keepdims=True)
+    # an all -inf (or +inf) slice keeps a finite shift: the result is then -inf (+inf)
+    amax = jnp.where(jnp.isfinite(amax), amax, 0.0)
+    e = jnp.exp(jnp.subtract(a, amax))
+    if b is not None:
+        e = jnp.multiply(e, b)
+    s = jnp.sum(e, axis=axes, keepdims=keepdims)
+    if not keepdims and axes:
+        amax = jnp.squeeze(amax, axis=axes)
+    sign = jnp.sign(s)
+    out = jnp.add(jnp.log(jnp.abs(s)), amax)
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = jnp.where(jnp.less(sign, 0), np.nan, out)
+    return out
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along axis, shifted by the maximum."""
+    x = _float(x)
+    axes = _axes(x, axis)
+    e = jnp.exp(jnp.subtract(x, jnp.max(x, axis=axes, keepdims=True)))
+    return jnp.divide(e, jnp.sum(e, axis=axes, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along axis, shifted by the maximum."""
+    x = _float(x)
+    axes = _axes(x, axis)
+    shifted = jnp.subtract(x, jnp.max(x, axis=axes, keepdims=True))
+    return jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True)))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    """(x - mean) / sqrt(variance + epsilon), statistics over axis unless given."""
+    x = _float(x)
+    axes = _axes(x, axis)
+    if mean is None:
+        mean = jnp.mean(x, axis=axes, keepdims=True)
+    if variance is None:
+        # E[x^2] - E[x]^2 as JAX computes it
+        variance = jnp.subtract(jnp.mean(jnp.square(x), axis=axes, keepdims=True),
+                                jnp.square(mean))
+    return jnp.multiply(jnp.subtract(x, mean), jnp.rsqrt(jnp.add(variance, epsilon)))
+
+
+normalize = standardize
+
+
+def glu(x, axis=-1):
+    """First half of x times sigmoid of the second half, along axis."""
+    x = _float(x)
+    ax = u.canonical_axis(axis, len(u.shape_of(x)))
+    n = u.shape_of(x)[ax]
+    if n % 2:
+        raise ValueError(f"glu needs an even size along axis {axis}, got {n}")
+    a, b = jnp.split(x, 2, axis=ax)
+    return jnp.multiply(a, sigmoid(b))
+
+
+def one_hot(x, num_classes: int, dtype=np.float32, axis=-1):
+    """1 where x equals the class index along a new axis, else 0 (all 0 when out of range)."""
+    x = u.as_value(x)
+    nd = len(u.shape_of(x)) + 1
+    ax = u.canonical_axis(axis, nd)
+    idt = np.dtype(np.int32) if x.dtype == dtypes.bool_ else x.dtype
+    shape = [1] * nd
+    shape[ax] = int(num_classes)
+    classes = np.arange(int(num_classes), dtype=idt).reshape(shape)
+    hit = jnp.equal(jnp.expand_dims(x, ax), classes)
+    return u.convert(hit, dtypes.canonicalize(dtype), [hit])
+
+
+__all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu",
+           "swish", "gelu", "elu", "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid",
+           "hard_silu", "hard_swish", "logsumexp", "softmax", "log_softmax", "standardize",
+           "normalize", "glu", "one_hot"]

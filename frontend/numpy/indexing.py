@@ -1,0 +1,547 @@
+"""NumPy indexing over jx primitives: x[idx], x.at[idx].set/add/..., take,
+take_along_axis.
+
+Indexing is resolved at trace time. Static ints and slices become slice/rev/
+squeeze/expand_dims; a traced scalar index becomes dynamic_slice; integer
+arrays (traced or constant) and constant boolean masks become one gather whose
+index tensor is built here. Updates use dynamic_update_slice when every index
+is static and contiguous, otherwise one scatter with the same index tensor.
+
+Out of bounds (JAX's choices, since a compiled program cannot raise): reads
+clamp (mode "clip"; .get(mode="fill") fills instead), updates are dropped
+(mode "drop"; or "clip"). Static Python ints out of range raise IndexError
+like NumPy. Negative indices wrap like NumPy, traced ones included.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer
+from ..errors import JxError, ShapeError
+from ..prims import elementwise as ew
+from ..prims import indexing as ix
+from ..prims import structural as st
+from ._util import as_value, bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
+    is_scalar_const, shape_of
+
+_ADV = ("int", "dyn", "array")
+
+
+@dataclass
+class _Entry:
+    """One operand dim's index (or a None): kind is none/slice/int/dyn/array."""
+    kind: str
+    pos: int                 # position in the user's index tuple: NumPy's adjacency rule
+    dim: int = -1            # operand dim it consumes (-1 for None)
+    start: int = 0           # slices: normalised start, step and element count
+    step: int = 1
+    count: int = 0
+    value: Any = None        # int, traced scalar, or index array (NumPy or traced)
+
+
+def _has_tracer(idx) -> bool:
+    if isinstance(idx, Tracer):
+        return True
+    if isinstance(idx, (tuple, list)):
+        return any(_has_tracer(i) for i in idx)
+    if isinstance(idx, slice):
+        return any(isinstance(v, Tracer) for v in (idx.start, idx.stop, idx.step))
+    return False
+
+
+def _classify(i):
+    """(kind, value, number of operand dims consumed) of one index item."""
+    if i is None:
+        return "none", None, 0
+    if i is Ellipsis:
+        return "ellipsis", None, 0
+    if isinstance(i, slice):
+        if any(isinstance(v, Tracer) for v in (i.start, i.stop, i.step)):
+            raise IndexError("slice bounds must be static ints; for a traced start use "
+                             "jx.lax.dynamic_slice or jx.lax.dynamic_slice_in_dim")
+        return "slice", i, 1
+    if isinstance(i, (bool, np.bool_)):
+        raise IndexError("a boolean scalar index is not supported; use jx.numpy.where "
+                         "or jx.numpy.expand_dims")
+    if isinstance(i, (int, np.integer)):
+        return "int", int(i), 1
+    if isinstance(i, Tracer) and i.ndim == 0 and dtypes.is_int(i.dtype):
+        return "dyn", i, 1
+    a = as_value(i)
+    dt = a.dtype
+    if isinstance(a, np.ndarray) and a.size == 0 and dt.kind == "f":
+        a, dt = a.astype(np.int32), np.dtype(np.int32)      # x[[]] is an int index
+    if dt == dtypes.bool_:
+        if isinstance(a, Tracer):
+            raise IndexError(f"a traced boolean mask {a.aval} has a data-dependent result "
+                             "shape, which a compiled program cannot have; use "
+                             "jx.numpy.where(mask, x, fill) instead")
+        if a.ndim == 0:
+            raise IndexError("a boolean scalar index is not supported; use jx.numpy.where")
+        return "mask", a, a.ndim
+    if not dtypes.is_int(dt):
+        raise IndexError(f"arrays used as indices must be of integer or boolean type, got {dt}")
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        return "int", int(a), 1
+    return "array", a, 1
+
+
+def _parse(shape: tuple, idx) -> list:
+    """The user's index as a list of entries, one per operand dim (plus Nones)."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    items = [_classify(i) for i in idx]
+    if sum(k == "ellipsis" for k, _, _ in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(n for _, _, n in items)
+    if used > len(shape):
+        raise IndexError(f"too many indices for an array of shape {shape}: {used} given")
+    entries, d = [], 0
+
+    def full(pos):
+        nonlocal d
+        entries.append(_Entry("slice", pos, d, 0, 1, shape[d]))
+        d += 1
+
+    for pos, (kind, v, n) in enumerate(items):
+        if kind == "none":
+            entries.append(_Entry("none", pos))
+        elif kind == "ellipsis":
+            for _ in range(len(shape) - used):
+                full(pos)
+        elif kind == "slice":
+            start, stop, step = v.indices(shape[d])
+            entries.append(_Entry("slice", pos, d, start, step, len(range(start, stop, step))))
+            d += 1
+        elif kind == "int":
+            if not -shape[d] <= v < shape[d]:
+                raise IndexError(f"index {v} is out of bounds for axis {d} with size {shape[d]}")
+            entries.append(_Entry("int", pos, d, value=v % shape[d]))
+            d += 1
+        elif kind == "mask":
+            if v.shape != shape[d:d + v.ndim]:
+                raise IndexError(f"boolean index of shape {v.shape} does not match the indexed "
+                                 f"dims {shape[d:d + v.ndim]} of an array of shape {shape}")
+            for k, nz in enumerate(np.nonzero(v)):
+                entries.append(_Entry("array", pos, d + k, value=nz))
+            d += v.ndim
+        else:
+            entries.append(_Entry(kind, pos, d, value=v))
+            d += 1
+    while d < len(shape):
+        full(len(items) + d)
+    return entries
+
+
+# ---------------------------------------------------------------- helpers
+
+def _where(c, a, b):
+    from .ufuncs import where
+    return where(c, a, b)
+
+
+def _wrap(i, n: int):
+    """Negative indices count from the end, as in NumPy."""
+    if isinstance(i, np.ndarray):
+        return np.where(i < 0, i + n, i)
+    if i.dtype.kind == "u":
+        return i
+    from .ufuncs import add, less
+    return _where(less(i, 0), add(i, n), i)
+
+
+def _index_dtype(values, shape) -> np.dtype:
+    """int32 unless a dim, a constant index or a traced index's dtype needs int64."""
+    def wide(v):
+        if isinstance(v, Tracer):
+            return v.dtype.itemsize == 8 or v.dtype == np.uint32
+        v = np.asarray(v)
+        return v.size > 0 and (v.min() < -2**31 or v.max() >= 2**31)
+    big = any(s >= 2**31 for s in shape) or any(wide(v) for v in values)
+    return dtypes.int64 if big else dtypes.int32
+
+
+def _index_array(i):
+    """An index argument as a Tracer or NumPy array (Python ints included)."""
+    i = as_value(i)
+    return np.asarray(i, dtypes.python_scalar_dtype(i)) if is_scalar_const(i) else i
+
+
+# ---------------------------------------------------------------- basic indexing
+
+def _basic(x, entries):
+    """Ints, slices, None and traced scalars: slice/rev/dynamic_slice/squeeze/expand."""
+    shape = shape_of(x)
+    nd = len(shape)
+    starts, limits, strides = [0] * nd, list(shape), [1] * nd
+    rev = []
+    for e in entries:
+        d = e.dim
+        if e.kind == "slice" and e.count == 0:
+            limits[d] = 0
+        elif e.kind == "slice":
+            n = shape[d]
+            s, step = (e.start, e.step) if e.step > 0 else (n - 1 - e.start, -e.step)
+            if e.step < 0:
+                rev.append(d)       # a backward slice is a forward slice of the reversal
+            starts[d], limits[d], strides[d] = s, s + (e.count - 1) * step + 1, step
+        elif e.kind == "int":
+            starts[d], limits[d] = e.value, e.value + 1
+    if rev:
+        x = bind1(st.rev, x, dimensions=tuple(rev))
+    if (starts, limits, strides) != ([0] * nd, list(shape), [1] * nd):
+        x = bind1(st.slice_, x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                  strides=tuple(strides))
+    dyn = {e.dim: e.value for e in entries if e.kind == "dyn"}
+    if dyn:
+        for d in dyn:
+            if shape[d] == 0:
+                raise IndexError(f"cannot index axis {d} of size 0 of an array of shape {shape}")
+        dt = _index_dtype(list(dyn.values()), shape)
+        cur = shape_of(x)
+        idx = [convert(_wrap(dyn[d], cur[d]), dt) if d in dyn else np.zeros((), dt)
+               for d in range(nd)]
+        sizes = tuple(1 if d in dyn else cur[d] for d in range(nd))
+        x = bind1(ix.dynamic_slice, x, *idx, slice_sizes=sizes)
+    drop = tuple(e.dim for e in entries if e.kind in ("int", "dyn"))
+    if drop:
+        x = bind1(st.squeeze, x, dimensions=drop)
+    new, out = [], 0
+    for e in entries:
+        if e.kind == "none":
+            new.append(out)
+        if e.kind in ("none", "slice"):
+            out += 1
+    if new:
+        x = bind1(st.expand_dims, x, dimensions=tuple(new))
+    return x
+
+
+# ---------------------------------------------------------------- gather/scatter plan
+
+@dataclass
+class _Plan:
+    """x[idx] as one gather (and x.at[idx] as the matching scatter)."""
+    indices: Any
+    offset_dims: tuple        # result dims that are windows of the operand
+    collapsed: tuple          # operand dims indexed one element at a time
+    index_map: tuple          # operand dim of each column of `indices`
+    slice_sizes: tuple
+    shape: tuple              # shape of x[idx]
+
+    def gather_dn(self):
+        return ix.GatherDimensionNumbers(self.offset_dims, self.collapsed, self.index_map)
+
+    def scatter_dn(self):
+        return ix.ScatterDimensionNumbers(self.offset_dims, self.collapsed, self.index_map)
+
+
+def _layout(entries) -> tuple:
+    """Result dims in order, and the broadcast shape of the advanced indices."""
+    adv = [e for e in entries if e.kind in _ADV]
+    pos = sorted({e.pos for e in adv})
+    adjacent = not pos or pos == list(range(pos[0], pos[-1] + 1))
+    bshape = broadcast_shapes(*[shape_of(e.value) for e in adv if e.kind == "array"])
+    # NumPy: adjacent advanced indices keep their place, otherwise they go first
+    dims = [] if adjacent or not adv else [("adv", None)]
+    placed = bool(dims)
+    for e in entries:
+        if e.kind in _ADV:
+            if not placed:
+                dims.append(("adv", None))
+                placed = True
+        elif e.kind == "none":
+            dims.append(("none", e))
+        else:
+            dims.append(("window" if e.step == 1 else "iota", e))
+    return dims, bshape
+
+
+def _plan(x, entries, wrap: bool = True) -> _Plan:
+    shape = shape_of(x)
+    dims, bshape = _layout(entries)
+    out_shape, offset_dims, batch, adv_at, iota_at = [], [], [], 0, {}
+    for kind, e in dims:
+        if kind == "window":
+            offset_dims.append(len(out_shape))
+            out_shape.append(e.count)
+        elif kind == "adv":
+            adv_at = len(batch)
+            batch += bshape
+            out_shape += bshape
+        else:
+            if kind == "iota":
+                iota_at[e.dim] = len(batch)
+            batch.append(1 if kind == "none" else e.count)
+            out_shape.append(batch[-1])
+    batch = tuple(batch)
+    dt = _index_dtype([e.value for e in entries if e.kind in ("dyn", "array")], shape)
+    cols, index_map, collapsed, sizes = [], [], [], list(shape)
+    for e in entries:
+        if e.kind == "none" or (e.kind == "slice" and e.step == 1):
+            if e.kind == "slice":
+                sizes[e.dim] = e.count
+                if e.start:
+                    cols.append(np.full(batch, e.start, dt))
+                    index_map.append(e.dim)
+            continue
+        sizes[e.dim] = 1
+        collapsed.append(e.dim)
+        index_map.append(e.dim)
+        if e.kind == "slice":       # strided: an arange along its own batch dim
+            ar = np.arange(e.count, dtype=dt) * e.step + e.start
+            at = iota_at[e.dim]
+            cols.append(np.broadcast_to(ar.reshape(
+                (1,) * at + (-1,) + (1,) * (len(batch) - at - 1)), batch))
+            continue
+        v = e.value
+        if e.kind == "int":
+            cols.append(np.full(batch, v, dt))
+            continue
+        v = _wrap(v, shape[e.dim]) if wrap else v
+        v = broadcast_to(convert(v, dt), bshape)
+        v = _reshape(v, (1,) * adv_at + bshape + (1,) * (len(batch) - adv_at - len(bshape)))
+        cols.append(broadcast_to(v, batch))
+    return _Plan(_stack_last(cols, batch, dt), tuple(offset_dims), tuple(collapsed),
+                 tuple(index_map), tuple(sizes), tuple(out_shape))
+
+
+def _reshape(v, shape):
+    if isinstance(v, np.ndarray):
+        return v.reshape(shape)
+    return v if v.shape == shape else bind1(st.reshape, v, new_sizes=shape)
+
+
+def _stack_last(cols, batch, dt):
+    if not cols:
+        return np.zeros(batch + (0,), dt)
+    if not any(isinstance(c, Tracer) for c in cols):
+        return np.stack(cols, axis=-1)
+    cols = [_reshape(c, batch + (1,)) for c in cols]
+    return bind1(st.concatenate, *cols, dimension=len(batch)) if len(cols) > 1 else cols[0]
+
+
+def _empty_or_bad(x, plan) -> bool:
+    """True when x[idx] has no elements; IndexError when it would index a size-0 dim."""
+    if int(np.prod(plan.shape, dtype=np.int64)) == 0:
+        return True
+    shape = shape_of(x)
+    for d in plan.collapsed:
+        if shape[d] == 0:
+            raise IndexError(f"cannot index axis {d} of size 0 of an array of shape {shape}")
+    return False
+
+
+def _gather(x, plan, mode, fill_value=None):
+    if _empty_or_bad(x, plan):
+        return np.zeros(plan.shape, x.dtype)
+    return bind1(ix.gather, x, plan.indices, dimension_numbers=plan.gather_dn(),
+                 slice_sizes=plan.slice_sizes, mode=mode, fill_value=fill_value)
+
+
+# ---------------------------------------------------------------- public API
+
+def getitem(x, idx):
+    """x[idx] with NumPy's rules; NumPy's own indexing when nothing is traced."""
+    if not isinstance(x, Tracer) and not _has_tracer(idx):
+        return np.asarray(x)[idx]
+    x = as_value(x)
+    entries = _parse(shape_of(x), idx)
+    if not any(e.kind == "array" for e in entries):
+        return _basic(x, entries)
+    return _gather(x, _plan(x, entries), "clip")
+
+
+def _get(x, idx, mode=None, fill_value=None):
+    if mode in (None, "clip") and fill_value is None:
+        return getitem(x, idx)
+    if mode != "fill":
+        raise JxError(f"get mode must be None, 'clip' or 'fill', got {mode!r}")
+    x = as_value(x)
+    return _gather(x, _plan(x, _parse(shape_of(x), idx)), "fill", fill_value)
+
+
+_SCATTER = {"set": ix.scatter, "add": ix.scatter_add, "mul": ix.scatter_mul,
+            "min": ix.scatter_min, "max": ix.scatter_max}
+_COMBINE = {"add": ew.add, "mul": ew.mul, "min": ew.min_, "max": ew.max_}
+
+
+def _fit_update(v, shape, like):
+    """v broadcast to the indexed shape (NumPy also drops leading size-1 dims)."""
+    vs = shape_of(v)
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs = vs[1:]
+    if vs != shape_of(v):
+        v = _reshape(v, vs)
+    try:
+        return broadcast_to(v, shape, like)
+    except ShapeError:
+        raise ShapeError(f"cannot broadcast update of shape {shape_of(v)} to the indexed "
+                         f"shape {shape}") from None
+
+
+def _update(x, idx, values, op, mode=None):
+    x = as_value(x)
+    if mode not in (None, "drop", "fill", "clip"):
+        raise JxError(f"update mode must be None, 'drop' or 'clip', got {mode!r}")
+    scatter_mode = "clip" if mode == "clip" else "drop"
+    if x.dtype == dtypes.bool_ and op in ("add", "mul"):
+        op = "max" if op == "add" else "min"       # NumPy: bool + is or, bool * is and
+    v = convert(as_value(values), x.dtype, [x])
+    entries = _parse(shape_of(x), idx)
+    if all(e.kind in ("none", "int") or (e.kind == "slice" and abs(e.step) == 1)
+           for e in entries):
+        return _update_static(x, entries, v, op)
+    plan = _plan(x, entries)
+    v = _fit_update(v, plan.shape, [x])
+    if _empty_or_bad(x, plan):
+        return x
+    return bind1(_SCATTER[op], x, plan.indices, v, dimension_numbers=plan.scatter_dn(),
+                 mode=scatter_mode)
+
+
+def _update_static(x, entries, v, op):
+    """Static contiguous windows: one dynamic_update_slice (and a slice to combine)."""
+    shape = shape_of(x)
+    out_shape, rev, starts, window = [], [], [], []
+    for e in entries:
+        if e.kind == "none":
+            out_shape.append(1)
+        elif e.kind == "int":
+            starts.append(e.value)
+            window.append(1)
+        else:
+            if e.step < 0:
+                rev.append(len(out_shape))
+            out_shape.append(e.count)
+            lo = e.start if e.step > 0 else e.start - e.count + 1
+            starts.append(lo if e.count else 0)
+            window.append(e.count)
+    v = _fit_update(v, tuple(out_shape), [x])
+    if 0 in window:
+        return x
+    if rev:
+        v = bind1(st.rev, v, dimensions=tuple(rev))
+    v = _reshape(v, tuple(window))
+    if op != "set":
+        cur = bind1(st.slice_, x, start_indices=tuple(starts),
+                    limit_indices=tuple(s + w for s, w in zip(starts, window)),
+                    strides=(1,) * len(shape))
+        v = bind1(_COMBINE[op], cur, v)
+    if tuple(window) == shape and isinstance(v, Tracer):
+        return v
+    return bind1(ix.dynamic_update_slice, x, v, *[np.asarray(s, np.int32) for s in starts])
+
+
+class _IndexUpdateRef:
+    """x.at[idx]: functional updates, like JAX's `x.at[idx].set(v)`."""
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self, *, mode=None, fill_value=None, **_):
+        return _get(self.array, self.index, mode, fill_value)
+
+    def set(self, values, *, mode=None, **_):
+        return _update(self.array, self.index, values, "set", mode)
+
+    def add(self, values, *, mode=None, **_):
+        return _update(self.array, self.index, values, "add", mode)
+
+    def multiply(self, values, *, mode=None, **_):
+        return _update(self.array, self.index, values, "mul", mode)
+
+    mul = multiply
+
+    def min(self, values, *, mode=None, **_):
+        return _update(self.array, self.index, values, "min", mode)
+
+    def max(self, values, *, mode=None, **_):
+        return _update(self.array, self.index, values, "max", mode)
+
+
+class IndexUpdateHelper:
+    """The object behind `x.at`; `x.at[idx]` gives the update methods."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index) -> _IndexUpdateRef:
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"IndexUpdateHelper({self.array!r})"
+
+
+# ---------------------------------------------------------------- take
+
+def _take_indices(idx, n, mode):
+    """Indices and gather mode for take-style modes (NumPy's plus JAX's 'fill')."""
+    if not dtypes.is_int(idx.dtype):
+        raise IndexError(f"take indices must be integers, got {idx.dtype}")
+    if mode in (None, "fill"):
+        return _wrap(idx, n), "fill"
+    if mode == "clip":      # NumPy's clip: negative indices clamp to 0, they do not wrap
+        return idx, "clip"
+    if mode == "wrap":
+        from .ufuncs import remainder
+        return remainder(idx, n), "clip"
+    if mode == "raise":
+        if isinstance(idx, Tracer):
+            raise JxError("take(mode='raise') cannot check traced indices; use mode='fill' "
+                          "(the default), 'clip' or 'wrap'")
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"take index out of bounds for an axis of size {n}")
+        return _wrap(idx, n), "clip"
+    raise JxError(f"take mode must be None, 'fill', 'clip', 'wrap' or 'raise', got {mode!r}")
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """np.take; out-of-bounds indices give fill_value by default (JAX), see mode."""
+    from .manipulation import ravel
+    a, idx = as_value(a), _index_array(indices)
+    if axis is None:
+        a, axis = ravel(a), 0
+    shape = shape_of(a)
+    axis = canonical_axis(axis, len(shape))
+    idx, gmode = _take_indices(idx, shape[axis], mode)
+    entries = [_Entry("slice", d, d, 0, 1, shape[d]) for d in range(len(shape))]
+    entries[axis] = _Entry("array", axis, axis, value=idx)
+    return _gather(a, _plan(a, entries, wrap=False), gmode,
+                   fill_value if gmode == "fill" else None)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """np.take_along_axis, as one gather with batching dims."""
+    from .manipulation import ravel
+    a, idx = as_value(arr), _index_array(indices)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ashape, ishape = shape_of(a), shape_of(idx)
+    if len(ashape) != len(ishape):
+        raise ShapeError(f"take_along_axis: indices {ishape} and array {ashape} must have "
+                         "the same number of dims")
+    axis = canonical_axis(axis, len(ashape))
+    idx, gmode = _take_indices(idx, ashape[axis], mode)
+    others = tuple(d for d in range(len(ashape)) if d != axis)
+    for d in others:
+        n = broadcast_shapes((ashape[d],), (ishape[d],))[0]
+        ashape = ashape[:d] + (n,) + ashape[d + 1:]
+        ishape = ishape[:d] + (n,) + ishape[d + 1:]
+    a, idx = broadcast_to(a, ashape, [idx]), broadcast_to(idx, ishape, [a])
+    if int(np.prod(ishape, dtype=np.int64)) == 0:
+        return np.zeros(ishape, a.dtype)
+    if ashape[axis] == 0:
+        raise IndexError(f"take_along_axis: cannot index axis {axis} of size 0")
+    dt = _index_dtype([idx], ashape)
+    idx = _reshape(convert(idx, dt), ishape + (1,))
+    dn = ix.GatherDimensionNumbers((), (axis,), (axis,), others, others)
+    return bind1(ix.gather, a, idx, dimension_numbers=dn, slice_sizes=(1,) * len(ashape),
+                 mode=gmode, fill_value=fill_value if gmode == "fill" else None)
+
+
+__all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis"]

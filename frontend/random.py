@@ -1,0 +1,532 @@
+"""jx.random: JAX's counter-based PRNG on the threefry2x32 primitive.
+
+A key is a uint32[2] array (JAX's raw keys): PRNGKey(0) is [0, 0]. Functions
+are pure: the same key always gives the same numbers, and a fresh stream comes
+from `split` or `fold_in`. The algorithms follow JAX with
+`jax_threefry_partitionable` on (the default since JAX 0.5): element i of a
+draw encrypts the 64-bit counter i, split as (hi, lo), under the key, and
+random_bits xors the two output words. uniform fills the mantissa with the top
+random bits; normal is sqrt(2) * erfinv(uniform(-1, 1)); permutation sorts by
+random keys. Everything is jx.numpy / primitives, so it traces, transforms and
+compiles like user code, and runs eagerly on NumPy keys.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes
+from .core import Tracer, bind_like
+from .errors import ShapeError
+from .numpy import _util as u
+from .prims import random_bits as rb
+from .prims import structural as st
+
+_U32_MASK = 0xFFFFFFFF
+_UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
+         64: np.dtype(np.uint64)}
+
+
+def _jnp():
+    from . import numpy as jnp
+    return jnp
+
+
+def _shape(shape) -> tuple:
+    if shape is None:
+        return ()
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+
+
+# ---------------------------------------------------------------- keys
+
+def PRNGKey(seed) -> np.ndarray:
+    """A key from an integer seed: [hi, lo] words of the seed, like JAX.
+
+    Python ints in int32 range (and int32/uint32 arrays) give [0, seed mod 2**32];
+    larger Python ints and int64/uint64 seeds also fill the high word.
+    """
+    if isinstance(seed, (bool, np.bool_)) or isinstance(seed, float):
+        raise TypeError(f"PRNGKey needs an integer seed, got {seed!r}")
+    if isinstance(seed, int):
+        if not -2**63 <= seed < 2**64:
+            raise OverflowError(f"seed {seed} does not fit in 64 bits")
+        hi = 0 if -2**31 <= seed < 2**32 else (seed >> 32) & _U32_MASK
+        return np.array([hi, seed & _U32_MASK], dtype=np.uint32)
+    s = u.as_value(seed)
+    if u.shape_of(s) != () or not dtypes.is_int(s.dtype):
+        raise TypeError(f"PRNGKey needs a scalar integer seed, got {s.dtype}{u.shape_of(s)}")
+    jnp = _jnp()
+    if s.dtype.itemsize == 8:
+        hi = u.convert(jnp.bitwise_and(jnp.right_shift(
+            u.convert(s, dtypes.uint64), np.uint64(32)), np.uint64(_U32_MASK)), dtypes.uint32)
+        lo = u.convert(jnp.bitwise_and(u.convert(s, dtypes.uint64), np.uint64(_U32_MASK)),
+                       dtypes.uint32)
+    else:
+        hi = bind_like([s], st.broadcast_in_dim, np.uint32(0), shape=(),
+                       broadcast_dimensions=())[0]
+        lo = u.convert(s, dtypes.uint32)
+    return jnp.stack([hi, lo])
+
+
+key = PRNGKey
+
+
+def _check_key(key, name: str):
+    k = u.as_value(key)
+    aval = k.aval if isinstance(k, Tracer) else None
+    shape, dt = (aval.shape, aval.dtype) if aval else (np.shape(k), np.asarray(k).dtype)
+    if tuple(shape) != (2,) or dt != dtypes.uint32:
+        raise ShapeError(f"jx.random.{name} takes one key, a uint32[2] array, got "
+                         f"{dtypes.short_name(dt)}{list(shape)}; make keys with "
+                         "jx.random.PRNGKey(seed) and split them with jx.random.split")
+    return k
+
+
+def key_data(key):
+    """The raw uint32[2] words of a key (keys are raw already)."""
+    return _check_key(key, "key_data")
+
+
+def _key_words(k) -> tuple:
+    def word(i):
+        w = bind_like([k], st.slice_, k, start_indices=(i,), limit_indices=(i + 1,),
+                      strides=(1,))[0]
+        return bind_like([k], st.reshape, w, new_sizes=())[0]
+    return word(0), word(1)
+
+
+def _threefry(k, x0, x1) -> list:
+    """threefry2x32 of counter arrays (x0, x1) under key k (broadcast to their shape)."""
+    shape = u.shape_of(x0)
+    like = [k, x0, x1]
+    k0, k1 = (u.broadcast_to(w, shape, like) for w in _key_words(k))
+    return bind_like(like, rb.threefry2x32, k0, k1, x0, x1)
+
+
+def _counters(k, shape: tuple) -> tuple:
+    """(hi, lo) words of a row-major uint64 iota of the given shape."""
+    n = math.prod(shape)
+    if n >= 2**32:
+        raise ValueError(f"jx.random draws of {n} elements (2**32 or more) are not supported")
+    lo = bind_like([k], st.iota, dtype=dtypes.uint32, shape=(n,), dimension=0)[0]
+    if shape != (n,):
+        lo = bind_like([k], st.reshape, lo, new_sizes=shape)[0]
+    hi = bind_like([k], st.broadcast_in_dim, np.uint32(0), shape=shape,
+                   broadcast_dimensions=())[0]
+    return hi, lo
+
+
+def threefry_2x32(key, count):
+    """JAX's threefry_2x32(keypair, count): encrypt a uint32 array of counters.
+
+    The flattened counters are cut in two halves that form the (x0, x1) pairs
+    (padded with one zero when odd); the outputs are joined the same way.
+    """
+    k = _check_key(key, "threefry_2x32")
+    jnp = _jnp()
+    c = jnp.ravel(u.convert(u.as_value(count), dtypes.uint32, [k]))
+    n = u.shape_of(c)[0]
+    if n % 2:
+        c = jnp.concatenate([c, np.zeros(1, np.uint32)])
+    half = (n + 1) // 2
+    x0, x1 = jnp.split(c, [half]) if half else (c, c)
+    out = jnp.concatenate(_threefry(k, x0, x1))
+    return jnp.reshape(out[:n] if n % 2 else out, u.shape_of(u.as_value(count)))
+
+
+def split(key, num=2):
+    """num new keys (an int or a shape) -> uint32[*shape, 2]."""
+    k = _check_key(key, "split")
+    shape = _shape(num)
+    b0, b1 = _threefry(k, *_counters(k, shape))
+    return _jnp().stack([b0, b1], axis=len(shape))
+
+
+def _split2(k) -> tuple:
+    """split(k) as two separate keys."""
+    keys = split(k)
+
+    def row(i):
+        r = bind_like([keys], st.slice_, keys, start_indices=(i, 0), limit_indices=(i + 1, 2),
+                      strides=(1, 1))[0]
+        return bind_like([keys], st.reshape, r, new_sizes=(2,))[0]
+    return row(0), row(1)
+
+
+def fold_in(key, data):
+    """A new key mixing the integer `data` into `key` (its low 32 bits)."""
+    k = _check_key(key, "fold_in")
+    d = u.as_value(data)
+    if u.is_scalar_const(d):
+        d = np.uint32(int(d) & _U32_MASK)
+    if u.shape_of(d) != ():
+        raise ShapeError(f"fold_in data must be a scalar, got shape {u.shape_of(d)}")
+    d = u.convert(d, dtypes.uint32, [k])
+    zero = bind_like([k, d], st.broadcast_in_dim, np.uint32(0), shape=(1,),
+                     broadcast_dimensions=())[0]
+    d = bind_like([k, d], st.reshape, d, new_sizes=(1,))[0]
+    return _jnp().concatenate(_threefry(k, zero, d))
+
+
+# ---------------------------------------------------------------- bits
+
+def random_bits(key, shape=(), dtype=np.uint32):
+    """Uniform random bits: an unsigned integer array of the given shape."""
+    k = _check_key(key, "bits")
+    dt = np.dtype(dtype)
+    if dt.kind != "u" or dt.itemsize * 8 not in _UINT:
+        raise TypeError(f"jx.random.bits needs an unsigned dtype (uint8/16/32/64), got {dt}")
+    return _bits(k, dt.itemsize * 8, _shape(shape))
+
+
+bits = random_bits
+
+
+def _bits(k, width: int, shape: tuple):
+    jnp = _jnp()
+    b0, b1 = _threefry(k, *_counters(k, shape))
+    if width == 64:
+        hi = u.convert(b0, dtypes.uint64)
+        return jnp.bitwise_or(jnp.left_shift(hi, np.uint64(32)),
+                              u.convert(b1, dtypes.uint64))
+    word = jnp.bitwise_xor(b0, b1)
+    if width == 32:
+        return word
+    # keep the low bits, so the narrowing conversion never goes out of range
+    word = jnp.bitwise_and(word, np.uint32((1 << width) - 1))
+    return u.convert(word, _UINT[width])
+
+
+# ---------------------------------------------------------------- floats
+
+def _float_dtype(dtype, name: str) -> np.dtype:
+    dt = dtypes.canonicalize(dtype)
+    if not dtypes.is_float(dt):
+        raise TypeError(f"jx.random.{name} needs a floating dtype, got {dt}")
+    return dt
+
+
+def _bounds(shape, dt, *vals):
+    """Convert bounds to dt and check they broadcast to shape."""
+    out = []
+    for v in vals:
+        v = u.convert(u.as_value(v), dt)
+        if u.broadcast_shapes(u.shape_of(v), shape) != shape:
+            raise ShapeError(f"bound of shape {u.shape_of(v)} does not broadcast to the "
+                             f"requested shape {shape}")
+        out.append(v)
+    return out
+
+
+def _unit_floats(k, shape, dt):
+    """Floats in [0, 1): the top random bits as the mantissa of a number in [1, 2), minus 1.
+
+    m * 2**-nmant is that value exactly, so no bitcast is needed.
+    """
+    finfo = np.finfo(dt)
+    nbits, nmant = dt.itemsize * 8, int(finfo.nmant)
+    rng_bits = nbits if nmant >= 8 else 8
+    b = _bits(k, rng_bits, shape)
+    if rng_bits != nbits:
+        b = u.convert(b, _UINT[nbits])
+    jnp = _jnp()
+    m = jnp.right_shift(b, np.asarray(rng_bits - nmant, _UINT[nbits]))
+    return jnp.multiply(u.convert(m, dt), np.asarray(2.0 ** -nmant, dt))
+
+
+def uniform(key, shape=(), dtype=np.float32, minval=0.0, maxval=1.0):
+    """Floats uniform in [minval, maxval)."""
+    k = _check_key(key, "uniform")
+    dt = _float_dtype(dtype, "uniform")
+    shape = _shape(shape)
+    lo, hi = _bounds(shape, dt, minval, maxval)
+    jnp = _jnp()
+    f = _unit_floats(k, shape, dt)
+    out = jnp.add(jnp.multiply(f, jnp.subtract(hi, lo)), lo)
+    return jnp.broadcast_to(jnp.maximum(lo, out), shape)
+
+
+def normal(key, shape=(), dtype=np.float32):
+    """Standard normal samples: sqrt(2) * erfinv(u), u uniform in (-1, 1)."""
+    _check_key(key, "normal")
+    dt = _float_dtype(dtype, "normal")
+    lo = np.nextafter(np.asarray(-1.0, dt), np.asarray(0.0, dt))
+    v = uniform(key, shape, dt, lo, 1.0)
+    return _jnp().multiply(np.asarray(np.sqrt(2.0), dt), erfinv(v))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=np.float32):
+    """Normal samples restricted to (lower, upper)."""
+    _check_key(key, "truncated_normal")
+    dt = _float_dtype(dtype, "truncated_normal")
+    jnp = _jnp()
+    lower, upper = (u.convert(u.as_value(b), dt) for b in (lower, upper))
+    if shape is None:
+        shape = u.broadcast_shapes(u.shape_of(lower), u.shape_of(upper))
+    sqrt2 = np.asarray(np.sqrt(2.0), dt)
+    from .lax import erf
+    a = erf(jnp.divide(lower, sqrt2))
+    b = erf(jnp.divide(upper, sqrt2))
+    out = jnp.multiply(sqrt2, erfinv(uniform(key, shape, dt, a, b)))
+    # rounding (or drawing a itself) must not land on or outside the bounds
+    lo, hi = lower, upper
+    if not isinstance(lower, Tracer):
+        lo = np.nextafter(lower, np.asarray(np.inf, dt))
+    if not isinstance(upper, Tracer):
+        hi = np.nextafter(upper, np.asarray(-np.inf, dt))
+    return jnp.clip(out, lo, hi)
+
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): the
+# single-precision polynomials XLA uses for ErfInv.
+_ERFINV_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                  0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erfinv(x):
+    """Inverse error function on (-1, 1), +-inf at +-1 (float32 polynomial; float64
+    refines it with two Halley steps on erf)."""
+    jnp = _jnp()
+    (x,) = u.promote_dtypes(x, to_float=True)
+    dt = x.dtype
+    if dt.itemsize < 4:      # half precision: compute in float32, as XLA does
+        return u.convert(erfinv(u.convert(x, dtypes.float32)), dt)
+    c = lambda v: np.asarray(v, dt)   # noqa: E731
+    w = jnp.negative(jnp.log1p(jnp.negative(jnp.multiply(x, x))))
+    small = jnp.less(w, c(5.0))
+    w = jnp.where(small, jnp.subtract(w, c(2.5)), jnp.subtract(jnp.sqrt(w), c(3.0)))
+    p = jnp.where(small, c(_ERFINV_W_LT_5[0]), c(_ERFINV_W_GE_5[0]))
+    for a, b in zip(_ERFINV_W_LT_5[1:], _ERFINV_W_GE_5[1:]):
+        p = jnp.add(jnp.where(small, c(a), c(b)), jnp.multiply(p, w))
+    y = jnp.multiply(p, x)
+    if dt == dtypes.float64:
+        from .lax import erf
+        for _ in range(2):
+            # Halley for erf(y) = x: y -= f / (f' + y f), with f' = 2/sqrt(pi) exp(-y^2)
+            f = jnp.subtract(erf(y), x)
+            df = jnp.multiply(c(2.0 / np.sqrt(np.pi)), jnp.exp(jnp.negative(jnp.multiply(y, y))))
+            step = jnp.divide(f, jnp.add(df, jnp.multiply(y, f)))
+            y = jnp.subtract(y, jnp.where(jnp.isfinite(step), step, c(0.0)))
+    return jnp.where(jnp.equal(jnp.abs(x), c(1.0)), jnp.multiply(x, c(np.inf)), y)
+
+
+def bernoulli(key, p=0.5, shape=None):
+    """Booleans that are True with probability p."""
+    _check_key(key, "bernoulli")
+    (p,) = u.promote_dtypes(p, to_float=True)
+    shape = u.shape_of(p) if shape is None else _shape(shape)
+    return _jnp().less(uniform(key, shape, p.dtype), p)
+
+
+def gumbel(key, shape=(), dtype=np.float32):
+    """Standard Gumbel samples: -log(-log(u)), u uniform in [tiny, 1)."""
+    _check_key(key, "gumbel")
+    dt = _float_dtype(dtype, "gumbel")
+    jnp = _jnp()
+    v = uniform(key, shape, dt, float(np.finfo(dt).tiny), 1.0)
+    return jnp.negative(jnp.log(jnp.negative(jnp.log(v))))
+
+
+def exponential(key, shape=(), dtype=np.float32):
+    """Standard exponential samples: -log1p(-u)."""
+    _check_key(key, "exponential")
+    dt = _float_dtype(dtype, "exponential")
+    jnp = _jnp()
+    return jnp.negative(jnp.log1p(jnp.negative(uniform(key, shape, dt))))
+
+
+def categorical(key, logits, axis=-1, shape=None):
+    """Class indices drawn with probabilities softmax(logits) (the Gumbel-max trick)."""
+    _check_key(key, "categorical")
+    jnp = _jnp()
+    (lg,) = u.promote_dtypes(logits, to_float=True)
+    nd = len(u.shape_of(lg))
+    ax = u.canonical_axis(axis, nd)
+    batch = tuple(s for i, s in enumerate(u.shape_of(lg)) if i != ax)
+    shape = batch if shape is None else _shape(shape)
+    if len(shape) < len(batch) or u.broadcast_shapes(shape[len(shape) - len(batch):],
+                                                     batch) != shape[len(shape) - len(batch):]:
+        raise ShapeError(f"categorical shape {shape} must end with the logits' batch "
+                         f"shape {batch}")
+    prefix = shape[:len(shape) - len(batch)]
+    full = prefix + shape[len(prefix):len(prefix) + ax] + (u.shape_of(lg)[ax],) + \
+        shape[len(prefix) + ax:]
+    g = gumbel(key, full, lg.dtype)
+    return jnp.argmax(jnp.add(g, lg), axis=len(prefix) + ax)
+
+
+# ---------------------------------------------------------------- integers
+
+def _clip_convert(v, dt):
+    """v converted to integer dtype dt, saturating at dt's range."""
+    jnp = _jnp()
+    info = np.iinfo(dt)
+    src = v.dtype
+    if np.iinfo(src).min < info.min:
+        v = jnp.maximum(v, np.asarray(max(info.min, np.iinfo(src).min), src))
+    if np.iinfo(src).max > info.max:
+        v = jnp.minimum(v, np.asarray(info.max, src))
+    return u.convert(v, dt)
+
+
+def _rem_xla(a, b):
+    """Unsigned remainder with XLA's a % 0 == a (jx's rem gives 0 there)."""
+    jnp = _jnp()
+    return jnp.where(jnp.equal(b, 0), a, jnp.fmod(a, b))
+
+
+def randint(key, shape, minval, maxval, dtype=np.int32):
+    """Integers uniform in [minval, maxval) (minval when maxval <= minval)."""
+    k = _check_key(key, "randint")
+    dt = dtypes.canonicalize(dtype)
+    if not dtypes.is_int(dt):
+        raise TypeError(f"randint only accepts integer dtypes, got {dt}")
+    shape = _shape(shape)
+    jnp = _jnp()
+    lo, hi = u.as_value(minval), u.as_value(maxval)
+    lo, hi = (jnp.asarray(v) if u.is_scalar_const(v) else v for v in (lo, hi))
+    lo, hi = (v if dtypes.is_int(v.dtype) else u.convert(v, dtypes.default_int)
+              for v in (lo, hi))
+    for v in (lo, hi):
+        if u.broadcast_shapes(u.shape_of(v), shape) != shape:
+            raise ShapeError(f"randint bound of shape {u.shape_of(v)} does not broadcast to "
+                             f"shape {shape}")
+    # maxval beyond dt's range (randint(k, s, 0, 256, uint8)) widens the span by one
+    hi_dt = hi.dtype
+    top = np.iinfo(dt).max
+    hi_out = (jnp.greater(hi, np.asarray(top, hi_dt)) if top <= np.iinfo(hi_dt).max
+              else np.zeros(u.shape_of(hi), bool))
+    lo, hi = _clip_convert(lo, dt), _clip_convert(hi, dt)
+    nbits = dt.itemsize * 8
+    udt = _UINT[nbits]
+    k1, k2 = _split2(k)
+    higher, lower = _bits(k1, nbits, shape), _bits(k2, nbits, shape)
+    span = u.convert(jnp.subtract(hi, lo), udt)
+    span = jnp.where(jnp.less_equal(hi, lo), np.asarray(1, udt), span)
+    span = jnp.where(jnp.logical_and(hi_out, jnp.greater(hi, lo)),
+                     jnp.add(span, np.asarray(1, udt)), span)
+    # (a * 2**nbits + b) % span without overflow: (a % s) * (2**nbits % s) + b % s
+    mult = _rem_xla(np.asarray(2 ** (nbits // 2), udt), span)
+    mult = _rem_xla(jnp.multiply(mult, mult), span)
+    off = jnp.add(jnp.multiply(_rem_xla(higher, span), mult), _rem_xla(lower, span))
+    off = _rem_xla(off, span)
+    return jnp.broadcast_to(jnp.add(lo, u.convert(off, dt)), shape)
+
+
+# ---------------------------------------------------------------- permutations
+
+def _shuffle(k, x, axis: int):
+    """Shuffle x along axis: sort by fresh random keys, enough rounds to make ties rare.
+
+    Sorting is parallel where Fisher-Yates is sequential; JAX's round count.
+    """
+    size = math.prod(u.shape_of(x))
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        k, sub = _split2(k)
+        x = _sort_by(_bits(sub, 32, u.shape_of(x)), x, axis)
+    return x
+
+
+def _sort_by(keys, x, axis: int):
+    from .numpy.sorting import sort_along
+    return sort_along([keys, x], axis)[1]
+
+
+def _take_perm(x, ind, axis: int):
+    """x permuted along axis by the permutation ind (out[i] = x[ind[i]]), by sorting on
+    ind's inverse: no gather needed."""
+    jnp = _jnp()
+    inv = jnp.argsort(ind)
+    inv = u.broadcast_to(jnp.reshape(inv, (-1,) + (1,) * (len(u.shape_of(x)) - axis - 1)),
+                         u.shape_of(x), [x])
+    return _sort_by(inv, x, axis)
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of range(x) (an int) or of x along axis."""
+    k = _check_key(key, "permutation")
+    jnp = _jnp()
+    xv = u.as_value(x)
+    if u.shape_of(xv) == ():
+        if isinstance(xv, Tracer) or not dtypes.is_int(np.asarray(xv).dtype):
+            raise TypeError("permutation(key, n) needs a static Python int n (or an array "
+                            "to permute)")
+        return _shuffle(k, jnp.arange(int(xv)), 0)
+    ax = u.canonical_axis(axis, len(u.shape_of(xv)))
+    if independent or len(u.shape_of(xv)) == 1:
+        return _shuffle(k, xv, ax)
+    ind = _shuffle(k, jnp.arange(u.shape_of(xv)[ax]), 0)
+    return _take_perm(xv, ind, ax)
+
+
+def _take1d(a, ind):
+    """a[ind] for a 1-d a: a masked max over a one-hot of ind (works on every backend)."""
+    jnp = _jnp()
+    n = u.shape_of(a)[0]
+    hit = jnp.equal(jnp.expand_dims(ind, -1), jnp.arange(n, dtype=u.as_value(ind).dtype))
+    dt = a.dtype
+    low = (False if dt == dtypes.bool_ else
+           -np.inf if dtypes.is_float(dt) else np.iinfo(dt).min)
+    return jnp.max(jnp.where(hit, a, np.asarray(low, dt)), axis=-1)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    """Samples from range(a) (an int) or from a 1-d array a, optionally weighted by p."""
+    k = _check_key(key, "choice")
+    jnp = _jnp()
+    av = u.as_value(a)
+    shape = _shape(shape)
+    nd = len(u.shape_of(av))
+    if nd == 0:
+        if isinstance(av, Tracer):
+            raise TypeError("choice(key, n) needs a static Python int n")
+        n = int(av)
+    else:
+        n = u.shape_of(av)[u.canonical_axis(axis, nd)]
+    draws = math.prod(shape)
+    if n <= 0 and draws:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and draws > n:
+        raise ValueError(f"cannot take {draws} samples from {n} without replacement")
+    if nd > 1 and (replace or p is not None):
+        raise NotImplementedError("choice from an n-d array supports replace=False without "
+                                  "p; flatten it or draw indices with randint")
+    if p is None and not replace:
+        perm = permutation(k, n if nd == 0 else av, axis)
+        ax = 0 if nd == 0 else u.canonical_axis(axis, nd)
+        from .numpy.manipulation import slice_axis
+        picked = slice_axis(perm, ax, 0, draws)
+        if nd <= 1:
+            return jnp.reshape(picked, shape)
+        s = u.shape_of(av)
+        return jnp.reshape(picked, s[:ax] + shape + s[ax + 1:])
+    if p is None:
+        ind = randint(k, shape, 0, n)
+    else:
+        (pv,) = u.promote_dtypes(p, to_float=True)
+        if u.shape_of(pv) != (n,):
+            raise ShapeError(f"p must have shape ({n},), got {u.shape_of(pv)}")
+        if replace:
+            from .numpy.manipulation import slice_axis
+            cum = jnp.cumsum(pv)
+            total = jnp.reshape(slice_axis(cum, 0, n - 1, n), ())
+            r = jnp.multiply(total, jnp.subtract(1, uniform(k, shape, pv.dtype)))
+            # searchsorted(cum, r): how many cumulative weights lie below r
+            below = jnp.less(cum, jnp.expand_dims(r, -1))
+            ind = jnp.minimum(jnp.sum(below, axis=-1, dtype=np.int32), n - 1)
+        else:
+            # Gumbel top-k: the draws largest of log(p) + Gumbel noise
+            from .numpy.manipulation import slice_axis
+            g = jnp.add(gumbel(k, (n,), pv.dtype), jnp.log(pv))
+            ind = jnp.reshape(slice_axis(jnp.argsort(g, descending=True), 0, 0, draws), shape)
+    return ind if nd == 0 else _take1d(av, ind)
+
+
+__all__ = ["PRNGKey", "key", "key_data", "split", "fold_in", "threefry_2x32", "bits",
+           "random_bits", "uniform", "normal", "truncated_normal", "erfinv", "bernoulli",
+           "gumbel", "exponential", "categorical", "randint", "permutation", "choice"]
