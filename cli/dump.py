@@ -15,8 +15,9 @@ _FIX_HINT = ("Fix the model code at that line (jx traces entries with abstract s
              "and dtypes, not values).")
 
 
-def trace_entry(entry: Entry, model_file: str, after: str | None) -> tuple:
-    """(traced graph, program after pipeline stage `after`); CliError on a user error."""
+def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8) -> tuple:
+    """(traced graph, program after stage `after`, [(stage, op count)]); CliError on a
+    user error."""
     args, static_argnums = entry.call_args()
     try:
         graph, consts = trace_pytree(entry.fn, args, {}, static_argnums, name=entry.name)
@@ -28,11 +29,15 @@ def trace_entry(entry: Entry, model_file: str, after: str | None) -> tuple:
     assert not consts, "a top-level trace captures no outer values"
     try:
         verify(graph, where=f"entry {entry.name!r}")
-        return graph, pipeline.run(graph, after=after)
+        log: list = []
+        return graph, pipeline.run(graph, after=after, batch=batch, log=log), log
     except VerifyError as e:
         # The user cannot cause this: it is a jx bug, but still no traceback by default.
         raise CliError(f"internal error: {ensure_period(str(e))} This is a bug in jx; "
                        f"please report it with the model file. {DEBUG_HINT}",
+                       where=entry.source) from e
+    except JxError as e:
+        raise CliError(f"entry {entry.name!r}: {ensure_period(str(e))}",
                        where=entry.source) from e
 
 
@@ -85,6 +90,11 @@ def signature(entry: Entry, graph: Graph) -> str:
     return f"{entry.name}({', '.join(parts)}) -> {result}"
 
 
-def header_lines(entry: Entry, graph: Graph, stage: str) -> list:
+def counts_line(counts: list) -> str:
+    """# ops: trace 10 -> grad 31 -> simplify 21"""
+    return "# ops: " + " -> ".join(f"{name} {n}" for name, n in counts)
+
+
+def header_lines(entry: Entry, graph: Graph, stage: str, counts: list) -> list:
     return [f"# {entry.name}  {entry.source}  (after {stage})",
-            f"# {signature(entry, graph)}"]
+            f"# {signature(entry, graph)}", counts_line(counts)]

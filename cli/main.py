@@ -48,23 +48,26 @@ def main():
 @click.option("--shape", "-s", "shapes", multiple=True, metavar="ARG=SPEC",
               help="Override a declared input, e.g. x=f32[256,784] or params.w1=f32[784,512]; "
                    "applies to every selected entry with that argument (repeatable).")
-@click.option("--after", default=None, metavar="STAGE",
+@click.option("--after", default=None, metavar="STAGE[,STAGE...]",
               help="Print the program after this pipeline stage "
-                   f"({', '.join(pipeline.stage_names())}); default: the last.")
+                   f"({', '.join(pipeline.STAGES)}; default: the last) or transformation "
+                   f"({', '.join(pipeline.TRANSFORMS)}); a comma-separated list chains them, "
+                   "e.g. grad,simplify.")
+@click.option("--batch", default=8, show_default=True, type=click.IntRange(1),
+              help="Batch size used by the vmap transformation.")
 @_reports_errors
-def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None):
+def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch: int):
     """Trace MODEL's entry functions and print their IR."""
-    stages = pipeline.stage_names()
-    if after is not None and after not in stages:
-        raise CliError(f"unknown stage --after {after!r}; the pipeline stages are, in order: "
-                       f"{', '.join(stages)}.")
-    stage = after or stages[-1]
+    try:
+        stage = ",".join(pipeline.parse_after(after))
+    except jx.JxError as e:
+        raise CliError(f"bad --after: {e}.") from None
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries)
     loading.apply_shapes(selected, shapes)
     shown = loading.display_path(model)
     # Trace everything first: an error in the last entry leaves stdout empty.
-    results = [(e, *dump.trace_entry(e, shown, stage)) for e in selected]
+    results = [(e, *dump.trace_entry(e, shown, stage, batch)) for e in selected]
     _print_results(results, stage)
 
 
@@ -73,17 +76,18 @@ def _print_results(results: list, stage: str) -> None:
         from rich.console import Console   # only for terminals: pipes get plain text
         from rich.text import Text
         console = Console(highlight=False)
-        for i, (entry, traced, program) in enumerate(results):
+        for i, (entry, traced, program, counts) in enumerate(results):
             if i:
                 console.print()
             console.rule(Text(entry.name, style="bold cyan"), align="left")
             console.print(Text(f"{entry.source}  (after {stage})", style="dim"))
+            console.print(Text(dump.counts_line(counts), style="dim"))
             # soft_wrap: long IR lines stay whole lines when copied from the terminal
             console.print(Text(dump.signature(entry, traced), style="green"), soft_wrap=True)
             console.print(Text(str(program)), soft_wrap=True)
         return
-    blocks = ["\n".join(dump.header_lines(entry, traced, stage) + [str(program)])
-              for entry, traced, program in results]
+    blocks = ["\n".join(dump.header_lines(entry, traced, stage, counts) + [str(program)])
+              for entry, traced, program, counts in results]
     click.echo("\n\n".join(blocks))
 
 

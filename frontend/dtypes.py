@@ -75,51 +75,71 @@ def python_scalar_dtype(x) -> np.dtype:
     if isinstance(x, bool):
         return bool_
     if isinstance(x, int):
+        if not -2**63 <= x < 2**63:
+            raise DTypeError(f"Python int {x} does not fit in int64; jx has no bigger "
+                             "integers (use a float, or split the value)")
         return default_int if -2**31 <= x < 2**31 else int64
     if isinstance(x, float):
         return default_float
     raise DTypeError(f"complex numbers are not supported by jx (got {x!r})")
 
 
-def _kind_rank(dt) -> int:
-    dt = np.dtype(dt)
-    if dt == bool_:
-        return 0
-    if dt in INTS:
-        return 1
-    return 2
+# JAX's type promotion lattice (x64 flavour: explicit 64-bit types are kept).
+# "i*" and "f*" are the weak Python int and float: they sit below every int and
+# float type, so `x_f16 * 2.0` stays f16 and `x_i32 * 2.0` becomes a float.
+# Joining in a lattice is associative and commutative, unlike pairwise NumPy
+# rules: (i64, u64, f16) gives f16 whatever the order.
+WEAK_INT, WEAK_FLOAT = "i*", "f*"
+_LATTICE: dict = {
+    bool_: [WEAK_INT], WEAK_INT: [uint8, int8], WEAK_FLOAT: [float16],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64],
+    uint64: [WEAK_FLOAT], int8: [int16], int16: [int32], int32: [int64],
+    int64: [WEAK_FLOAT], float16: [float32], float32: [float64], float64: [],
+}
+if bfloat16 is not None:
+    _LATTICE[WEAK_FLOAT] = [float16, bfloat16]
+    _LATTICE[bfloat16] = [float32]
+_UPPER: dict = {}
 
 
-def _default_for_rank(rank: int) -> np.dtype:
-    return (bool_, default_int, default_float)[rank]
+def _upper(node) -> frozenset:
+    """node and every type it promotes to."""
+    if node not in _UPPER:
+        _UPPER[node] = frozenset([node]).union(*(_upper(n) for n in _LATTICE[node]))
+    return _UPPER[node]
 
 
-def _promote_pair(a, b) -> np.dtype:
-    a, b = np.dtype(a), np.dtype(b)
-    if a == b:
-        return a
-    ra, rb = _kind_rank(a), _kind_rank(b)
-    if ra != rb:  # ints meeting floats take the float, like JAX (no widening to f64)
-        return a if ra > rb else b
-    if bfloat16 is not None and {a, b} == {float16, bfloat16}:
-        return float32
-    return np.promote_types(a, b)
+def _join(nodes) -> object:
+    """The least upper bound of lattice nodes."""
+    common = frozenset.intersection(*(_upper(n) for n in nodes))
+    return next(c for c in common if _upper(c) == common)
+
+
+def _node(dt, weak: bool):
+    if not weak or dt == bool_:     # there is no weak bool
+        return dt
+    return WEAK_FLOAT if is_float(dt) else WEAK_INT
 
 
 def result_type(*avals) -> tuple:
-    """(dtype, weak) of combining the given (dtype, weak) pairs, JAX-style."""
-    strong = [np.dtype(d) for d, w in avals if not w]
-    weak = [np.dtype(d) for d, w in avals if w]
-    if not strong:
-        rank = max(_kind_rank(d) for d in weak)
-        dt = weak[0]
-        for d in weak[1:]:
-            dt = _promote_pair(dt, d)
-        return (dt if _kind_rank(dt) == rank else _default_for_rank(rank)), True
-    dt = strong[0]
-    for d in strong[1:]:
-        dt = _promote_pair(dt, d)
-    weak_rank = max((_kind_rank(d) for d in weak), default=-1)
-    if weak_rank > _kind_rank(dt):  # e.g. int32 array * 2.0 -> weak float32, as in JAX
-        return _default_for_rank(weak_rank), True
-    return dt, False
+    """(dtype, weak) of combining the given (dtype, weak) pairs, JAX-style.
+
+    All weak: the join of their dtypes, still weak. Otherwise the lattice join,
+    weak only if it is a weak node: int32 array * 2.0 -> weak float32.
+    """
+    avals = [(check_supported(d), bool(w)) for d, w in avals]
+    if not avals:
+        raise DTypeError("result_type needs at least one dtype")
+    if all(w for _, w in avals):
+        return _join([d for d, _ in avals]), True
+    j = _join([_node(d, w) for d, w in avals])
+    if j == WEAK_INT:   # bool arrays with Python ints: int32, or int64 for big ints
+        return _join([d for d, w in avals if w and d != bool_]), True
+    if j == WEAK_FLOAT:
+        if _join([d for d, w in avals if not w]) == WEAK_FLOAT:
+            # uint64 with signed ints: only a float holds both. f64 (JAX with x64), weak
+            # so a later f16/f32 operand still decides. With a Python float too, the
+            # result depends on grouping: the one corner where the join is not associative.
+            return float64, True
+        return _join([d for d, w in avals if w and is_float(d)]), True
+    return j, False

@@ -280,37 +280,74 @@ def truncated_normal(key, lower, upper, shape=None, dtype=np.float32):
 
 
 # Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): the
-# single-precision polynomials XLA uses for ErfInv.
-_ERFINV_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                  0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+# polynomials XLA uses for ErfInv, in w = -log(1 - x^2), highest degree first.
+_ERFINV32_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                    0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV32_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                    0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_ERFINV64_W_LT_6_25 = (
+    -3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+    1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+    6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+    2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+    4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+    0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+    0.24015818242558961693, 1.6536545626831027356)
+_ERFINV64_W_LT_16 = (
+    2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+    1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+    2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+    6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+    0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+    -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+    3.0838856104922207635)
+_ERFINV64_W_GE_16 = (
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+    -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+    2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+    -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+    7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+    1.0103004648645343977, 4.8499064014085844221)
+
+
+def _horner(coeffs, w):
+    jnp = _jnp()
+    p = np.asarray(coeffs[0], w.dtype)
+    for a in coeffs[1:]:
+        p = jnp.add(np.asarray(a, w.dtype), jnp.multiply(p, w))
+    return p
 
 
 def erfinv(x):
-    """Inverse error function on (-1, 1), +-inf at +-1 (float32 polynomial; float64
-    refines it with two Halley steps on erf)."""
+    """Inverse error function: Giles' polynomials (float32 as XLA; float64 with its
+    double-precision set, about 1 ulp); +-inf at +-1, NaN outside [-1, 1]."""
     jnp = _jnp()
     (x,) = u.promote_dtypes(x, to_float=True)
     dt = x.dtype
     if dt.itemsize < 4:      # half precision: compute in float32, as XLA does
         return u.convert(erfinv(u.convert(x, dtypes.float32)), dt)
-    c = lambda v: np.asarray(v, dt)   # noqa: E731
-    w = jnp.negative(jnp.log1p(jnp.negative(jnp.multiply(x, x))))
-    small = jnp.less(w, c(5.0))
-    w = jnp.where(small, jnp.subtract(w, c(2.5)), jnp.subtract(jnp.sqrt(w), c(3.0)))
-    p = jnp.where(small, c(_ERFINV_W_LT_5[0]), c(_ERFINV_W_GE_5[0]))
-    for a, b in zip(_ERFINV_W_LT_5[1:], _ERFINV_W_GE_5[1:]):
-        p = jnp.add(jnp.where(small, c(a), c(b)), jnp.multiply(p, w))
-    y = jnp.multiply(p, x)
+
+    def c(v):
+        return np.asarray(v, dt)
+
     if dt == dtypes.float64:
-        from .lax import erf
-        for _ in range(2):
-            # Halley for erf(y) = x: y -= f / (f' + y f), with f' = 2/sqrt(pi) exp(-y^2)
-            f = jnp.subtract(erf(y), x)
-            df = jnp.multiply(c(2.0 / np.sqrt(np.pi)), jnp.exp(jnp.negative(jnp.multiply(y, y))))
-            step = jnp.divide(f, jnp.add(df, jnp.multiply(y, f)))
-            y = jnp.subtract(y, jnp.where(jnp.isfinite(step), step, c(0.0)))
+        # (1 - x)(1 + x) keeps 1 - x^2 accurate next to +-1, where the tails live
+        w = jnp.negative(jnp.log(jnp.multiply(jnp.subtract(c(1), x), jnp.add(c(1), x))))
+        root = jnp.sqrt(w)
+        p = jnp.where(jnp.less(w, c(6.25)),
+                      _horner(_ERFINV64_W_LT_6_25, jnp.subtract(w, c(3.125))),
+                      jnp.where(jnp.less(w, c(16.0)),
+                                _horner(_ERFINV64_W_LT_16, jnp.subtract(root, c(3.25))),
+                                _horner(_ERFINV64_W_GE_16, jnp.subtract(root, c(5.0)))))
+    else:
+        w = jnp.negative(jnp.log1p(jnp.negative(jnp.multiply(x, x))))
+        small = jnp.less(w, c(5.0))
+        w = jnp.where(small, jnp.subtract(w, c(2.5)), jnp.subtract(jnp.sqrt(w), c(3.0)))
+        p = jnp.where(small, c(_ERFINV32_W_LT_5[0]), c(_ERFINV32_W_GE_5[0]))
+        for a, b in zip(_ERFINV32_W_LT_5[1:], _ERFINV32_W_GE_5[1:]):
+            p = jnp.add(jnp.where(small, c(a), c(b)), jnp.multiply(p, w))
+    y = jnp.multiply(p, x)
     return jnp.where(jnp.equal(jnp.abs(x), c(1.0)), jnp.multiply(x, c(np.inf)), y)
 
 

@@ -108,8 +108,9 @@ def _compose_transpose(eqn, defs):
 
 
 def _compose_reshape(eqn, defs):
+    # squeeze and expand_dims are reshapes too
     inner = defs.get(id(eqn.inputs[0]))
-    if inner is None or inner.prim.name != "reshape":
+    if inner is None or inner.prim.name not in ("reshape", "squeeze", "expand_dims"):
         return None
     return (inner.inputs[0],), dict(eqn.params)
 

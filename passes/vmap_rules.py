@@ -146,7 +146,8 @@ for _name in ("argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin"):
 def _dot_rule(xs, ds, axis_size, dimension_numbers, preferred_element_type=None):
     (lhs, rhs), (dl, dr) = xs, ds
     (lc, rc), (lb, rb) = dimension_numbers
-    params = dict(preferred_element_type=preferred_element_type)
+    params = {} if preferred_element_type is None else dict(
+        preferred_element_type=preferred_element_type)
     if dl is not None and dr is not None:
         lhs, rhs = move_to_front(lhs, dl, axis_size), move_to_front(rhs, dr, axis_size)
         dn = ((_shift(lc), _shift(rc)), ((0,) + _shift(lb), (0,) + _shift(rb)))

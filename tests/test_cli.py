@@ -27,23 +27,26 @@ def blocks(stdout: str) -> dict:
     """Split dump-ir output into {entry name: (header line 1, signature line, IR text)}."""
     out = {}
     for block in stdout.rstrip("\n").split("\n\n"):
-        first, sig, *ir = block.split("\n")
-        m = re.fullmatch(r"# (\w+)  (\S+):(\d+)  \(after (\w+)\)", first)
+        first, sig, ops, *ir = block.split("\n")
+        m = re.fullmatch(r"# (\w+)  (\S+):(\d+)  \(after ([\w,]+)\)", first)
         assert m, f"bad header line {first!r}"
         assert sig.startswith(f"# {m.group(1)}(")
+        assert re.fullmatch(r"# ops: trace \d+( -> \w+ \d+)*", ops), ops
         assert ir[0].startswith("graph(") and ir[-1] == "}", ir
         out[m.group(1)] = (m.groups(), sig[2:], "\n".join(ir))
     return out
 
 
 def expected_ir(sample: str) -> dict:
-    """The IR of each entry traced in-process, to compare with the subprocess's text."""
+    """The IR of each entry traced in-process and run through the whole pipeline, to
+    compare with the subprocess's text."""
+    from jx.passes import pipeline
     module = loading.load_model(str(SAMPLES / sample))
     result = {}
     for entry in jx.entries_of(module):
         args, static = entry.call_args()
         graph, _ = trace_pytree(entry.fn, args, {}, static)
-        result[entry.name] = str(jx.verify(graph))
+        result[entry.name] = str(pipeline.run(jx.verify(graph)))
     return result
 
 
@@ -66,7 +69,7 @@ def test_dump_ir_sample(sample):
     assert list(got) == SAMPLE_ENTRIES[sample]          # every entry, in source order
     want = expected_ir(sample)
     for name, ((_, path, line, stage), sig, ir) in got.items():
-        assert path == f"samples/{sample}" and stage == "trace"
+        assert path == f"samples/{sample}" and stage == "simplify"
         src = (SAMPLES / sample).read_text().splitlines()
         # The header names the function's first line (its decorator, in Python >= 3.8).
         first_def = next(ln for ln in src[int(line) - 1:] if ln.startswith("def "))
@@ -233,7 +236,7 @@ def test_model_path_outside_cwd(broken, tmp_path_factory):
     (["--shape", "z=f32[3]"], ["no selected entry has an argument 'z'", "params, x, y"]),
     (["--shape", "params.w9=f32[3]"], ["no leaf 'params.w9'"]),
     (["--shape", "x=f32[64,784]"], ["tracing entry 'loss' failed", "ShapeError"]),
-    (["--after", "fusion"], ["unknown stage --after 'fusion'", "trace"]),
+    (["--after", "fusion"], ["unknown pipeline stage 'fusion'", "trace"]),
 ])
 def test_bad_options(args, fragments):
     check_failure(jx_cli("dump-ir", "samples/mlp.py", *args), *fragments)
@@ -241,3 +244,20 @@ def test_bad_options(args, fragments):
 
 def test_missing_model_file(tmp_path):
     check_failure(jx_cli("dump-ir", "absent.py", cwd=tmp_path), "absent.py does not exist")
+
+
+def test_dump_ir_after_transformations():
+    r = jx_cli("dump-ir", "samples/mlp.py", "--entry", "loss", "--after", "grad,simplify")
+    assert r.returncode == 0, r.stderr
+    ((_, _, _, stage), _, ir), = blocks(r.stdout).values()
+    assert stage == "grad,simplify"
+    counts = [int(n) for n in re.findall(r"(\d+)", r.stdout.split("\n")[2])]
+    assert counts[2] < counts[1]                 # simplify shrank the gradient graph
+    assert counts[2] <= 3 * counts[0]            # and it stays within 3x the forward
+    assert ir.count("dot_general") == 9          # 3 forward + 2 per layer backward
+    r = jx_cli("dump-ir", "samples/mlp.py", "--entry", "predict", "--after", "vmap",
+               "--batch", "4")
+    assert r.returncode == 0, r.stderr
+    assert "graph(a:f32[4,1024]" in r.stdout
+    r = jx_cli("dump-ir", "samples/mlp.py", "--entry", "predict", "--after", "grad")
+    assert r.returncode == 1 and "one scalar float" in r.stderr

@@ -68,7 +68,8 @@ def test_descending(rng, dtype):
 @pytest.mark.parametrize("num_keys", [1, 2, 3])
 def test_multi_operand_sort_is_lexicographic(rng, num_keys):
     shape = (4, 11)
-    ops = [rng.integers(0, 3, shape).astype(np.int32), rng.integers(0, 3, shape).astype(np.float32),
+    ops = [rng.integers(0, 3, shape).astype(np.int32),
+           rng.integers(0, 3, shape).astype(np.float32),
            rng.integers(0, 2, shape).astype(bool), rng.standard_normal(shape)]
     for axis in (0, 1):
         outs = lax.sort(ops, dimension=axis, num_keys=num_keys)

@@ -286,26 +286,22 @@ def _plan(x, entries, wrap: bool = True) -> _Plan:
             if e.kind == "slice":
                 sizes[e.dim] = e.count
                 if e.start:
-                    cols.append(np.full(batch, e.start, dt))
+                    cols.append(np.full(batch + (1,), e.start, dt))
                     index_map.append(e.dim)
             continue
         sizes[e.dim] = 1
         collapsed.append(e.dim)
         index_map.append(e.dim)
         if e.kind == "slice":       # strided: an arange along its own batch dim
-            ar = np.arange(e.count, dtype=dt) * e.step + e.start
             at = iota_at[e.dim]
-            cols.append(np.broadcast_to(ar.reshape(
-                (1,) * at + (-1,) + (1,) * (len(batch) - at - 1)), batch))
+            cols.append(_place(np.arange(e.count, dtype=dt) * e.step + e.start, at, batch))
             continue
         v = e.value
         if e.kind == "int":
-            cols.append(np.full(batch, v, dt))
+            cols.append(np.full(batch + (1,), v, dt))
             continue
         v = _wrap(v, shape[e.dim]) if wrap else v
-        v = broadcast_to(convert(v, dt), bshape)
-        v = _reshape(v, (1,) * adv_at + bshape + (1,) * (len(batch) - adv_at - len(bshape)))
-        cols.append(broadcast_to(v, batch))
+        cols.append(_place(broadcast_to(convert(v, dt), bshape), adv_at, batch))
     return _Plan(_stack_last(cols, batch, dt), tuple(offset_dims), tuple(collapsed),
                  tuple(index_map), tuple(sizes), tuple(out_shape))
 
@@ -316,12 +312,23 @@ def _reshape(v, shape):
     return v if v.shape == shape else bind1(st.reshape, v, new_sizes=shape)
 
 
+def _place(v, at: int, batch: tuple):
+    """v (an index array) laid along batch dims at, at+1, ... of batch + (1,)."""
+    if isinstance(v, np.ndarray):
+        v = v.reshape((1,) * at + v.shape + (1,) * (len(batch) - at - v.ndim))
+        return np.broadcast_to(v, batch)[..., None]
+    if v.shape == batch:
+        return bind1(st.reshape, v, new_sizes=batch + (1,))
+    return bind1(st.broadcast_in_dim, v, shape=batch + (1,),
+                 broadcast_dimensions=tuple(range(at, at + v.ndim)))
+
+
 def _stack_last(cols, batch, dt):
+    """Columns of shape batch + (1,) side by side: the gather/scatter index tensor."""
     if not cols:
         return np.zeros(batch + (0,), dt)
     if not any(isinstance(c, Tracer) for c in cols):
-        return np.stack(cols, axis=-1)
-    cols = [_reshape(c, batch + (1,)) for c in cols]
+        return np.concatenate(cols, axis=-1)
     return bind1(st.concatenate, *cols, dimension=len(batch)) if len(cols) > 1 else cols[0]
 
 

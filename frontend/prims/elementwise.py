@@ -219,4 +219,4 @@ def _convert(x, new_dtype, weak_type=False):
     return x.astype(new_dtype)
 
 
-convert_element_type = declare("convert_element_type", _convert_rule, _convert)
+convert_element_type = declare("convert_element_type", _convert_rule, _quiet(_convert))

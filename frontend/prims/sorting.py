@@ -13,7 +13,6 @@ import numpy as np
 
 from ..core import declare
 from ..errors import ShapeError
-from ..ir import ShapedArray
 
 
 def _sort_rule(*operands, dimension, is_stable, num_keys):

@@ -127,6 +127,8 @@ def _pad_rule(x, padval, padding_config):
 
 def _pad(x, padval, padding_config):
     # interior padding first, then edges; negative edges crop
+    if x.ndim == 0:
+        return x.copy()
     inner = [n + max(0, n - 1) * i for n, (_, _, i) in zip(x.shape, padding_config)]
     y = np.full(inner, padval, dtype=x.dtype)
     y[tuple(slice(None, None, i + 1) for (_, _, i) in padding_config)] = x
