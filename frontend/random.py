@@ -44,8 +44,9 @@ def _shape(shape) -> tuple:
 def PRNGKey(seed) -> np.ndarray:
     """A key from an integer seed: [hi, lo] words of the seed, like JAX.
 
-    Python ints in int32 range (and int32/uint32 arrays) give [0, seed mod 2**32];
-    larger Python ints and int64/uint64 seeds also fill the high word.
+    Python ints in [-2**31, 2**32) and int32/uint32 seeds give [0, seed mod 2**32]
+    (JAX's default 32-bit mode); other Python ints and int64/uint64 seeds also
+    fill the high word (JAX with x64).
     """
     if isinstance(seed, (bool, np.bool_)) or isinstance(seed, float):
         raise TypeError(f"PRNGKey needs an integer seed, got {seed!r}")
@@ -126,14 +127,16 @@ def threefry_2x32(key, count):
     """
     k = _check_key(key, "threefry_2x32")
     jnp = _jnp()
-    c = jnp.ravel(u.convert(u.as_value(count), dtypes.uint32, [k]))
+    from .numpy.manipulation import slice_axis
+    count = u.as_value(count)
+    c = jnp.ravel(u.convert(count, dtypes.uint32, [k]))
     n = u.shape_of(c)[0]
     if n % 2:
         c = jnp.concatenate([c, np.zeros(1, np.uint32)])
     half = (n + 1) // 2
-    x0, x1 = jnp.split(c, [half]) if half else (c, c)
+    x0, x1 = slice_axis(c, 0, 0, half), slice_axis(c, 0, half, 2 * half)
     out = jnp.concatenate(_threefry(k, x0, x1))
-    return jnp.reshape(out[:n] if n % 2 else out, u.shape_of(u.as_value(count)))
+    return jnp.reshape(slice_axis(out, 0, 0, n), u.shape_of(count))
 
 
 def split(key, num=2):

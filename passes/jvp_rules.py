@@ -192,3 +192,37 @@ def _reduce_prod_rule(ps, ts, axes):
 
 
 jvp_rules["reduce_prod"] = _reduce_prod_rule
+
+
+# --- cumulative products and extrema: differentiate a log-depth doubling scan
+# made of pads, slices and the elementwise op (exact where x has zeros or ties)
+_CUMULATIVE = {"cumprod": (jnp.multiply, 1.0), "cummax": (jnp.maximum, -np.inf),
+               "cummin": (jnp.minimum, np.inf)}
+
+
+def doubling_scan(x, axis, reverse, name):
+    op, identity = _CUMULATIVE[name]
+    if reverse:
+        return jnp.flip(doubling_scan(jnp.flip(x, axis), axis, False, name), axis)
+    n = x.shape[axis]
+    k = 1
+    while k < n:
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (k, 0)
+        shifted = jnp.pad(x, pad, constant_values=identity)
+        x = op(x, jnp.split(shifted, [n], axis=axis)[0])
+        k *= 2
+    return x
+
+
+def _cumulative_jvp(name):
+    def rule(ps, ts, axis, reverse=False):
+        from jx.transforms import jvp
+        (x,), (t,) = ps, ts
+        y, ty = jvp(lambda v: doubling_scan(v, axis, reverse, name), (x,), (t,))
+        return [_one(PRIMITIVES[name], x, axis=axis, reverse=reverse)], [ty]
+    return rule
+
+
+for _name in _CUMULATIVE:
+    jvp_rules[_name] = _cumulative_jvp(_name)

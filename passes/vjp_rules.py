@@ -197,3 +197,15 @@ def _dot_vjp(cts, ins, outs, dimension_numbers, preferred_element_type=None):
 
 
 vjp_rules["dot_general"] = _dot_vjp
+
+
+def _cumulative_vjp(name):
+    def rule(cts, ins, outs, axis, reverse=False):
+        from jx.transforms import vjp
+        _, vjp_fn = vjp(lambda v: J.doubling_scan(v, axis, reverse, name), ins[0])
+        return list(vjp_fn(cts[0]))
+    return rule
+
+
+for _name in J._CUMULATIVE:
+    vjp_rules[_name] = _cumulative_vjp(_name)

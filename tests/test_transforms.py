@@ -13,6 +13,7 @@ from jx.passes.simplify import simplify
 from transform_harness import Case, check_jvp, check_vjp, check_vmap
 
 COVERED = {"checkpoint", "custom_jvp_call", "custom_vjp_call", "stop_gradient"}
+TRANSFORM_COVERED = {"custom_jvp_call", "custom_vjp_call"}   # test_custom_jvp_and_vjp
 
 S = (3, 4)
 TRANSFORM_CASES = {
@@ -58,6 +59,9 @@ TRANSFORM_CASES = {
     "reduce_min": Case(lambda x: lax.reduce_min(x, (0, 1)), [S]),
     "reduce_prod": Case(lambda x: lax.reduce_prod(x, (1,)), [S]),
     "cumsum": Case(lambda x: lax.cumsum(x, 1, reverse=True), [S]),
+    "cumprod": Case(lambda x: lax.cumprod(x, 1), [(3, 7)]),
+    "cummax": Case(lambda x: lax.cummax(x, 0, reverse=True), [(5, 3)]),
+    "cummin": Case(lambda x: lax.cummin(x, 1), [S]),
     "dot_general": Case(lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                         [(2, 3, 4), (2, 4, 5)]),
     "stop_gradient": Case(lambda x: lax.mul(jx.stop_gradient(x), x), [S], diff=False),
@@ -227,6 +231,13 @@ def test_autodiff_primitives_evaluate_like_their_functions(rng):
         for got in (fn(x), jx.eval_graph(graph, x)[0]):
             assert got.dtype == np.float32
             np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_cumprod_gradient_with_zeros():
+    x = np.array([2.0, 0.0, 3.0, 4.0])
+    g = jx.grad(lambda v: jnp.sum(jnp.cumprod(v)))(x)
+    # d/dx_j sum_i prod_{k<=i} x_k, by hand: only prefixes containing x_1 = 0 vanish
+    np.testing.assert_allclose(g, [1.0, 2 + 6 + 24, 0.0, 0.0])
 
 
 def test_stop_gradient_blocks_derivative(rng):
