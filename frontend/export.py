@@ -124,9 +124,11 @@ def export(*specs, static: dict | None = None, name: str | None = None, **kw_spe
 
 
 def entries_of(module) -> list:
-    """Entries declared in a module, in source order."""
+    """Entries declared in a module, in source order. Entries imported from other
+    model files belong to those files and are not listed again."""
     found = [v.__jx_entry__ for v in vars(module).values()
-             if callable(v) and hasattr(v, "__jx_entry__")]
+             if callable(v) and hasattr(v, "__jx_entry__")
+             and getattr(v, "__module__", module.__name__) == module.__name__]
     seen, out = set(), []
     for e in sorted(found, key=lambda e: _line(e.source)):
         if e.name not in seen:

@@ -25,8 +25,16 @@ def rule_for(table: dict, prim, pass_name: str, eqn=None) -> Callable:
     return rule
 
 
-def read(env: dict, atom):
-    return atom.val if isinstance(atom, Literal) else env[id(atom)]
+def read(env: dict, atom, like=()):
+    """The value of an atom. With `like` (the walk's inputs), a literal becomes a
+    value of their trace: rules that combine it with other constants then stay
+    staged instead of running eagerly into big literal arrays."""
+    if isinstance(atom, Literal):
+        if like:
+            from .zeros import stage_like
+            return stage_like(atom.val, like)
+        return atom.val
+    return env[id(atom)]
 
 
 def transform_graph(walk: Callable, in_avals: Sequence, name: str) -> Graph:

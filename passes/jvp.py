@@ -23,7 +23,7 @@ def jvp_eval(graph: Graph, primals: Sequence, tangents: Sequence) -> tuple:
     penv = {id(v): x for v, x in zip(graph.inputs, primals)}
     tenv = {id(v): t for v, t in zip(graph.inputs, tangents)}
     for eqn in graph.eqns:
-        ps = [read(penv, a) for a in eqn.inputs]
+        ps = [read(penv, a, primals) for a in eqn.inputs]
         ts = [tenv.get(id(a)) for a in eqn.inputs]
         rule = rule_for(jvp_rules, eqn.prim, "jvp", eqn)
         if isinstance(rule, NotDifferentiable) or all(t is None for t in ts):

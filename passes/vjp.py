@@ -28,7 +28,7 @@ def forward(graph: Graph, primals: Sequence) -> tuple:
     """Evaluate graph keeping every value: (env, outputs)."""
     env = {id(v): x for v, x in zip(graph.inputs, primals)}
     for eqn in graph.eqns:
-        outs = bind_like(primals, eqn.prim, *[read(env, a) for a in eqn.inputs],
+        outs = bind_like(primals, eqn.prim, *[read(env, a, primals) for a in eqn.inputs],
                          **eqn.params)
         for v, x in zip(eqn.outputs, outs):
             env[id(v)] = x
@@ -38,6 +38,7 @@ def forward(graph: Graph, primals: Sequence) -> tuple:
 def backward(graph: Graph, env: dict, cts_out: Sequence) -> list:
     """Propagate output cotangents (None = zero) back to the graph inputs."""
     ct_env: dict = {}
+    graph_inputs = [env[id(v)] for v in graph.inputs]
     for a, ct in zip(graph.outputs, cts_out):
         if ct is not None and not hasattr(a, "val"):
             ct_env[id(a)] = add_any(ct_env.get(id(a)), ct)
@@ -48,7 +49,7 @@ def backward(graph: Graph, env: dict, cts_out: Sequence) -> list:
         rule = rule_for(vjp_rules, eqn.prim, "vjp", eqn)
         if isinstance(rule, NotDifferentiable):
             continue
-        ins = [read(env, a) for a in eqn.inputs]
+        ins = [read(env, a, graph_inputs) for a in eqn.inputs]
         outs = [env[id(v)] for v in eqn.outputs]
         cts_in = rule(cts, ins, outs, **eqn.params)
         for a, ct in zip(eqn.inputs, cts_in):

@@ -21,7 +21,7 @@ def vmap_eval(graph: Graph, args: Sequence, dims: Sequence, axis_size: int) -> t
     env = {id(v): x for v, x in zip(graph.inputs, args)}
     denv = {id(v): d for v, d in zip(graph.inputs, dims)}
     for eqn in graph.eqns:
-        xs = [read(env, a) for a in eqn.inputs]
+        xs = [read(env, a, args) for a in eqn.inputs]
         ds = [denv.get(id(a)) for a in eqn.inputs]
         if all(d is None for d in ds):
             outs, odims = bind_like(args, eqn.prim, *xs, **eqn.params), [None] * len(

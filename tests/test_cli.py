@@ -55,6 +55,7 @@ SAMPLE_ENTRIES = {
     "attention.py": ["softmax", "layernorm", "attention_block"],
     "elementwise.py": ["chain", "sum_of_squares"],
     "ode.py": ["integrate"],
+    "train.py": ["sgd_step", "per_example_grads"],
 }
 
 

@@ -88,13 +88,19 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    """Integer dtypes round towards -inf, as NumPy 2 does."""
     dt = _dtype(dtype, dtypes.default_float)
     if isinstance(start, Tracer) or isinstance(stop, Tracer):
-        from .ufuncs import add, multiply, subtract
+        from .ufuncs import add, floor, multiply, subtract, where
         div = (num - 1) if endpoint else num
-        steps = np.arange(num, dtype=dt) / max(div, 1)
-        return add(start, multiply(subtract(stop, start), steps)).astype(dt)
-    return np.linspace(start, stop, num, endpoint=endpoint).astype(dt)
+        steps = np.arange(num, dtype=np.float64) / max(div, 1)
+        ft = dt if dtypes.is_float(dt) else dtypes.default_float
+        lo, hi = convert(as_value(start), ft), convert(as_value(stop), ft)
+        out = add(lo, multiply(subtract(hi, lo), steps.astype(ft)))
+        if endpoint and num > 1:  # the last point is stop exactly
+            out = where(np.arange(num) == num - 1, hi, out)
+        return out if dtypes.is_float(dt) else convert(floor(out), dt)
+    return np.linspace(start, stop, num, endpoint=endpoint, dtype=dt)
 
 
 def eye(N, M=None, k=0, dtype=None):

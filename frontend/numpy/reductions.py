@@ -16,15 +16,25 @@ def _restore(out, axes, keepdims):
     return bind1(st.expand_dims, out, dimensions=tuple(sorted(axes)))
 
 
+def _accumulator(x, dtype):
+    """Sums and products of bool and narrow ints accumulate in 32 bits, as in JAX:
+    int32 for bool and signed, uint32 for unsigned."""
+    if dtype is not None:
+        return convert(x, dtypes.canonicalize(dtype))
+    if x.dtype == dtypes.bool_ or (x.dtype.kind == "i" and x.dtype.itemsize < 4):
+        return convert(x, dtypes.default_int)
+    if x.dtype.kind == "u" and x.dtype.itemsize < 4:
+        return convert(x, dtypes.uint32)
+    return x
+
+
 def _reducer(prim, sum_like: bool):
     def fn(a, axis=None, dtype=None, keepdims=False, initial=None):
         (x,) = promote_dtypes(a)
-        if dtype is not None:
+        if sum_like:
+            x = _accumulator(x, dtype)
+        elif dtype is not None:
             x = convert(x, dtypes.canonicalize(dtype))
-        elif sum_like and x.dtype == dtypes.bool_:
-            x = convert(x, dtypes.default_int)
-        elif sum_like and dtypes.is_int(x.dtype) and x.dtype.itemsize < 4:
-            x = convert(x, dtypes.default_int)
         axes = canonical_axes(axis, len(shape_of(x)))
         out = bind1(prim, x, axes=axes)
         if initial is not None:
@@ -82,13 +92,14 @@ def all(a, axis=None, keepdims=False):
 def _arg(prim):
     def fn(a, axis=None, keepdims=False):
         x = as_value(a)
+        ndim = len(shape_of(x))
         if axis is None:
-            from .manipulation import ravel
-            x, ax = ravel(x), 0
-        else:
-            ax = canonical_axis(axis, len(shape_of(x)))
+            from .manipulation import ravel, reshape
+            out = bind1(prim, ravel(x), axis=0, index_dtype=dtypes.default_int)
+            return reshape(out, (1,) * ndim) if keepdims else out
+        ax = canonical_axis(axis, ndim)
         out = bind1(prim, x, axis=ax, index_dtype=dtypes.default_int)
-        return _restore(out, (ax,), keepdims and axis is not None)
+        return _restore(out, (ax,), keepdims)
     fn.__name__ = prim.name
     return fn
 
@@ -100,10 +111,7 @@ argmin = _arg(rd.argmin)
 def _cumulative(prim):
     def fn(a, axis=None, dtype=None, reverse=False):
         (x,) = promote_dtypes(a)
-        if dtype is not None:
-            x = convert(x, dtypes.canonicalize(dtype))
-        elif x.dtype == dtypes.bool_ or (dtypes.is_int(x.dtype) and x.dtype.itemsize < 4):
-            x = convert(x, dtypes.default_int)
+        x = _accumulator(x, dtype)
         if axis is None:
             from .manipulation import ravel
             x, axis = ravel(x), 0

@@ -83,11 +83,30 @@ divide = true_divide
 def floor_divide(x, y):
     a, b = promote(x, y)
     if dtypes.is_float(a.dtype):
-        return floor(bind1(ew.div, a, b))
+        return _float_divmod(a, b)[0]
     q = bind1(ew.div, a, b)  # truncates; step down where the signs differ and r != 0
     r = bind1(ew.rem, a, b)
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
     return where(fix, subtract(q, 1), q)
+
+
+def _float_divmod(a, b):
+    """NumPy's float divmod: floor(a / b) can be off by one ulp-sized step (1 // 0.1
+    is 9.0, not 10.0), so derive the quotient from fmod and snap it to an integer."""
+    mod = bind1(ew.rem, a, b)
+    div = bind1(ew.div, subtract(a, mod), b)
+    fix = logical_and(not_equal(mod, 0), not_equal(less(b, 0), less(mod, 0)))
+    mod = where(fix, add(mod, b), mod)
+    div = where(fix, subtract(div, 1), div)
+    fl = floor(div)
+    fl = where(greater(subtract(div, fl), 0.5), add(fl, 1), fl)
+    q = bind1(ew.div, a, b)
+    fl = where(equal(div, 0), multiply(q, 0.0), fl)     # a zero with the quotient's sign
+    return where(equal(b, 0), q, fl), mod
+
+
+def divmod(x, y):
+    return floor_divide(x, y), remainder(x, y)
 
 
 def remainder(x, y):
@@ -198,7 +217,11 @@ def arccos(x):
 
 
 def arcsinh(x):
-    return log(add(x, sqrt(add(square(x), 1))))
+    # odd function: work on |x| so that large negative x does not cancel
+    (a,) = promote_dtypes(x, to_float=True)
+    m = abs(a)
+    r = log(add(m, sqrt(add(square(m), 1))))
+    return where(less(a, 0), negative(r), r)
 
 
 def arccosh(x):
@@ -216,7 +239,15 @@ def hypot(x, y):
 def logaddexp(x, y):
     a, b = promote(x, y, to_float=True)
     m = maximum(a, b)
-    return add(m, log1p(exp(negative(abs(subtract(a, b))))))
+    d = subtract(a, b)
+    # equal infinities give d = NaN: their sum is the answer (and NaNs propagate)
+    return where(isnan(d), add(a, b), add(m, log1p(exp(negative(abs(d))))))
+
+
+def logaddexp2(x, y):
+    a, b = promote(x, y, to_float=True)
+    ln2 = float(np.log(2.0))
+    return divide(logaddexp(multiply(a, ln2), multiply(b, ln2)), ln2)
 
 
 def logical_and(x, y):
@@ -255,6 +286,14 @@ def isnan(x):
     return not_equal(a, a)
 
 
+def isposinf(x):
+    return logical_and(isinf(x), greater(x, 0))
+
+
+def isneginf(x):
+    return logical_and(isinf(x), less(x, 0))
+
+
 def isinf(x):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
@@ -283,7 +322,10 @@ def _broadcast_all(*args):
     return [broadcast_to(a, shape, tracers) for a in args]
 
 
-def clip(a, a_min=None, a_max=None):
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+    """NumPy 2 / JAX spell the bounds min= and max=; a_min/a_max still work."""
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     out = as_value(a)
     if a_min is not None:
         out = maximum(out, a_min)
@@ -302,12 +344,62 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return where(equal(a, -np.inf), info.min if neginf is None else neginf, a)
 
 
+def trunc(x):
+    (a,) = promote_dtypes(x)
+    if not dtypes.is_float(a.dtype):
+        return a
+    return where(less(a, 0), ceil(a), floor(a))
+
+
+fix = trunc
+
+
+def fabs(x):
+    (a,) = promote_dtypes(x, to_float=True)
+    return bind1(ew.abs_, a)
+
+
+def cbrt(x):
+    (a,) = promote_dtypes(x, to_float=True)
+    r = power(abs(a), 1.0 / 3.0)
+    return where(less(a, 0), negative(r), r)
+
+
+def deg2rad(x):
+    return multiply(promote_dtypes(x, to_float=True)[0], float(np.pi / 180))
+
+
+def rad2deg(x):
+    return multiply(promote_dtypes(x, to_float=True)[0], float(180 / np.pi))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def signbit(x):
+    (a,) = promote_dtypes(x)
+    if a.dtype == dtypes.bool_:
+        return full_like_bool(a, False)
+    if not dtypes.is_float(a.dtype):
+        return less(a, 0)
+    # -0.0 has its sign bit set though it is not < 0: 1 / -0.0 = -inf tells it apart
+    return logical_or(less(a, 0), logical_and(equal(a, 0), less(divide(1, a), 0)))
+
+
+def float_power(x, y):
+    a, b = promote(x, y, to_float=True)
+    return bind1(ew.pow_, a, b)
+
+
 def copysign(x, y):
-    return where(less(y, 0) | (equal(y, 0) & less(divide(1, y), 0)), negative(abs(x)), abs(x))
+    a, b = promote(x, y, to_float=True)
+    m = abs(a)
+    return where(signbit(b), negative(m), m)
 
 
 def heaviside(x, h0):
-    return where(less(x, 0), 0.0, where(equal(x, 0), h0, 1.0))
+    a, h = promote(x, h0, to_float=True)
+    return where(less(a, 0), 0.0, where(equal(a, 0), h, 1.0))
 
 
 __all__ = [n for n, v in list(globals().items())
