@@ -4,3 +4,4 @@ below fill the tables for each primitive family."""
 from . import jvp, vjp, vmap  # noqa: F401  (core families fill their tables on import)
 from . import custom_rules  # noqa: F401
 from . import control_rules  # noqa: F401
+from . import indexing_rules  # noqa: F401

@@ -17,6 +17,7 @@ from jx.errors import JxError
 from jx.ir import Graph
 from jx.verify import verify
 
+from .inline import inline_calls
 from .simplify import simplify
 
 Pass = Callable[[Graph], Graph]
@@ -60,6 +61,7 @@ def vmap_transform(graph: Graph, batch: int = 8, **_) -> Graph:
 # Ordered: dict order is pipeline order.
 STAGES: dict[str, Pass] = {
     "trace": _identity,
+    "inline": inline_calls,
     "simplify": simplify,
 }
 

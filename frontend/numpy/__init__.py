@@ -11,6 +11,7 @@ from .. import dtypes as _dtypes
 from .creation import *  # noqa: F401,F403
 from .creation import iota  # noqa: F401
 from .linalg import dot, einsum, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from .linalg import cross, kron, trace  # noqa: F401
 from .manipulation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403

@@ -76,6 +76,12 @@ def convert(x, dtype, like=()):
     """x as dtype; constants are converted in Python, traced values by a primitive."""
     dtype = np.dtype(dtype)
     if is_scalar_const(x):
+        if dtypes.is_int(dtype) and isinstance(x, int) and not isinstance(x, bool):
+            info = np.iinfo(dtype)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} does not fit in {dtype}, the dtype of "
+                                    "the array it meets; convert that array first "
+                                    "(astype(int64)) or use a float")
         return np.asarray(x, dtype=dtype)
     x = as_value(x)
     if x.dtype == dtype:

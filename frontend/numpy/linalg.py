@@ -86,24 +86,24 @@ def einsum(subscripts: str, *operands):
     """
     ops = promote_dtypes(*operands)
     subscripts = subscripts.replace(" ", "")
-    if "..." in subscripts:
-        raise NotImplementedError("jx.numpy.einsum does not support '...' yet; "
-                                  "write the batch indices out")
-    if "->" in subscripts:
-        ins, out = subscripts.split("->")
-    else:
-        ins = subscripts
-        letters = ins.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    ins, out = subscripts.split("->") if "->" in subscripts else (subscripts, None)
     terms = ins.split(",")
     if len(terms) != len(ops):
         raise ShapeError(f"einsum: {len(terms)} subscripts for {len(ops)} operands")
-    for t, x in zip(terms, ops):
+    ops, terms, ell = _expand_ellipsis(ops, terms, subscripts)
+    if out is None:   # implicit output: broadcast dims, then indices seen once, sorted
+        letters = "".join(terms)
+        out = ell + "".join(sorted(c for c in set(letters)
+                                   if letters.count(c) == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+        missing = set(out) - set("".join(terms))
+        if missing:
+            raise ShapeError(f"einsum: output indices {sorted(missing)} appear in no input")
+    for i, (t, x) in enumerate(zip(terms, ops)):
         if len(t) != len(shape_of(x)):
             raise ShapeError(f"einsum: subscript {t!r} does not match operand {shape_of(x)}")
-        if len(set(t)) != len(t):
-            raise NotImplementedError(f"einsum: repeated index in {t!r} (diagonal) is not "
-                                      "supported")
+        ops[i], terms[i] = _take_diagonals(x, t)
     cur, cur_t = _sum_unused(ops[0], terms[0], terms[1:], out)
     for i in range(1, len(ops)):
         x, t = _sum_unused(ops[i], terms[i], [cur_t] + terms[i + 1:], out)
@@ -117,6 +117,85 @@ def einsum(subscripts: str, *operands):
                         [c for c in t if c not in cur_t])
     cur, cur_t = _sum_unused(cur, cur_t, [], out)
     return transpose(cur, [cur_t.index(c) for c in out]) if cur_t != out else cur
+
+
+def _expand_ellipsis(ops, terms, subscripts):
+    """'...' becomes fresh letters; those dims broadcast across the operands first."""
+    if "..." not in subscripts:
+        return ops, terms, ""
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+            if c not in subscripts]
+    ranks = [len(shape_of(x)) - (len(t) - 3) for x, t in zip(ops, terms) if "..." in t]
+    if min(ranks) < 0:
+        raise ShapeError(f"einsum: {subscripts!r} names more dims than an operand has")
+    ell = "".join(free[:max(ranks)])
+    eshapes = [shape_of(x)[t.index("..."):t.index("...") + len(shape_of(x)) - len(t) + 3]
+               for x, t in zip(ops, terms) if "..." in t]
+    bshape = broadcast_shapes(*eshapes)
+    new_ops, new_terms = [], []
+    for x, t in zip(ops, terms):
+        if "..." in t:
+            i, k = t.index("..."), len(shape_of(x)) - len(t) + 3
+            sx = shape_of(x)
+            x = broadcast_to(x, sx[:i] + bshape[len(bshape) - k:] + sx[i + k:])
+            t = t.replace("...", ell[len(ell) - k:])
+        new_ops.append(x)
+        new_terms.append(t)
+    return new_ops, new_terms, ell
+
+
+def _take_diagonals(x, t):
+    """An index repeated inside one operand ('ii') reads its diagonal."""
+    from .manipulation import diagonal
+    for c in t:
+        while t.count(c) > 1:
+            p = t.index(c)
+            q = t.index(c, p + 1)
+            x = diagonal(x, 0, p, q)   # the diagonal becomes the last axis
+            t = "".join(ch for i, ch in enumerate(t) if i not in (p, q)) + c
+    return x, t
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    from .manipulation import diagonal
+    from .reductions import sum
+    return sum(diagonal(a, offset, axis1, axis2), -1, dtype)
+
+
+def cross(a, b, axis=-1):
+    """Cross product of 3-vectors (or 2-vectors, giving the z component) along axis."""
+    from .manipulation import moveaxis, slice_axis, stack
+    from .ufuncs import multiply, subtract
+    x, y = promote_dtypes(a, b)
+    x, y = moveaxis(x, axis, -1), moveaxis(y, axis, -1)
+    n, m = shape_of(x)[-1], shape_of(y)[-1]
+    if n not in (2, 3) or m not in (2, 3):
+        raise ShapeError(f"cross: vectors must have 2 or 3 components, got {n} and {m}")
+    xs = [slice_axis(x, len(shape_of(x)) - 1, i, i + 1) for i in range(n)]
+    ys = [slice_axis(y, len(shape_of(y)) - 1, i, i + 1) for i in range(m)]
+    x0, x1, y0, y1 = xs[0], xs[1], ys[0], ys[1]
+    z = subtract(multiply(x0, y1), multiply(x1, y0))
+    if n == m == 2:
+        return reshape(z, shape_of(z)[:-1])
+    x2 = xs[2] if n == 3 else 0
+    y2 = ys[2] if m == 3 else 0
+    comps = [subtract(multiply(x1, y2), multiply(x2, y1)),
+             subtract(multiply(x2, y0), multiply(x0, y2)), z]
+    out = stack([reshape(c, shape_of(c)[:-1]) for c in
+                 [broadcast_to(c, shape_of(z), [x, y]) for c in comps]], axis=-1)
+    return moveaxis(out, -1, axis)
+
+
+def kron(a, b):
+    """Interleave the dims of a and b (each factor gets a size-1 partner), multiply."""
+    from .ufuncs import multiply
+    x, y = promote_dtypes(a, b)
+    sa, sb = shape_of(x), shape_of(y)
+    nd = max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + tuple(sa), (1,) * (nd - len(sb)) + tuple(sb)
+    xa = reshape(x, sum(((d, 1) for d in sa), ()))
+    yb = reshape(y, sum(((1, d) for d in sb), ()))
+    return reshape(multiply(xa, yb), tuple(p * q for p, q in zip(sa, sb)))
 
 
 def _sum_unused(x, t, others, out):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import Tracer
 from ..errors import ShapeError
 from ..prims import structural as st
 from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axes, \
@@ -118,6 +119,18 @@ def vstack(arrays):
     return concatenate([atleast_2d(a) for a in arrays], axis=0)
 
 
+def array_split(a, indices_or_sections, axis=0):
+    """Like split, but n sections need not divide the axis: the first ones get one more."""
+    if not isinstance(indices_or_sections, int):
+        return split(a, indices_or_sections, axis)
+    n = shape_of(a)[canonical_axis(axis, len(shape_of(a)))]
+    k = indices_or_sections
+    if k <= 0:
+        raise ValueError("number of sections must be larger than 0")
+    sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    return split(a, list(np.cumsum(sizes)[:-1]), axis)
+
+
 def split(a, indices_or_sections, axis=0):
     x = as_value(a)
     shape = shape_of(x)
@@ -161,16 +174,58 @@ def broadcast_arrays(*args):
     return [_broadcast_to(v, shape) for v in vals]
 
 
+_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
+
+
 def pad(array, pad_width, mode="constant", constant_values=0):
-    if mode != "constant":
-        raise NotImplementedError(f"jx.numpy.pad supports mode='constant' only, got {mode!r}")
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"jx.numpy.pad supports modes {_PAD_MODES}, got {mode!r}")
     x = as_value(array)
     nd = len(shape_of(x))
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
-                         if np.ndim(pad_width) else np.full((1, 2), pad_width), (nd, 2))
+    # NumPy's forms: n, (lo, hi), ((lo, hi),) * nd, ((n,),) * nd
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    if (pw < 0).any():
+        raise ValueError(f"pad widths must be >= 0, got {pad_width}")
+    if mode != "constant":
+        # each axis is a gather with indices known now: NumPy's own pad of arange
+        for ax, (lo, hi) in enumerate(pw):
+            if lo or hi:
+                idx = np.pad(np.arange(shape_of(x)[ax]), (int(lo), int(hi)), mode=mode)
+                x = _take_static(x, ax, idx)
+        return x
     (xv, cv) = promote_dtypes(x, constant_values)
     config = tuple((int(lo), int(hi), 0) for lo, hi in pw)
     return bind1(st.pad, xv, cv, padding_config=config)
+
+
+def _take_static(x, axis, idx):
+    """x gathered along axis at indices known at trace time, as slices: runs of
+    consecutive indices (step +1, -1 or 0) become slice, rev and broadcast."""
+    idx = [int(i) for i in idx]
+    n = shape_of(x)[axis]
+    if idx == list(range(n)):
+        return x
+    if not idx:
+        return slice_axis(x, axis, 0, 0)
+    runs = [[idx[0]]]
+    for i in idx[1:]:
+        run, step = runs[-1], i - runs[-1][-1]
+        if step in (-1, 0, 1) and (len(run) == 1 or run[-1] - run[-2] == step):
+            run.append(i)
+        else:
+            runs.append([i])
+    parts = []
+    for run in runs:
+        lo, hi = min(run), max(run)
+        part = slice_axis(x, axis, lo, hi + 1)
+        if len(run) > 1 and run[1] < run[0]:
+            part = flip(part, axis)
+        elif len(run) > 1 and run[1] == run[0]:
+            shape = list(shape_of(part))
+            shape[axis] = len(run)
+            part = _broadcast_to(part, tuple(shape))
+        parts.append(part)
+    return concatenate(parts, axis=axis)
 
 
 def tile(a, reps):
@@ -188,13 +243,18 @@ def tile(a, reps):
 
 
 def repeat(a, repeats, axis=None):
-    if not isinstance(repeats, int):
-        raise NotImplementedError("jx.numpy.repeat needs an integer repeat count")
     x = as_value(a)
     if axis is None:
         x, axis = ravel(x), 0
     shape = shape_of(x)
     ax = canonical_axis(axis, len(shape))
+    if not isinstance(repeats, (int, np.integer)):
+        if isinstance(repeats, Tracer):
+            raise TypeError("jx.numpy.repeat needs repeat counts known at trace time: the "
+                            "output length of a compiled array cannot depend on values")
+        counts = np.broadcast_to(np.asarray(repeats, dtype=np.int64), (shape[ax],))
+        return _take_static(x, ax, np.repeat(np.arange(shape[ax]), counts))
+    repeats = int(repeats)
     y = expand_dims(x, ax + 1)
     tgt = shape[:ax + 1] + (repeats,) + shape[ax + 1:]
     y = _broadcast_to(y, tgt)
@@ -205,6 +265,14 @@ def roll(a, shift, axis=None):
     x = as_value(a)
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), shape_of(x))
+    if isinstance(shift, (tuple, list)) or isinstance(axis, (tuple, list)):
+        axes = axis if isinstance(axis, (tuple, list)) else (axis,) * len(shift)
+        shifts = shift if isinstance(shift, (tuple, list)) else (shift,) * len(axes)
+        if len(axes) != len(shifts):
+            raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+        for s, ax in zip(shifts, axes):
+            x = roll(x, s, ax)
+        return x
     ax = canonical_axis(axis, len(shape_of(x)))
     n = shape_of(x)[ax]
     if n == 0:
@@ -213,6 +281,129 @@ def roll(a, shift, axis=None):
     if s == 0:
         return x
     return concatenate([slice_axis(x, ax, n - s, n), slice_axis(x, ax, 0, n - s)], axis=ax)
+
+
+def atleast_3d(a):
+    x = atleast_2d(a)
+    shape = shape_of(x)
+    if len(shape) == 2:   # NumPy puts a 1-d array in the middle: (1, n, 1)
+        return reshape(x, shape + (1,))
+    return x
+
+
+def column_stack(arrays):
+    xs = [as_value(a) for a in arrays]
+    xs = [reshape(x, (-1, 1)) if len(shape_of(x)) < 2 else x for x in xs]
+    return concatenate(xs, axis=1)
+
+
+def dstack(arrays):
+    return concatenate([atleast_3d(a) for a in arrays], axis=2)
+
+
+def flipud(a):
+    return flip(a, 0)
+
+
+def fliplr(a):
+    return flip(a, 1)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis=axis)
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    from .ufuncs import not_equal, subtract
+    x = as_value(a)
+    ax = canonical_axis(axis, len(shape_of(x)))
+    parts = [x]
+    for extra, at in ((prepend, 0), (append, 1)):
+        if extra is not None:
+            e = as_value(extra)
+            if len(shape_of(e)) == 0:   # a scalar stands for a slab of width 1
+                shape = list(shape_of(x))
+                shape[ax] = 1
+                e = broadcast_to(e, shape)
+            parts.insert(len(parts) if at else 0, e)
+    x = concatenate(parts, axis=ax)
+    for _ in range(n):
+        m = shape_of(x)[ax]
+        hi, lo = slice_axis(x, ax, 1, m), slice_axis(x, ax, 0, max(m - 1, 0))
+        x = not_equal(hi, lo) if np.dtype(x.dtype) == np.bool_ else subtract(hi, lo)
+    return x
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal becomes the last axis (NumPy's layout), read with one strided slice
+    of the flattened (n, m) pair: element (i, i + offset) sits at i * (m + 1) + offset."""
+    x = as_value(a)
+    nd = len(shape_of(x))
+    ax1, ax2 = canonical_axis(axis1, nd), canonical_axis(axis2, nd)
+    if ax1 == ax2:
+        raise ShapeError("diagonal: axis1 and axis2 cannot be the same")
+    x = moveaxis(x, (ax1, ax2), (-2, -1))
+    *batch, n, m = shape_of(x)
+    count = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    start = offset if offset >= 0 else -offset * m
+    flat = reshape(x, tuple(batch) + (n * m,))
+    if count == 0:
+        return slice_axis(flat, len(batch), 0, 0)
+    return slice_axis(flat, len(batch), start, start + (count - 1) * (m + 1) + 1, m + 1)
+
+
+def diag(v, k=0):
+    from .ufuncs import where
+    x = as_value(v)
+    shape = shape_of(x)
+    if len(shape) == 2:
+        return diagonal(x, k)
+    if len(shape) != 1:
+        raise ShapeError(f"diag needs a 1-d or 2-d array, got shape {shape}")
+    size = shape[0] + abs(k)
+    padded = pad(x, (0, abs(k)))
+    # out[r, r + k] = v[r] for k >= 0; out[c - k, c] = v[c] for k < 0
+    vals = reshape(padded, (size, 1) if k >= 0 else (1, size))
+    return where(np.eye(size, k=k, dtype=bool), vals, np.zeros((), np.dtype(x.dtype)))
+
+
+def _tri_mask(a, k, lower):
+    from .ufuncs import where
+    x = as_value(a)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise ShapeError(f"{'tril' if lower else 'triu'} needs at least 2 dims, got {shape}")
+    n, m = shape[-2:]
+    mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
+    return where(mask, x, np.zeros((), np.dtype(x.dtype)))
+
+
+def tril(m, k=0):
+    return _tri_mask(m, k, True)
+
+
+def triu(m, k=0):
+    return _tri_mask(m, k, False)
+
+
+def meshgrid(*xi, indexing="xy", sparse=False):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [ravel(x) for x in xi]
+    n = len(xs)
+    outs = []
+    for i, x in enumerate(xs):
+        shape = [1] * n
+        shape[i] = shape_of(x)[0]
+        if indexing == "xy" and n >= 2 and i < 2:   # the first two axes swap
+            shape[0], shape[1] = shape[1], shape[0]
+        outs.append(reshape(x, tuple(shape)))
+    if sparse:
+        return outs
+    full = tuple(max(shape_of(o)[d] for o in outs) for d in range(n))
+    return [_broadcast_to(o, full) for o in outs]
 
 
 __all__ = [n for n, v in list(globals().items())

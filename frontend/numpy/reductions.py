@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..prims import reductions as rd
 from ..prims import structural as st
+from ..errors import ShapeError
 from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, promote_dtypes, \
     shape_of
 
@@ -122,6 +123,80 @@ def _cumulative(prim):
 
 cumsum = _cumulative(rd.cumsum)
 cumprod = _cumulative(rd.cumprod)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    from .ufuncs import not_equal
+    return sum(not_equal(as_value(a), 0), axis, keepdims=keepdims)
+
+
+def ptp(a, axis=None, keepdims=False):
+    from .ufuncs import subtract
+    return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    from .ufuncs import divide, multiply
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        n = float(_count(shape_of(a), canonical_axes(axis, len(shape_of(a)))))
+        return (avg, np.asarray(n, dtype=np.dtype(avg.dtype))) if returned else avg
+    x, w = promote_dtypes(a, weights, to_float=True)
+    sx, sw = shape_of(x), shape_of(w)
+    if sw != sx:   # 1-d weights along one axis, as NumPy allows
+        if axis is None or len(sw) != 1:
+            raise ShapeError(f"average: weights of shape {sw} need the shape of a {sx}, "
+                             "or 1-d weights with an axis")
+        from .manipulation import reshape
+        ax = canonical_axis(axis, len(sx))
+        w = reshape(w, tuple(n if i == ax else 1 for i, n in enumerate(sx)))
+    wsum = sum(multiply(w, np.ones(sx, dtype=np.dtype(x.dtype))), axis, keepdims=keepdims)
+    avg = divide(sum(multiply(x, w), axis, keepdims=keepdims), wsum)
+    return (avg, wsum) if returned else avg
+
+
+def _nan_to(a, value):
+    from .ufuncs import isnan, where
+    (x,) = promote_dtypes(a)
+    return where(isnan(x), value, x) if dtypes.is_float(x.dtype) else x
+
+
+def nansum(a, axis=None, dtype=None, keepdims=False):
+    return sum(_nan_to(a, 0), axis, dtype, keepdims)
+
+
+def nanprod(a, axis=None, dtype=None, keepdims=False):
+    return prod(_nan_to(a, 1), axis, dtype, keepdims)
+
+
+def _nan_extreme(reducer, fill):
+    def fn(a, axis=None, keepdims=False):
+        from .ufuncs import isnan, where
+        (x,) = promote_dtypes(a)
+        if not dtypes.is_float(x.dtype):
+            return reducer(x, axis, keepdims=keepdims)
+        out = reducer(where(isnan(x), fill, x), axis, keepdims=keepdims)
+        return where(all(isnan(x), axis, keepdims=keepdims), np.nan, out)  # all-NaN: NaN
+    fn.__name__ = "nan" + reducer.__name__
+    return fn
+
+
+nanmax = _nan_extreme(max, -np.inf)
+nanmin = _nan_extreme(min, np.inf)
+
+
+def nanmean(a, axis=None, dtype=None, keepdims=False):
+    from .ufuncs import divide, isnan, logical_not
+    (x,) = promote_dtypes(a, to_float=True)
+    if dtype is not None:
+        x = convert(x, dtypes.canonicalize(dtype))
+    n = sum(logical_not(isnan(x)), axis, keepdims=keepdims)
+    return divide(nansum(x, axis, keepdims=keepdims), convert(n, x.dtype, [x]))
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from .ufuncs import isclose
+    return all(isclose(a, b, rtol, atol, equal_nan))
 
 
 __all__ = [n for n, v in list(globals().items())

@@ -54,8 +54,19 @@ tanh = _unary(ew.tanh, True)
 sin = _unary(ew.sin, True)
 cos = _unary(ew.cos, True)
 tan = _unary(ew.tan, True)
-floor = _unary(ew.floor, True)
-ceil = _unary(ew.ceil, True)
+
+
+def _integral_unchanged(prim):
+    """floor/ceil of integers and bools is the value itself, dtype kept (NumPy 2, JAX)."""
+    def fn(x):
+        (a,) = promote_dtypes(x)
+        return bind1(prim, a) if dtypes.is_float(a.dtype) else a
+    fn.__name__ = prim.name
+    return fn
+
+
+floor = _integral_unchanged(ew.floor)
+ceil = _integral_unchanged(ew.ceil)
 invert = _unary(ew.not_)
 bitwise_not = invert
 
@@ -170,7 +181,7 @@ def rsqrt(x):
 def round(x, decimals=0):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
-        return a
+        return a if decimals >= 0 or a.dtype == dtypes.bool_ else _round_int(a, 10 ** -decimals)
     if decimals == 0:
         return bind1(ew.round_, a, rounding_method="to_nearest_even")
     scale = 10.0 ** decimals
@@ -179,6 +190,15 @@ def round(x, decimals=0):
 
 
 around = rint = round
+
+
+def _round_int(a, f: int):
+    """Integers to a multiple of f, ties to the even multiple, exactly (no floats)."""
+    q = floor_divide(a, f)
+    r2 = multiply(subtract(a, multiply(q, f)), 2)          # 2 * remainder, in [0, 2f)
+    odd = not_equal(remainder(q, 2), 0)
+    up = logical_or(greater(r2, f), logical_and(equal(r2, f), odd))
+    return multiply(where(up, add(q, 1), q), f)
 
 
 def exp2(x):
@@ -389,6 +409,18 @@ def signbit(x):
 def float_power(x, y):
     a, b = promote(x, y, to_float=True)
     return bind1(ew.pow_, a, b)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b| (NumPy's asymmetric test); equal infinities match."""
+    x, y = promote(a, b)
+    if not dtypes.is_float(x.dtype):
+        x, y = promote(x, y, to_float=True)
+    close = less_equal(abs(subtract(x, y)), add(atol, multiply(rtol, abs(y))))
+    out = logical_or(equal(x, y), logical_and(close, isfinite(subtract(x, y))))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(x), isnan(y)))
+    return out
 
 
 def copysign(x, y):

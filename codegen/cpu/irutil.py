@@ -1,0 +1,156 @@
+"""Small llvmlite helpers shared by the CPU lowering: types, constants, loops.
+
+Values live in registers in a *compute type* (f16 is computed as f32, bool as
+i1) and in memory in a *storage type* (f16 as half, bool as i8).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import llvmlite.ir as ir
+import numpy as np
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+
+def storage_type(dt) -> ir.Type:
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return I8
+    if dt.kind == "f":
+        return {2: F16, 4: F32, 8: F64}[dt.itemsize]
+    return ir.IntType(dt.itemsize * 8)
+
+
+def compute_type(dt) -> ir.Type:
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return I1
+    if dt == np.float16:
+        return F32
+    return storage_type(dt)
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+def is_signed(dt) -> bool:
+    return np.dtype(dt).kind == "i"
+
+
+def const(dt, value) -> ir.Constant:
+    """A constant of dt's compute type."""
+    t = compute_type(dt)
+    if isinstance(t, ir.IntType):
+        if t.width == 1:
+            return ir.Constant(t, int(bool(value)))
+        return ir.Constant(t, int(np.asarray(value).astype(np.dtype(dt))))
+    return ir.Constant(t, float(value))
+
+
+def i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, int(v))
+
+
+def load(b: ir.IRBuilder, ptr, offset, dt) -> ir.Value:
+    """Load element `offset` of a buffer of dtype dt, in compute type."""
+    st = storage_type(dt)
+    v = b.load(b.gep(ptr, [offset], source_etype=st, inbounds=True), typ=st)
+    return to_compute(b, v, dt)
+
+
+def store(b: ir.IRBuilder, value, ptr, offset, dt) -> None:
+    st = storage_type(dt)
+    b.store(to_storage(b, value, dt), b.gep(ptr, [offset], source_etype=st, inbounds=True))
+
+
+def to_compute(b, v, dt):
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if dt == np.float16:
+        return b.fpext(v, F32)
+    return v
+
+
+def to_storage(b, v, dt):
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return b.zext(v, I8)
+    if dt == np.float16:
+        return b.fptrunc(v, F16)
+    return v
+
+
+@contextmanager
+def for_range(b: ir.IRBuilder, n: int, name: str = "i"):
+    """for (i = 0; i < n; i++) with a static trip count n > 0; yields i (i64)."""
+    fn = b.function
+    pre = b.block
+    body = fn.append_basic_block(f"{name}.body")
+    end = fn.append_basic_block(f"{name}.end")
+    b.branch(body)
+    b.position_at_end(body)
+    i = b.phi(I64, name=name)
+    i.add_incoming(i64(0), pre)
+    yield i
+    nxt = b.add(i, i64(1), name=f"{name}.next", flags=["nuw", "nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), body, end)
+    b.position_at_end(end)
+
+
+@contextmanager
+def loop_nest(b: ir.IRBuilder, shape, name: str = "i"):
+    """Row-major loops over `shape` (all dims > 0); yields the index list."""
+    idx: list = []
+    stack = []
+    try:
+        for d, n in enumerate(shape):
+            cm = for_range(b, n, f"{name}{d}")
+            idx.append(cm.__enter__())
+            stack.append(cm)
+        yield idx
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+
+
+def linear(b: ir.IRBuilder, idx, shape) -> ir.Value:
+    """Row-major flat offset of idx in shape."""
+    off = i64(0)
+    stride = 1
+    for i, n in reversed(list(zip(idx, shape))):
+        if n != 1:
+            term = i if stride == 1 else b.mul(i, i64(stride), flags=["nuw", "nsw"])
+            off = term if (isinstance(off, ir.Constant) and off.constant == 0) else \
+                b.add(off, term, flags=["nuw", "nsw"])
+        stride *= n
+    return off
+
+
+def delinear(b: ir.IRBuilder, flat, shape) -> list:
+    """Inverse of `linear` (divisions by the static strides)."""
+    idx = []
+    stride = int(np.prod(shape, dtype=np.int64))
+    for n in shape:
+        stride //= max(n, 1)
+        if n == 1:
+            idx.append(i64(0))
+            continue
+        q = flat if stride == 1 else b.udiv(flat, i64(stride))
+        idx.append(b.urem(q, i64(n)) if idx else q)
+    return idx
+
+
+def alloca_entry(b: ir.IRBuilder, typ: ir.Type, name: str = "") -> ir.Value:
+    """An alloca in the entry block (so mem2reg turns it into registers)."""
+    entry = b.function.entry_basic_block
+    with b.goto_block(entry):
+        if entry.instructions:
+            b.position_before(entry.instructions[0])
+        return b.alloca(typ, name=name)

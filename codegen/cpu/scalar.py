@@ -1,0 +1,292 @@
+"""Scalar lowering of the elementwise primitives: one rule per primitive name.
+
+`SCALAR[name](b, args, dt, out_dt, **params) -> value`, where args are values
+in compute type (irutil.compute_type) of operand dtype dt. Every rule is
+straight-line code (selects, no branches, no libm calls) so loops vectorise,
+and every rule defines what hardware leaves undefined the way the NumPy
+reference does (integer division by zero gives 0, out-of-range shifts give 0,
+float -> int conversion saturates and maps NaN to 0).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from . import mathlib
+from .irutil import compute_type, const, is_float, is_signed
+
+SCALAR: dict = {}
+FAST = ("contract",)          # allow FMA contraction; no value-changing fast math
+
+
+def rule(*names):
+    def deco(fn):
+        for n in names:
+            SCALAR[n] = fn
+        return fn
+    return deco
+
+
+def _intrinsic(b, name, x):
+    fn = b.module.declare_intrinsic(name, [x.type])
+    return b.call(fn, [x])
+
+
+@rule("neg")
+def _neg(b, args, dt, out_dt):
+    (x,) = args
+    return b.fneg(x) if is_float(dt) else b.neg(x)
+
+
+@rule("abs")
+def _abs(b, args, dt, out_dt):
+    (x,) = args
+    if is_float(dt):
+        return _intrinsic(b, "llvm.fabs", x)
+    if not is_signed(dt):
+        return x
+    return b.select(b.icmp_signed("<", x, const(dt, 0)), b.neg(x), x)
+
+
+@rule("sign")
+def _sign(b, args, dt, out_dt):
+    (x,) = args
+    zero, one = const(dt, 0), const(dt, 1)
+    if is_float(dt):
+        pos = b.select(b.fcmp_ordered(">", x, zero), one, x)
+        return b.select(b.fcmp_ordered("<", x, zero), const(dt, -1), pos)
+    if not is_signed(dt):
+        return b.select(b.icmp_unsigned("!=", x, zero), one, zero)
+    return b.select(b.icmp_signed(">", x, zero), one,
+                    b.select(b.icmp_signed("<", x, zero), const(dt, -1), zero))
+
+
+def _arith(fop, iop):
+    def lower(b, args, dt, out_dt):
+        a, c = args
+        if is_float(dt):
+            return getattr(b, fop)(a, c, flags=FAST)
+        return getattr(b, iop)(a, c)
+    return lower
+
+
+SCALAR["add"] = _arith("fadd", "add")
+SCALAR["sub"] = _arith("fsub", "sub")
+SCALAR["mul"] = _arith("fmul", "mul")
+
+
+def _safe_divisor(b, a, c, dt):
+    """Divisor with 0 (and MIN / -1, which traps) replaced by 1; and the mask of zeros."""
+    zero = const(dt, 0)
+    is_zero = b.icmp_unsigned("==", c, zero)
+    bad = is_zero
+    if is_signed(dt):
+        bits = compute_type(dt).width
+        minv = ir.Constant(compute_type(dt), -(1 << (bits - 1)))
+        overflow = b.and_(b.icmp_signed("==", a, minv), b.icmp_signed("==", c, const(dt, -1)))
+        bad = b.or_(bad, overflow)
+    return b.select(bad, const(dt, 1), c), is_zero
+
+
+@rule("div")
+def _div(b, args, dt, out_dt):
+    a, c = args
+    if is_float(dt):
+        return b.fdiv(a, c, flags=FAST)
+    safe, is_zero = _safe_divisor(b, a, c, dt)
+    q = b.sdiv(a, safe) if is_signed(dt) else b.udiv(a, safe)
+    if is_signed(dt):      # MIN / -1 wraps to MIN, as NumPy's int arithmetic does
+        q = b.select(b.icmp_signed("==", c, const(dt, -1)), b.neg(a), q)
+    return b.select(is_zero, const(dt, 0), q)
+
+
+@rule("rem")
+def _rem(b, args, dt, out_dt):
+    a, c = args
+    if is_float(dt):
+        return b.frem(a, c)
+    safe, is_zero = _safe_divisor(b, a, c, dt)
+    r = b.srem(a, safe) if is_signed(dt) else b.urem(a, safe)
+    if is_signed(dt):
+        r = b.select(b.icmp_signed("==", c, const(dt, -1)), const(dt, 0), r)
+    return b.select(is_zero, const(dt, 0), r)
+
+
+def _extremum(is_max):
+    def lower(b, args, dt, out_dt):
+        a, c = args
+        if is_float(dt):      # NaN in either operand propagates, as np.maximum
+            pick_a = b.fcmp_unordered(">" if is_max else "<", a, c)
+            out = b.select(pick_a, a, c)
+            return b.select(b.fcmp_unordered("uno", a, a), a, out)
+        if compute_type(dt).width == 1:
+            return b.or_(a, c) if is_max else b.and_(a, c)
+        cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
+        return b.select(cmp(">" if is_max else "<", a, c), a, c)
+    return lower
+
+
+SCALAR["max"] = _extremum(True)
+SCALAR["min"] = _extremum(False)
+
+
+@rule("pow")
+def _pow(b, args, dt, out_dt):
+    a, c = args
+    if is_float(dt):
+        return mathlib.emit_binary(b, "pow", a, c, np.dtype(dt) if dt != np.float16 else
+                                   np.dtype(np.float32))
+    return _int_pow(b, a, c, dt)
+
+
+def _int_pow(b, a, c, dt):
+    """Exponentiation by squaring, unrolled over the exponent's bits (no branches)."""
+    t = compute_type(dt)
+    one, zero = const(dt, 1), const(dt, 0)
+    acc, base, e = one, a, c
+    for _ in range(t.width):
+        bit = b.trunc(b.and_(e, one), ir.IntType(1))
+        acc = b.select(bit, b.mul(acc, base), acc)
+        base = b.mul(base, base)
+        e = b.lshr(e, one)
+    if is_signed(dt):      # negative exponents: 1 and -1 stay, everything else is 0
+        neg = b.icmp_signed("<", c, zero)
+        odd = b.trunc(b.and_(c, one), ir.IntType(1))
+        special = b.select(b.icmp_signed("==", a, one), one,
+                           b.select(b.icmp_signed("==", a, const(dt, -1)),
+                                    b.select(odd, const(dt, -1), one), zero))
+        acc = b.select(neg, special, acc)
+    return acc
+
+
+def _math_dtype(dt):
+    return np.dtype(np.float32) if np.dtype(dt) == np.float16 else np.dtype(dt)
+
+
+def _unary_math(name):
+    def lower(b, args, dt, out_dt):
+        return mathlib.emit_unary(b, name, args[0], _math_dtype(dt))
+    return lower
+
+
+for _n in ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
+           "rsqrt"):
+    SCALAR[_n] = _unary_math(_n)
+
+
+@rule("sqrt")
+def _sqrt(b, args, dt, out_dt):
+    return _intrinsic(b, "llvm.sqrt", args[0])
+
+
+@rule("atan2")
+def _atan2(b, args, dt, out_dt):
+    return mathlib.emit_binary(b, "atan2", args[0], args[1], _math_dtype(dt))
+
+
+SCALAR["floor"] = lambda b, args, dt, out_dt: _intrinsic(b, "llvm.floor", args[0])
+SCALAR["ceil"] = lambda b, args, dt, out_dt: _intrinsic(b, "llvm.ceil", args[0])
+
+
+@rule("round")
+def _round(b, args, dt, out_dt, rounding_method="away_from_zero"):
+    name = "llvm.roundeven" if rounding_method == "to_nearest_even" else "llvm.round"
+    return _intrinsic(b, name, args[0])
+
+
+@rule("is_finite")
+def _is_finite(b, args, dt, out_dt):
+    x = _intrinsic(b, "llvm.fabs", args[0])
+    return b.fcmp_ordered("<", x, ir.Constant(x.type, float("inf")))
+
+
+def _compare(op):
+    def lower(b, args, dt, out_dt):
+        a, c = args
+        if is_float(dt):
+            # NumPy: every comparison with NaN is False, except != which is True
+            return b.fcmp_unordered(op, a, c) if op == "!=" else b.fcmp_ordered(op, a, c)
+        if is_signed(dt):
+            return b.icmp_signed(op, a, c)
+        return b.icmp_unsigned(op, a, c)
+    return lower
+
+
+for _n, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"),
+                ("ge", ">=")):
+    SCALAR[_n] = _compare(_op)
+
+SCALAR["and"] = lambda b, args, dt, out_dt: b.and_(*args)
+SCALAR["or"] = lambda b, args, dt, out_dt: b.or_(*args)
+SCALAR["xor"] = lambda b, args, dt, out_dt: b.xor(*args)
+SCALAR["not"] = lambda b, args, dt, out_dt: b.not_(args[0])
+
+
+def _shift(kind):
+    def lower(b, args, dt, out_dt):
+        a, c = args
+        bits = compute_type(dt).width
+        out_of_range = b.icmp_unsigned(">=", c, const(dt, bits))   # negatives are huge
+        safe = b.select(out_of_range, const(dt, 0), c)
+        if kind == "shl":
+            return b.select(out_of_range, const(dt, 0), b.shl(a, safe))
+        if kind == "lshr":
+            return b.select(out_of_range, const(dt, 0), b.lshr(a, safe))
+        clamped = b.select(out_of_range, const(dt, bits - 1), c)
+        if is_signed(dt):
+            clamped = b.select(b.icmp_signed("<", c, const(dt, 0)), const(dt, 0), clamped)
+        return b.ashr(a, clamped)
+    return lower
+
+
+SCALAR["shift_left"] = _shift("shl")
+SCALAR["shift_right_logical"] = _shift("lshr")
+SCALAR["shift_right_arithmetic"] = _shift("ashr")
+
+
+@rule("select")
+def _select(b, args, dt, out_dt):
+    p, x, y = args
+    return b.select(p, x, y)
+
+
+@rule("stop_gradient")
+def _identity(b, args, dt, out_dt):
+    return args[0]
+
+
+@rule("convert_element_type")
+def _convert(b, args, dt, out_dt, new_dtype=None, weak_type=False):
+    return convert(b, args[0], dt, out_dt)
+
+
+def convert(b, x, src, dst):
+    """Value conversion with the reference's semantics (saturating float -> int)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    st, tt = compute_type(src), compute_type(dst)
+    if src == dst:
+        return x
+    if dst == np.bool_:
+        return b.fcmp_unordered("!=", x, ir.Constant(st, 0.0)) if is_float(src) else \
+            b.icmp_unsigned("!=", x, ir.Constant(st, 0))
+    if src == np.bool_:
+        return b.uitofp(x, tt) if is_float(dst) else b.zext(x, tt)
+    if is_float(src) and is_float(dst):
+        if st == tt:
+            return x
+        return b.fpext(x, tt) if st.intrinsic_name == "f32" and tt.intrinsic_name == "f64" \
+            else b.fptrunc(x, tt) if st.intrinsic_name == "f64" and tt.intrinsic_name == "f32" \
+            else x
+    if is_float(dst):
+        return b.sitofp(x, tt) if is_signed(src) else b.uitofp(x, tt)
+    if is_float(src):
+        # saturating conversion: the llvm.fpto[su]i.sat intrinsics map NaN to 0
+        name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
+        fn = b.module.declare_intrinsic(name, [tt, st])
+        return b.call(fn, [x])
+    if tt.width > st.width:
+        return b.sext(x, tt) if is_signed(src) else b.zext(x, tt)
+    if tt.width < st.width:
+        return b.trunc(x, tt)
+    return x
+

@@ -1,0 +1,197 @@
+"""Fusion and scheduling: Graph -> Program (an ordered list of kernels).
+
+Every value is either *materialised* (it gets a buffer) or *fused* (computed on
+the fly, at the index where a consumer needs it, inside the consumer's loop).
+Graph inputs and outputs, and the results and operands of opaque primitives
+(matrix products, gathers, sorts, control flow, ...) are materialised. A
+reduction fuses the elementwise and layout work that produces its input, so
+`sum(x * x)` reads x once. An elementwise value feeding several kernels is
+recomputed in each when it is cheap and materialised otherwise; a value read
+through an expanding broadcast is materialised unless trivially cheap, so it is
+not recomputed for every element of the larger output.
+
+A kernel is a root equation plus the fused equations it pulls in:
+  loop    – map over the root's output shape (elementwise and layout ops)
+  reduce  – loop over the kept dims, accumulate over the reduced dims
+  opaque  – one primitive with its own lowering (dot_general, gather, ...)
+Control-flow kernels hold the Programs of their sub-graphs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jx.ir import Eqn, Graph, Literal, Var
+
+# Primitives computed inside loops: index-mapped reads plus scalar math.
+FUSIBLE = frozenset({
+    "neg", "abs", "sign", "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2",
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "logistic", "sin", "cos",
+    "tan", "erf", "floor", "ceil", "round", "is_finite", "eq", "ne", "lt", "le", "gt", "ge",
+    "and", "or", "xor", "not", "shift_left", "shift_right_logical",
+    "shift_right_arithmetic", "select", "convert_element_type", "broadcast_in_dim",
+    "reshape", "transpose", "squeeze", "expand_dims", "slice", "rev", "pad", "concatenate",
+    "iota", "stop_gradient", "dynamic_slice",
+})
+REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
+                        "argmin"})
+# Relative cost of recomputing one element (transcendentals are expensive).
+EXPENSIVE = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
+                       "tan", "erf", "pow", "atan2", "sqrt", "rsqrt", "div", "rem"})
+CHEAP_LIMIT = 4
+
+
+@dataclass(eq=False)
+class Kernel:
+    kind: str                  # "loop" | "reduce" | "opaque"
+    root: Eqn                  # the equation whose outputs the kernel writes
+    eqns: list                 # fused equations feeding the root, in graph order (root last)
+    inputs: list               # materialised Vars read (graph inputs or earlier kernels' outputs)
+    outputs: list              # Vars written
+    subprograms: dict = field(default_factory=dict)   # param name -> Program (control flow)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}_{self.root.prim.name}"
+
+
+@dataclass(eq=False)
+class Program:
+    graph: Graph
+    kernels: list
+    materialised: set          # ids of Vars with buffers
+
+    def __str__(self) -> str:
+        from .fuse_print import format_program
+        return format_program(self)
+
+
+def _uses(graph: Graph) -> dict:
+    uses: dict = {}
+    for eqn in graph.eqns:
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                uses.setdefault(id(a), []).append(eqn)
+    return uses
+
+
+def _is_opaque(eqn: Eqn) -> bool:
+    return eqn.prim.name not in FUSIBLE and eqn.prim.name not in REDUCTIONS
+
+
+def _expands(eqn: Eqn) -> bool:
+    """A consumer that reads its operand more often than once per element."""
+    if eqn.prim.name == "broadcast_in_dim":
+        return eqn.outputs[0].aval.size > eqn.inputs[0].aval.size
+    return False
+
+
+def fuse(graph: Graph) -> Program:
+    producer = {id(v): e for e in graph.eqns for v in e.outputs}
+    uses = _uses(graph)
+    mat = {id(v) for v in graph.inputs}
+    mat |= {id(a) for a in graph.outputs if isinstance(a, Var)}
+    for eqn in graph.eqns:
+        if _is_opaque(eqn) or eqn.prim.name in REDUCTIONS:
+            mat |= {id(v) for v in eqn.outputs}
+        if _is_opaque(eqn):
+            mat |= {id(a) for a in eqn.inputs if isinstance(a, Var)}
+        if len(eqn.outputs) > 1:
+            mat |= {id(v) for v in eqn.outputs}
+
+    cost_memo: dict = {}
+
+    def cost(v) -> int:
+        """Cost of recomputing v from materialised values, per element."""
+        if not isinstance(v, Var) or id(v) in mat:
+            return 0
+        if id(v) not in cost_memo:
+            e = producer[id(v)]
+            own = 4 if e.prim.name in EXPENSIVE else (0 if e.prim.name in {
+                "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "convert_element_type",
+                "transpose", "slice", "rev", "stop_gradient"} else 1)
+            cost_memo[id(v)] = own + sum(cost(a) for a in e.inputs)
+        return cost_memo[id(v)]
+
+    # Fixpoint: materialise fused values that would be recomputed expensively.
+    changed = True
+    while changed:
+        changed = False
+        cost_memo.clear()
+        roots = _consumer_roots(graph, mat, uses)
+        for eqn in graph.eqns:
+            if eqn.prim.name not in FUSIBLE:
+                continue
+            v = eqn.outputs[0]
+            if id(v) in mat:
+                continue
+            n_roots = len(roots.get(id(v), ()))
+            expanded = any(_expands(u) for u in uses.get(id(v), ()))
+            if (n_roots > 1 and cost(v) > CHEAP_LIMIT) or (expanded and cost(v) > 1):
+                mat.add(id(v))
+                changed = True
+
+    kernels = []
+    for eqn in graph.eqns:
+        if not any(id(v) in mat for v in eqn.outputs):
+            continue
+        if _is_opaque(eqn):
+            subs = {k: fuse(g) for k, g in eqn.params.items() if isinstance(g, Graph)}
+            for k, g in eqn.params.items():
+                if isinstance(g, tuple) and any(isinstance(x, Graph) for x in g):
+                    subs[k] = tuple(fuse(x) for x in g)
+            kernels.append(Kernel("opaque", eqn, [eqn],
+                                  [a for a in eqn.inputs if isinstance(a, Var)],
+                                  list(eqn.outputs), subs))
+            continue
+        body = _pull(eqn, producer, mat)
+        inputs = _dedup([a for e in body for a in e.inputs
+                         if isinstance(a, Var) and id(a) in mat])
+        kind = "reduce" if eqn.prim.name in REDUCTIONS else "loop"
+        kernels.append(Kernel(kind, eqn, body, inputs, list(eqn.outputs)))
+    return Program(graph, kernels, mat)
+
+
+def _pull(root: Eqn, producer: dict, mat: set) -> list:
+    """The root and the fused equations it depends on, in graph order."""
+    seen: dict = {}
+
+    def visit(e: Eqn):
+        if id(e) in seen:
+            return
+        for a in e.inputs:
+            if isinstance(a, Var) and id(a) not in mat and id(a) in producer:
+                visit(producer[id(a)])
+        seen[id(e)] = e
+
+    visit(root)
+    return list(seen.values())
+
+
+def _dedup(vs: list) -> list:
+    out, seen = [], set()
+    for v in vs:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+def _consumer_roots(graph: Graph, mat: set, uses: dict) -> dict:
+    """For each fused value, the set of kernels (root eqn ids) that will compute it."""
+    roots: dict = {}
+    for eqn in reversed(graph.eqns):
+        for v in eqn.outputs:
+            if id(v) in mat:
+                continue
+            acc = set()
+            for u in uses.get(id(v), ()):
+                if any(id(o) in mat for o in u.outputs) or u.prim.name in REDUCTIONS \
+                        or _is_opaque(u):
+                    acc.add(id(u))
+                else:
+                    acc |= roots.get(id(u.outputs[0]), set())
+            roots[id(v)] = acc
+    return roots
+
+
+__all__ = ["fuse", "Program", "Kernel", "FUSIBLE", "REDUCTIONS", "Literal"]
