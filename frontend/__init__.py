@@ -20,6 +20,7 @@ from .verify import verify
 from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
                          value_and_grad, vjp)
 from .vmap import vmap  # noqa: F401
+from .jit import jit  # noqa: F401
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
 
 tree_util = tree

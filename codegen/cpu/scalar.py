@@ -12,7 +12,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from . import mathlib
 from .irutil import compute_type, const, is_float, is_signed
 
 SCALAR: dict = {}
@@ -134,6 +133,7 @@ SCALAR["min"] = _extremum(False)
 def _pow(b, args, dt, out_dt):
     a, c = args
     if is_float(dt):
+        from . import mathlib
         return mathlib.emit_binary(b, "pow", a, c, np.dtype(dt) if dt != np.float16 else
                                    np.dtype(np.float32))
     return _int_pow(b, a, c, dt)
@@ -165,6 +165,7 @@ def _math_dtype(dt):
 
 def _unary_math(name):
     def lower(b, args, dt, out_dt):
+        from . import mathlib
         return mathlib.emit_unary(b, name, args[0], _math_dtype(dt))
     return lower
 
@@ -181,6 +182,7 @@ def _sqrt(b, args, dt, out_dt):
 
 @rule("atan2")
 def _atan2(b, args, dt, out_dt):
+    from . import mathlib
     return mathlib.emit_binary(b, "atan2", args[0], args[1], _math_dtype(dt))
 
 
@@ -281,8 +283,9 @@ def convert(b, x, src, dst):
         return b.sitofp(x, tt) if is_signed(src) else b.uitofp(x, tt)
     if is_float(src):
         # saturating conversion: the llvm.fpto[su]i.sat intrinsics map NaN to 0
-        name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
-        fn = b.module.declare_intrinsic(name, [tt, st])
+        base = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
+        name = f"{base}.i{tt.width}.{st.intrinsic_name}"
+        fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(tt, [st]), name)
         return b.call(fn, [x])
     if tt.width > st.width:
         return b.sext(x, tt) if is_signed(src) else b.zext(x, tt)

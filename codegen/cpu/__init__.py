@@ -1,0 +1,1 @@
+"""The CPU backend: fused programs -> LLVM IR (llvmlite) -> native code."""

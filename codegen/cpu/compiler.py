@@ -1,0 +1,62 @@
+"""Drive LLVM: parse, verify, optimise at O3 for a target, then JIT or emit an object."""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+
+
+@functools.lru_cache(maxsize=None)
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def target_machine(cpu: str | None = None, triple: str | None = None,
+                   features: str | None = None, reloc: str = "default"):
+    """The host machine by default; a named cpu/triple cross-compiles."""
+    _init()
+    if triple is None:
+        triple = llvm.get_process_triple()
+    if cpu is None or cpu == "native":
+        cpu = llvm.get_host_cpu_name()
+        if features is None:
+            features = llvm.get_host_cpu_features().flatten()
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu, features=features or "", opt=3,
+                                        reloc=reloc, codemodel="jitdefault"
+                                        if reloc == "default" else "default")
+
+
+def optimise(ir_text: str, tm):
+    """Parse + verify (a malformed module is a backend bug), then the O3 pipeline."""
+    _init()
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+class JitModule:
+    """A module compiled in-process; keeps the engine alive for its functions."""
+
+    def __init__(self, ir_text: str):
+        tm = target_machine()          # the engine takes ownership: one per module
+        self.module = optimise(ir_text, tm)
+        self.engine = llvm.create_mcjit_compiler(self.module, tm)
+        self.engine.finalize_object()
+
+    def address(self, symbol: str) -> int:
+        return self.engine.get_function_address(symbol)
+
+
+def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None) -> bytes:
+    tm = target_machine(cpu, triple, reloc="pic")
+    mod = optimise(ir_text, tm)
+    return tm.emit_object(mod)

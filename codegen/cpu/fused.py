@@ -1,0 +1,300 @@
+"""Lowering of fused loop and reduce kernels.
+
+A fused value is produced at an index: `FusedEmitter.value(atom, idx)` asks
+the producing equation's rule in INDEX_RULES for the element at idx. Layout
+primitives only remap the index (broadcast drops or zeroes dims, transpose
+permutes, slice scales and offsets, pad and concatenate select), elementwise
+primitives apply their scalar rule to their operands at the same index, and
+materialised values are loads. Values are memoised per index within a kernel.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from jx.ir import Literal, Var
+
+from . import irutil as U
+from .scalar import SCALAR, convert
+
+INDEX_RULES: dict = {}
+
+
+def index_rule(*names):
+    def deco(fn):
+        for n in names:
+            INDEX_RULES[n] = fn
+        return fn
+    return deco
+
+
+class FusedEmitter:
+    """Emits the values of one kernel's fused equations inside its loop nest."""
+
+    def __init__(self, b: ir.IRBuilder, kernel, buffers: dict, consts):
+        self.b = b
+        # only the kernel's inputs are read from memory; its outputs are computed
+        self.buffers = {id(v): buffers[id(v)] for v in kernel.inputs}
+        self.consts = consts               # global constants for array literals
+        self.producer = {id(v): e for e in kernel.eqns for v in e.outputs}
+        self.memo: dict = {}
+
+    def value(self, atom, idx) -> ir.Value:
+        if isinstance(atom, Literal):
+            if atom.val.ndim == 0:
+                return U.const(atom.aval.dtype, atom.val[()])
+            ptr = self.consts.array(atom.val)
+            return U.load(self.b, ptr, U.linear(self.b, idx, atom.aval.shape), atom.aval.dtype)
+        key = (id(atom), tuple(id(i) for i in idx))
+        if key in self.memo:
+            return self.memo[key]
+        if id(atom) in self.buffers:
+            v = U.load(self.b, self.buffers[id(atom)], U.linear(self.b, idx, atom.aval.shape),
+                       atom.aval.dtype)
+        else:
+            eqn = self.producer[id(atom)]
+            rule = INDEX_RULES.get(eqn.prim.name)
+            if rule is None:
+                raise NotImplementedError(f"cpu backend: no fused lowering for '{eqn.prim.name}'")
+            v = rule(self, eqn, list(idx))
+        self.memo[key] = v
+        return v
+
+    def flat_value(self, atom, flat, shape) -> ir.Value:
+        """The element at row-major offset `flat` (materialised values load directly)."""
+        if not isinstance(atom, Literal) and id(atom) in self.buffers:
+            return U.load(self.b, self.buffers[id(atom)], flat, atom.aval.dtype)
+        return self.value(atom, U.delinear(self.b, flat, shape))
+
+
+def _elementwise(em: FusedEmitter, eqn, idx):
+    args = [em.value(a, idx if a.aval.shape else []) for a in eqn.inputs]
+    dt = eqn.inputs[0].aval.dtype if eqn.prim.name != "select" else eqn.inputs[1].aval.dtype
+    return SCALAR[eqn.prim.name](em.b, args, dt, eqn.outputs[0].aval.dtype, **eqn.params)
+
+
+for _name in SCALAR:
+    if _name not in ("convert_element_type",):
+        INDEX_RULES[_name] = _elementwise
+
+
+@index_rule("convert_element_type")
+def _convert(em, eqn, idx):
+    (x,) = eqn.inputs
+    return convert(em.b, em.value(x, idx), x.aval.dtype, eqn.outputs[0].aval.dtype)
+
+
+@index_rule("broadcast_in_dim")
+def _broadcast(em, eqn, idx):
+    (x,) = eqn.inputs
+    out_shape = eqn.params["shape"]
+    sub = [U.i64(0) if x.aval.shape[i] == 1 and out_shape[d] != 1 else idx[d]
+           for i, d in enumerate(eqn.params["broadcast_dimensions"])]
+    return em.value(x, sub)
+
+
+@index_rule("reshape", "squeeze", "expand_dims")
+def _reshape(em, eqn, idx):
+    (x,) = eqn.inputs
+    out_shape = eqn.outputs[0].aval.shape
+    nontrivial_in = [n for n in x.aval.shape if n != 1]
+    nontrivial_out = [n for n in out_shape if n != 1]
+    if nontrivial_in == nontrivial_out:      # only unit dims move: no division needed
+        kept = iter([i for i, n in zip(idx, out_shape) if n != 1])
+        return em.value(x, [U.i64(0) if n == 1 else next(kept) for n in x.aval.shape])
+    flat = U.linear(em.b, idx, out_shape)
+    return em.flat_value(x, flat, x.aval.shape)
+
+
+@index_rule("transpose")
+def _transpose(em, eqn, idx):
+    (x,) = eqn.inputs
+    perm = eqn.params["permutation"]
+    sub = [None] * len(perm)
+    for out_d, in_d in enumerate(perm):
+        sub[in_d] = idx[out_d]
+    return em.value(x, sub)
+
+
+@index_rule("slice")
+def _slice(em, eqn, idx):
+    (x,) = eqn.inputs
+    b = em.b
+    sub = []
+    for i, s, k in zip(idx, eqn.params["start_indices"], eqn.params["strides"]):
+        j = i if k == 1 else b.mul(i, U.i64(k))
+        sub.append(j if s == 0 else b.add(j, U.i64(s)))
+    return em.value(x, sub)
+
+
+@index_rule("rev")
+def _rev(em, eqn, idx):
+    (x,) = eqn.inputs
+    dims = eqn.params["dimensions"]
+    sub = [em.b.sub(U.i64(x.aval.shape[d] - 1), i) if d in dims else i
+           for d, i in enumerate(idx)]
+    return em.value(x, sub)
+
+
+def _clamp(b, i, n):
+    """i clamped into [0, n-1] (signed i64)."""
+    lo = b.select(b.icmp_signed("<", i, U.i64(0)), U.i64(0), i)
+    return b.select(b.icmp_signed(">", lo, U.i64(n - 1)), U.i64(n - 1), lo)
+
+
+@index_rule("pad")
+def _pad(em, eqn, idx):
+    x, pv = eqn.inputs
+    b = em.b
+    padval = em.value(pv, [])
+    if 0 in x.aval.shape:
+        return padval
+    inside = ir.Constant(U.I1, 1)
+    sub = []
+    for i, n, (lo, _, interior) in zip(idx, x.aval.shape, eqn.params["padding_config"]):
+        j = b.sub(i, U.i64(lo))
+        step = interior + 1
+        q = j if step == 1 else b.sdiv(j, U.i64(step))
+        ok = b.and_(b.icmp_signed(">=", j, U.i64(0)), b.icmp_signed("<", q, U.i64(n)))
+        if step != 1:
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(j, U.i64(step)), U.i64(0)))
+        inside = b.and_(inside, ok)
+        sub.append(_clamp(b, q, n))        # always a valid address, selected away if padding
+    return b.select(inside, em.value(x, sub), padval)
+
+
+@index_rule("concatenate")
+def _concatenate(em, eqn, idx):
+    b = em.b
+    d = eqn.params["dimension"]
+    out = None
+    start = 0
+    for x in eqn.inputs:
+        n = x.aval.shape[d]
+        if n == 0:
+            continue
+        sub = list(idx)
+        sub[d] = _clamp(b, b.sub(idx[d], U.i64(start)), n)
+        v = em.value(x, sub)
+        out = v if out is None else b.select(b.icmp_signed(">=", idx[d], U.i64(start)), v, out)
+        start += n
+    return out
+
+
+@index_rule("iota")
+def _iota(em, eqn, idx):
+    dt = eqn.params["dtype"]
+    return convert(em.b, idx[eqn.params["dimension"]], np.int64, dt)
+
+
+@index_rule("dynamic_slice")
+def _dynamic_slice(em, eqn, idx):
+    x, *starts = eqn.inputs
+    b = em.b
+    sub = []
+    for i, s, n, size in zip(idx, starts, x.aval.shape, eqn.params["slice_sizes"]):
+        st = convert(b, em.value(s, []), s.aval.dtype, np.int64)
+        st = _clamp(b, st, n - size + 1)       # XLA: the window stays in bounds
+        sub.append(b.add(st, i))
+    return em.value(x, sub)
+
+
+# ---------------------------------------------------------------- kernels
+
+def emit_loop(b: ir.IRBuilder, kernel, buffers, consts) -> None:
+    """out[idx] = root(idx) for every idx of the root's output shape."""
+    (out,) = kernel.outputs
+    shape = out.aval.shape
+    if 0 in shape:
+        return
+    em = FusedEmitter(b, kernel, buffers, consts)
+    with U.loop_nest(b, shape) as idx:
+        v = em.value(out, idx)
+        U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
+
+
+_REDUCE_INIT = {
+    "reduce_sum": lambda dt: 0,
+    "reduce_prod": lambda dt: 1,
+    "reduce_max": lambda dt: -np.inf if U.is_float(dt) else (
+        False if np.dtype(dt) == np.bool_ else np.iinfo(dt).min),
+    "reduce_min": lambda dt: np.inf if U.is_float(dt) else (
+        True if np.dtype(dt) == np.bool_ else np.iinfo(dt).max),
+}
+REASSOC = ("reassoc", "nsz", "contract")   # reductions may be reordered (vectorised)
+
+
+def _combine(b, name, acc, x, dt):
+    if name == "reduce_sum":
+        return b.fadd(acc, x, flags=REASSOC) if U.is_float(dt) else b.add(acc, x)
+    if name == "reduce_prod":
+        return b.fmul(acc, x, flags=REASSOC) if U.is_float(dt) else b.mul(acc, x)
+    return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
+
+
+def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts) -> None:
+    root = kernel.root
+    (x,) = root.inputs
+    (out,) = root.outputs
+    name = root.prim.name
+    axes = root.params["axes"] if "axes" in root.params else (root.params["axis"],)
+    kept = [d for d in range(x.aval.ndim) if d not in axes]
+    red_shape = [x.aval.shape[d] for d in axes]
+    out_shape = out.aval.shape
+    if 0 in out_shape:
+        return
+    em = FusedEmitter(b, kernel, buffers, consts)
+    dt = x.aval.dtype
+    with U.loop_nest(b, out_shape, "o") as oidx:
+        if name in ("argmax", "argmin"):
+            res = convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
+                          np.int64, out.aval.dtype)
+        else:
+            acc = U.alloca_entry(b, U.compute_type(dt), "acc")
+            b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
+            if 0 not in red_shape:
+                with U.loop_nest(b, red_shape, "r") as ridx:
+                    full = _merge(kept, oidx, axes, ridx, x.aval.ndim)
+                    v = em.value(x, full)
+                    b.store(_combine(b, name, b.load(acc), v, dt), acc)
+                    em.memo.clear()           # values at inner indices do not outlive them
+            res = b.load(acc)
+        U.store(b, res, buffers[id(out)], U.linear(b, oidx, out_shape), out.aval.dtype)
+
+
+def _merge(kept, oidx, axes, ridx, ndim):
+    full = [None] * ndim
+    for d, i in zip(kept, oidx):
+        full[d] = i
+    for d, i in zip(axes, ridx):
+        full[d] = i
+    return full
+
+
+def _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name):
+    """First index of the max (min); a NaN wins at its first occurrence, as NumPy."""
+    dt = x.aval.dtype
+    (n,) = red_shape
+    best = U.alloca_entry(b, U.compute_type(dt), "best")
+    best_i = U.alloca_entry(b, U.I64, "best_i")
+    first = em.value(x, _merge(kept, oidx, axes, [U.i64(0)], x.aval.ndim))
+    b.store(first, best)
+    b.store(U.i64(0), best_i)
+    em.memo.clear()
+    if n > 1:
+        with U.for_range(b, n - 1, "r") as r:
+            i = b.add(r, U.i64(1))
+            v = em.value(x, _merge(kept, oidx, axes, [i], x.aval.ndim))
+            cur = b.load(best)
+            if U.is_float(dt):
+                better = b.fcmp_ordered(">" if name == "argmax" else "<", v, cur)
+                cur_nan = b.fcmp_unordered("uno", cur, cur)
+                v_nan = b.fcmp_unordered("uno", v, v)
+                take = b.and_(b.not_(cur_nan), b.or_(better, v_nan))
+            else:
+                cmp = b.icmp_signed if U.is_signed(dt) else b.icmp_unsigned
+                take = cmp(">" if name == "argmax" else "<", v, cur)
+            b.store(b.select(take, v, cur), best)
+            b.store(b.select(take, i, b.load(best_i)), best_i)
+            em.memo.clear()
+    return b.load(best_i)

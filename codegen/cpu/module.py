@@ -1,0 +1,195 @@
+"""Programs -> one LLVM module: a function per kernel and an exported C entry
+point per model entry, `int32_t jx_<entry>(const void** inputs, void** outputs)`.
+
+Buffers: graph inputs are the caller's input pointers, graph outputs the
+caller's output pointers (kernels write them directly), intermediates are
+malloc'ed at the start of the call and freed at its end. Status 0 is success,
+1 means an allocation failed.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import llvmlite.ir as ir
+import numpy as np
+
+from jx.ir import Literal, Var
+
+from . import irutil as U
+from .fused import emit_loop, emit_reduce
+from .opaque import OPAQUE
+
+from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
+
+
+class ConstPool:
+    """Array literals as private global constants, deduplicated by content."""
+
+    def __init__(self, module: ir.Module):
+        self.module = module
+        self.globals: dict = {}
+
+    def array(self, val: np.ndarray) -> ir.GlobalVariable:
+        val = np.ascontiguousarray(val)
+        key = (val.dtype.str, val.shape, val.tobytes())
+        if key not in self.globals:
+            data = val.astype(np.uint8) if val.dtype == np.bool_ else val
+            raw = bytearray(data.tobytes()) or bytearray(1)
+            typ = ir.ArrayType(U.I8, len(raw))
+            g = ir.GlobalVariable(self.module, typ, f"const.{len(self.globals)}")
+            g.global_constant = True
+            g.linkage = "private"
+            g.align = 64
+            g.initializer = ir.Constant(typ, raw)
+            self.globals[key] = g
+        return self.globals[key]
+
+
+class KernelContext:
+    """What a kernel lowering sees: the builder and its buffers."""
+
+    def __init__(self, b: ir.IRBuilder, buffers: dict, consts: ConstPool, module):
+        self.b = b
+        self.buffers = buffers
+        self.consts = consts
+        self.module = module
+
+    def ptr(self, atom):
+        if isinstance(atom, Literal):
+            return self.consts.array(atom.val)
+        return self.buffers[id(atom)]
+
+
+class ModuleBuilder:
+    def __init__(self, name: str = "jx"):
+        self.module = ir.Module(name)
+        self.consts = ConstPool(self.module)
+        self.n_kernels = 0
+        self._malloc = ir.Function(self.module, ir.FunctionType(U.PTR, [U.I64]), "malloc")
+        self._free = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR]), "free")
+
+    # -------------------------------------------------------------- kernels
+    def kernel_function(self, kernel) -> tuple:
+        """An internal function `void k(ptr...)` over the kernel's buffers."""
+        atoms = list(kernel.inputs) + list(kernel.outputs)
+        fn = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR] * len(atoms)),
+                         f"k{self.n_kernels}.{kernel.name}")
+        self.n_kernels += 1
+        fn.linkage = "internal"
+        n_in = len(kernel.inputs)
+        for i, arg in enumerate(fn.args):
+            if i >= n_in:
+                arg.add_attribute("noalias")      # outputs never overlap anything
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        buffers = {id(a): arg for a, arg in zip(atoms, fn.args)}
+        if kernel.kind == "loop":
+            emit_loop(b, kernel, buffers, self.consts)
+        elif kernel.kind == "reduce":
+            emit_reduce(b, kernel, buffers, self.consts)
+        else:
+            rule = OPAQUE.get(kernel.root.prim.name)
+            if rule is None:
+                from jx.errors import MissingRuleError
+                raise MissingRuleError(
+                    f"cpu backend: no lowering for primitive '{kernel.root.prim.name}'"
+                    + (f" (from {kernel.root.source})" if kernel.root.source else ""))
+            rule(KernelContext(b, buffers, self.consts, self), kernel)
+        b.ret_void()
+        return fn, atoms
+
+    # -------------------------------------------------------------- programs
+    def emit_program(self, b: ir.IRBuilder, program, inputs: list, outputs: list,
+                     fail_block) -> None:
+        """Run a fused program inside the current function: inputs/outputs are
+        pointer values for the graph's inputs and outputs."""
+        g = program.graph
+        buffers = {id(v): p for v, p in zip(g.inputs, inputs)}
+        direct = set()
+        for a, p in zip(g.outputs, outputs):
+            if isinstance(a, Var) and id(a) not in buffers and id(a) not in direct:
+                buffers[id(a)] = p
+                direct.add(id(a))
+        allocated = []
+        for k in program.kernels:
+            for v in k.outputs:
+                if id(v) not in buffers:
+                    nbytes = max(v.aval.size * v.aval.dtype.itemsize, 1)
+                    mem = b.call(self._malloc, [U.i64(nbytes)])
+                    is_null = b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None))
+                    ok = b.function.append_basic_block("alloc.ok")
+                    b.cbranch(is_null, fail_block, ok)
+                    b.position_at_end(ok)
+                    buffers[id(v)] = mem
+                    allocated.append(mem)
+        for k in program.kernels:
+            fn, atoms = self.kernel_function(k)
+            b.call(fn, [buffers[id(a)] if isinstance(a, Var) else self.consts.array(a.val)
+                        for a in atoms])
+        for j, (a, p) in enumerate(zip(g.outputs, outputs)):
+            if isinstance(a, Var) and id(a) in direct and buffers[id(a)] is p:
+                continue
+            src = self.consts.array(a.val) if isinstance(a, Literal) else buffers[id(a)]
+            nbytes = a.aval.size * a.aval.dtype.itemsize
+            if nbytes:
+                self.memcpy(b, p, src, nbytes)
+        for mem in allocated:
+            b.call(self._free, [mem])
+
+    def memcpy(self, b, dst, src, nbytes: int) -> None:
+        fn = self.module.declare_intrinsic("llvm.memcpy", [U.PTR, U.PTR, U.I64])
+        b.call(fn, [dst, src, U.i64(nbytes), ir.Constant(U.I1, 0)])
+
+    def entry(self, name: str, program) -> str:
+        """The exported C function of one entry; returns its symbol."""
+        symbol = f"jx_{name}"
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR, U.PTR]), symbol)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fail = fn.append_basic_block("fail")
+        null = fn.append_basic_block("null")
+        ins_arg, outs_arg = fn.args
+        g = program.graph
+        null_ptr = ir.Constant(U.PTR, None)
+
+        def checked(p):
+            ok = fn.append_basic_block("ptr.ok")
+            b.cbranch(b.icmp_unsigned("==", p, null_ptr), null, ok)
+            b.position_at_end(ok)
+            return p
+
+        if g.inputs:
+            checked(ins_arg)
+        if g.outputs:
+            checked(outs_arg)
+        inputs = [checked(b.load(b.gep(ins_arg, [U.i64(i)], source_etype=U.PTR), typ=U.PTR))
+                  for i in range(len(g.inputs))]
+        outputs = [checked(b.load(b.gep(outs_arg, [U.i64(i)], source_etype=U.PTR), typ=U.PTR))
+                   for i in range(len(g.outputs))]
+        self.emit_program(b, program, inputs, outputs, fail)
+        b.ret(ir.Constant(U.I32, STATUS_OK))
+        b.position_at_end(fail)
+        b.ret(ir.Constant(U.I32, STATUS_OUT_OF_MEMORY))
+        b.position_at_end(null)
+        b.ret(ir.Constant(U.I32, STATUS_NULL_POINTER))
+        return symbol
+
+    def embed_manifest(self, manifest_json: str) -> None:
+        """`const char* jx_manifest(void)` and `uint32_t jx_abi_version(void)`."""
+        data = bytearray(manifest_json.encode() + b"\0")
+        typ = ir.ArrayType(U.I8, len(data))
+        g = ir.GlobalVariable(self.module, typ, "jx.manifest")
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = ir.Constant(typ, data)
+        fn = ir.Function(self.module, ir.FunctionType(U.PTR, []), "jx_manifest")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(g)
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, []), "jx_abi_version")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(ir.Constant(U.I32, ABI_VERSION))
+
+    def text(self) -> str:
+        return str(self.module)
+
+
+def ir_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

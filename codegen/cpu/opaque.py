@@ -1,0 +1,81 @@
+"""Lowering of opaque kernels: one primitive each, reading and writing buffers.
+
+`OPAQUE[name](ctx, kernel)` emits the kernel body; ctx gives the builder, the
+buffer pointers (`ctx.ptr(atom)`) and helpers. Other modules add rules to this
+table for their primitive families.
+"""
+from __future__ import annotations
+
+from . import irutil as U
+from .scalar import SCALAR, convert
+
+OPAQUE: dict = {}
+
+
+def opaque_rule(*names):
+    def deco(fn):
+        for n in names:
+            OPAQUE[n] = fn
+        return fn
+    return deco
+
+
+def strides(shape) -> list:
+    out, s = [], 1
+    for n in reversed(shape):
+        out.append(s)
+        s *= n
+    return out[::-1]
+
+
+def offset(b, idx_dims, shape):
+    """Flat offset from (dim, index value) pairs of a row-major array."""
+    st = strides(shape)
+    off = None
+    for d, i in idx_dims:
+        if shape[d] == 1:
+            continue
+        term = i if st[d] == 1 else b.mul(i, U.i64(st[d]), flags=["nuw", "nsw"])
+        off = term if off is None else b.add(off, term, flags=["nuw", "nsw"])
+    return U.i64(0) if off is None else off
+
+
+def _free(ndim, *used):
+    taken = set().union(*map(set, used))
+    return [d for d in range(ndim) if d not in taken]
+
+
+@opaque_rule("dot_general")
+def _dot_general(ctx, kernel):
+    """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n], loops ordered b, m, k, n so the
+    innermost loop streams rows of rhs and out (vectorised by LLVM)."""
+    b = ctx.b
+    eqn = kernel.root
+    lhs, rhs = eqn.inputs
+    (out,) = eqn.outputs
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lf, rf = _free(lhs.aval.ndim, lc, lb), _free(rhs.aval.ndim, rc, rb)
+    ls, rs, os_ = lhs.aval.shape, rhs.aval.shape, out.aval.shape
+    dt, odt = lhs.aval.dtype, out.aval.dtype
+    lp, rp, op = ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)
+    if out.aval.size == 0:
+        return
+    zero = U.const(odt, 0)
+    with U.loop_nest(b, os_, "z") as zi:
+        U.store(b, zero, op, U.linear(b, zi, os_), odt)
+    ksizes = [ls[d] for d in lc]
+    if 0 in ksizes:
+        return
+    nb = len(lb)
+    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm") as bm:
+        bi, mi = bm[:nb], bm[nb:]
+        with U.loop_nest(b, ksizes, "k") as ki:
+            a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)), ls)
+            a = convert(b, U.load(b, lp, a_off, dt), dt, odt)
+            with U.loop_nest(b, [rs[d] for d in rf], "n") as ni:
+                r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) + list(zip(rf, ni)), rs)
+                o_off = U.linear(b, list(bi) + list(mi) + list(ni), os_)
+                r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
+                acc = U.load(b, op, o_off, odt)
+                prod = SCALAR["mul"](b, [a, r], odt, odt)
+                U.store(b, SCALAR["add"](b, [acc, prod], odt, odt), op, o_off, odt)

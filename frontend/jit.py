@@ -1,0 +1,81 @@
+"""jx.jit: trace once per (static args, argument tree, shapes, dtypes), run the
+pass pipeline, fuse, compile to native code in-process, and call it.
+
+Called with tracers (inside grad, vmap or another jit) it is transparent: the
+function is traced into the enclosing graph, so every composition works.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import tree
+from .api import leaf_aval, merge_static, split_static, trace_pytree, _static_key
+from .core import Tracer
+
+
+class _Compiled:
+    __slots__ = ("fn", "out_tree", "graph", "program")
+
+    def __init__(self, fn, out_tree, graph, program):
+        self.fn, self.out_tree, self.graph, self.program = fn, out_tree, graph, program
+
+
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = "cpu"):
+    """Compile fun for the CPU on first call per input signature and cache it."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(static_argnums)
+    if backend != "cpu":
+        raise ValueError(f"jx.jit: unknown backend {backend!r}; 'cpu' is supported in-process")
+    cache: dict = {}
+
+    def compile_for(args, kwargs, key):
+        from jx.codegen.cpu.jit import CompiledFunction
+        from jx.passes.fuse import fuse
+        from jx.passes.pipeline import run
+        graph, consts = trace_pytree(fun, args, kwargs, static_argnums)
+        graph = run(graph, check=False)
+        program = fuse(graph)
+        compiled = _Compiled(CompiledFunction(program, _symbol(fun)), graph.out_tree, graph,
+                             program)
+        cache[key] = compiled
+        return compiled
+
+    @functools.wraps(fun)
+    def jitted(*args, **kwargs):
+        if not kwargs and not static_argnums and all(type(a) is np.ndarray for a in args):
+            key = tuple((a.shape, a.dtype) for a in args)        # the fast path
+            compiled = cache.get(key)
+            if compiled is None:
+                compiled = compile_for(args, kwargs, key)
+            outs = compiled.fn(*args)
+            return tree.unflatten(compiled.out_tree, outs)
+        static, dynamic = split_static(args, static_argnums)
+        leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
+        if any(isinstance(x, Tracer) for x in leaves):
+            return fun(*merge_static(static, dynamic, len(args)), **kwargs)
+        key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree,
+               tuple(leaf_aval(x) for x in leaves))
+        compiled = cache.get(key) or compile_for(args, kwargs, key)
+        outs = compiled.fn(*leaves)
+        return tree.unflatten(compiled.out_tree, outs)
+
+    jitted.lower = lambda *a, **k: _lower(fun, static_argnums, a, k)
+    jitted._cache = cache
+    return jitted
+
+
+def _symbol(fun) -> str:
+    name = getattr(fun, "__name__", "fn")
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+
+
+def _lower(fun, static_argnums, args, kwargs):
+    """The fused program jit would compile for these arguments (for inspection)."""
+    from jx.passes.fuse import fuse
+    from jx.passes.pipeline import run
+    graph, _ = trace_pytree(fun, args, kwargs, static_argnums)
+    return fuse(run(graph))

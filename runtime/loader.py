@@ -1,0 +1,159 @@
+"""jx.runtime.load(path) -> Artifact: open a compiled shared object, check it,
+and expose its entries as Python callables.
+
+Checks, in order, each with an error naming the file: it exists and is a shared
+object for this platform (ELF/Mach-O/PE magic, then the dynamic loader), it
+exports jx_abi_version and jx_manifest, its ABI version is the one this runtime
+reads, the manifest parses and agrees with that version, every entry symbol is
+exported, and (optionally) its content hash is the one the caller pinned.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+from . import abi, manifest as manifest_mod
+from .entry import CompiledEntry, bind_function
+from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
+                     EntryNotFoundError, HashMismatchError, ManifestError,
+                     MissingSymbolError)
+
+# Leading bytes of the shared-object formats a dynamic loader accepts.
+_MAGICS = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+           b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+
+
+def _runtime_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("jx")
+    except Exception:  # noqa: BLE001 - only used in messages
+        return "unknown"
+
+
+def _open_library(path: str) -> ctypes.CDLL:
+    if not os.path.exists(path):
+        raise ArtifactLoadError(f"{path}: no such file; build it with `jx compile MODEL.py`")
+    if os.path.isdir(path):
+        raise ArtifactLoadError(f"{path} is a directory; pass the shared object inside it "
+                                "(the .so written by `jx compile`)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise ArtifactLoadError(f"{path}: cannot read the file ({e.strerror})") from None
+    if not head:
+        raise ArtifactLoadError(f"{path} is empty; rebuild it with `jx compile`")
+    if not any(head.startswith(m) for m in _MAGICS):
+        raise ArtifactLoadError(f"{path} is not a shared object (it starts with {head!r}); "
+                                "pass the .so written by `jx compile`")
+    try:
+        # RTLD_LOCAL: two artifacts both export jx_manifest; keep their symbols apart.
+        return ctypes.CDLL(os.path.abspath(path), mode=getattr(os, "RTLD_LOCAL", 0))
+    except OSError as e:
+        raise ArtifactLoadError(
+            f"{path} could not be loaded as a shared object ({e}); the file may be truncated "
+            "or damaged, or built for another platform: rebuild it with `jx compile` "
+            "(--target for other machines)") from None
+
+
+def _symbol(lib, name: str, path: str, what: str):
+    try:
+        return getattr(lib, name)
+    except AttributeError:
+        raise MissingSymbolError(f"{path} does not export {name} ({what}); it was not built "
+                                 "by `jx compile`, or by an incompatible version: rebuild "
+                                 "it with this jx") from None
+
+
+class Artifact:
+    """A loaded artifact. Each entry is a callable: `art.predict(params, x)` or
+    `art["predict"](params, x)`; `art.entries` maps names to them in manifest
+    order; `art.manifest` is the parsed manifest."""
+
+    def __init__(self, path: str, lib: ctypes.CDLL, manifest: dict, specs: list):
+        self.path = path
+        self.manifest = manifest
+        self._lib = lib
+        entries = {}
+        for spec in specs:
+            _symbol(lib, spec.symbol, path, f"entry {spec.name!r}")  # clear error if absent
+            entries[spec.name] = CompiledEntry(spec, bind_function(lib, spec.symbol), path,
+                                               owner=self)
+        self.entries = entries
+
+    @property
+    def content_hash(self) -> str:
+        return self.manifest["content_hash"]
+
+    @property
+    def jx_version(self) -> str:
+        return self.manifest["jx_version"]
+
+    @property
+    def target(self) -> str:
+        return self.manifest["target"]
+
+    def _missing(self, name: str) -> str:
+        names = ", ".join(self.entries) or "none"
+        return f"{self.path} has no entry {name!r} (entries: {names})"
+
+    def __getitem__(self, name: str) -> CompiledEntry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise EntryNotFoundError(self._missing(name)) from None
+
+    def __getattr__(self, name: str) -> CompiledEntry:
+        entries = self.__dict__.get("entries")
+        if entries is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return entries[name]
+        except KeyError:
+            raise EntryAttributeError(self._missing(name)) from None
+
+    def __contains__(self, name) -> bool:
+        return name in self.entries
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.entries))
+
+    def __repr__(self) -> str:
+        return (f"<jx Artifact {self.path} (jx {self.jx_version}, {self.target}): "
+                f"{', '.join(self.entries) or 'no entries'}>")
+
+
+def load(path, expected_hash: str | None = None) -> Artifact:
+    """Load a jx artifact. expected_hash, if given, must equal the manifest's
+    content_hash (pin the exact build a deployment was tested with)."""
+    path = os.fspath(path)
+    lib = _open_library(path)
+    version_fn = _symbol(lib, abi.VERSION_SYMBOL, path, "the ABI version")
+    version_fn.restype, version_fn.argtypes = ctypes.c_uint32, []
+    version = version_fn()
+    if version != abi.ABI_VERSION:
+        raise AbiVersionError(
+            f"{path} uses artifact ABI version {version}, but this runtime (jx "
+            f"{_runtime_version()}) reads version {abi.ABI_VERSION}: recompile the model with "
+            "this jx (`jx compile`), or load it with the jx version that built it")
+    manifest_fn = _symbol(lib, abi.MANIFEST_SYMBOL, path, "the manifest")
+    manifest_fn.restype, manifest_fn.argtypes = ctypes.c_char_p, []
+    text = manifest_fn()
+    if text is None:
+        raise ManifestError(f"{path}: jx_manifest() returned NULL; rebuild it with `jx compile`")
+    manifest, specs = manifest_mod.parse(text, path)
+    if manifest["abi_version"] != version:
+        raise ManifestError(f"{path}: manifest says ABI version {manifest['abi_version']} but "
+                            f"jx_abi_version() returns {version}; the file is inconsistent: "
+                            "rebuild it with `jx compile`")
+    if expected_hash is not None and manifest["content_hash"] != expected_hash:
+        raise HashMismatchError(f"{path} has content hash {manifest['content_hash']}, expected "
+                                f"{expected_hash}: it is not the build you pinned")
+    return Artifact(path, lib, manifest, specs)

@@ -1,0 +1,195 @@
+"""The manifest embedded in an artifact (returned by `jx_manifest()`), version 1:
+
+    {"abi_version": 1, "jx_version": "0.1.0", "target": "<llvm triple>", "cpu": "<cpu>",
+     "content_hash": "<64 hex digits>",
+     "entries": [{"name": "predict", "symbol": "jx_predict",
+                  "arg_names": ["params", "x"],                       (optional)
+                  "inputs": [{"shape": [784, 1024], "dtype": "float32",
+                              "path": "params['w1']"}, ...],
+                  "outputs": [{"shape": [128, 10], "dtype": "float32", "path": ""}],
+                  "in_tree": <treespec JSON>, "out_tree": <treespec JSON>}]}
+
+inputs/outputs list the flattened leaves in ABI order; in_tree's root is the
+tuple of positional arguments (arg_names, when present, lets callers pass them
+by keyword). dtype is a NumPy dtype name ("float32", "int64", "bool", ...).
+content_hash = sha256(canonical_json(manifest) + ir_text): the manifest without
+its hash, serialised canonically, followed by the LLVM IR text.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import treespec
+from .abi import entry_symbol
+from .errors import HashMismatchError, ManifestError
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    path: str
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    name: str
+    symbol: str
+    inputs: tuple          # LeafSpec per flattened input leaf, in ABI order
+    outputs: tuple
+    in_tree: treespec.TreeSpec
+    out_tree: treespec.TreeSpec
+    arg_names: tuple | None
+
+
+def canonical_json(manifest: dict) -> str:
+    """The manifest without content_hash, serialised deterministically."""
+    body = {k: v for k, v in manifest.items() if k != "content_hash"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def content_hash(manifest: dict, ir_text: str) -> str:
+    data = canonical_json(manifest).encode("utf-8") + ir_text.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_json(manifest: dict) -> str:
+    """The text to embed as jx_manifest(): canonical, hash included."""
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def verify_content_hash(manifest: dict, ir_text: str) -> None:
+    """HashMismatchError unless the manifest's hash matches itself and ir_text."""
+    want = content_hash(manifest, ir_text)
+    if manifest.get("content_hash") != want:
+        raise HashMismatchError(f"manifest content_hash {manifest.get('content_hash')!r} does "
+                                f"not match its contents and IR ({want}): the artifact was "
+                                "modified after it was built; rebuild it with `jx compile`")
+
+
+def parse_dtype(name, where: str) -> np.dtype:
+    if name == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+        except ImportError:
+            raise ManifestError(f"{where}: dtype bfloat16 needs the ml_dtypes package; "
+                                "pip install ml_dtypes") from None
+    try:
+        dt = np.dtype(name) if isinstance(name, str) else None
+    except TypeError:
+        dt = None
+    if dt is None or dt.name != name or not (dt.kind in "biuf" or name == "bfloat16"):
+        raise ManifestError(f"{where}: {name!r} is not a supported dtype name "
+                            "(bool, int8..int64, uint8..uint64, float16/32/64, bfloat16)")
+    return dt
+
+
+def _leaf(obj, where: str) -> LeafSpec:
+    if not isinstance(obj, dict):
+        raise ManifestError(f"{where}: expected {{'shape', 'dtype', 'path'}}, got {obj!r:.80}")
+    shape = obj.get("shape")
+    if not isinstance(shape, list) or not all(
+            type(d) is int and d >= 0 for d in shape):
+        raise ManifestError(f"{where}: shape must be a list of non-negative ints, "
+                            f"got {shape!r:.80}")
+    path = obj.get("path", "")
+    if not isinstance(path, str):
+        raise ManifestError(f"{where}: path must be a string, got {path!r:.80}")
+    return LeafSpec(path, tuple(shape), parse_dtype(obj.get("dtype"), where))
+
+
+def _require(obj: dict, key: str, kind: type, where: str):
+    value = obj.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ManifestError(f"{where}: field {key!r} must be a {kind.__name__}, "
+                            f"got {value!r:.80}")
+    return value
+
+
+def _entry(obj, where: str) -> EntrySpec:
+    if not isinstance(obj, dict):
+        raise ManifestError(f"{where}: expected an entry object")
+    name = _require(obj, "name", str, where)
+    if not _IDENT.match(name):
+        raise ManifestError(f"{where}: entry name {name!r} is not a C identifier")
+    where = f"entry {name!r}"
+    symbol = obj.get("symbol", entry_symbol(name))
+    if not isinstance(symbol, str) or not _IDENT.match(symbol):
+        raise ManifestError(f"{where}: symbol {symbol!r} is not a C identifier")
+    leaves = {}
+    for side in ("inputs", "outputs"):
+        items = _require(obj, side, list, where)
+        leaves[side] = tuple(_leaf(x, f"{where} {side}[{i}]") for i, x in enumerate(items))
+    in_tree = treespec.decode(obj.get("in_tree"), f"{where} in_tree")
+    out_tree = treespec.decode(obj.get("out_tree"), f"{where} out_tree")
+    if in_tree.kind != "tuple":
+        raise ManifestError(f"{where}: in_tree must be the tuple of arguments, got {in_tree}")
+    for side, tree in (("inputs", in_tree), ("outputs", out_tree)):
+        if tree.num_leaves != len(leaves[side]):
+            raise ManifestError(f"{where}: tree {tree} has {tree.num_leaves} leaves but "
+                                f"{len(leaves[side])} {side} are listed")
+    names = obj.get("arg_names")
+    if names is not None:
+        if (not isinstance(names, list) or len(names) != len(in_tree.children)
+                or not all(isinstance(n, str) for n in names)):
+            raise ManifestError(f"{where}: arg_names must list one name per argument")
+        names = tuple(names)
+    return EntrySpec(name, symbol, leaves["inputs"], leaves["outputs"], in_tree, out_tree,
+                     names)
+
+
+def parse(text, source: str) -> tuple:
+    """Manifest text -> (manifest dict, [EntrySpec]); ManifestError naming source."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        manifest = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ManifestError(f"{source}: the embedded manifest is not valid JSON ({e}); the "
+                            "file is damaged or was not built by jx: rebuild it with "
+                            "`jx compile`") from None
+    return manifest, validate(manifest, source)
+
+
+def validate(manifest, source: str) -> list:
+    """Check a manifest dict; its entries as EntrySpecs, or ManifestError."""
+    if not isinstance(manifest, dict):
+        raise ManifestError(f"{source}: the manifest is not a JSON object")
+    where = f"{source}: manifest"
+    _require(manifest, "abi_version", int, where)
+    for key in ("jx_version", "target", "cpu", "content_hash"):
+        _require(manifest, key, str, where)
+    if not _HEX64.match(manifest["content_hash"]):
+        raise ManifestError(f"{where}: content_hash must be 64 lowercase hex digits")
+    raw = _require(manifest, "entries", list, where)
+    entries = [_entry(e, f"{where} entries[{i}]") for i, e in enumerate(raw)]
+    seen: set = set()
+    for e in entries:
+        if e.name in seen:
+            raise ManifestError(f"{where}: entry {e.name!r} is listed twice")
+        seen.add(e.name)
+    return entries

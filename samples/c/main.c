@@ -1,0 +1,195 @@
+/* Call a jx-compiled entry from C through its generated header.
+ *
+ * Build and run, for samples/mlp.py's `predict` (the defaults below):
+ *
+ *     jx compile samples/mlp.py -o build        # build/libmlp.so and build/mlp.h
+ *     cc -O2 -std=c99 -Ibuild samples/c/main.c -Lbuild -lmlp \
+ *        -Wl,-rpath,"$PWD/build" -o build/mlp_main
+ *     ./build/mlp_main            # one call: prints each output's sums and a checksum
+ *     ./build/mlp_main 1000       # also times 1000 calls
+ *
+ * Nothing here is specific to the MLP: the header's per-entry macros give the
+ * number, byte sizes and dtypes of the input and output leaves, so another
+ * entry or model only needs different -D flags:
+ *
+ *     cc ... -DJX_HEADER='"mlp.h"' -DJX_ENTRY=loss -DJX_ENTRY_UPPER=LOSS ...
+ *
+ * Every input leaf k is filled with a deterministic pattern (element i holds
+ * ((7i + 13k) mod 17) - 8, divided by 16 for floats; bool: (i + k) mod 3 == 0;
+ * unsigned: + 8), so the checksum can be compared with the same call made from
+ * Python through jx.runtime.
+ */
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef JX_HEADER
+#define JX_HEADER "mlp.h"
+#endif
+#include JX_HEADER
+
+#ifndef JX_ENTRY
+#define JX_ENTRY predict
+#define JX_ENTRY_UPPER PREDICT
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define STR_(a) #a
+#define STR(a) STR_(a)
+#define ENTRY_MACRO(suffix) CAT(CAT(CAT(JX_, JX_ENTRY_UPPER), _), suffix)
+
+#define NUM_INPUTS ENTRY_MACRO(NUM_INPUTS)
+#define NUM_OUTPUTS ENTRY_MACRO(NUM_OUTPUTS)
+
+/* Byte-exact conversions for 16-bit floats (no libm, no compiler extensions). */
+static uint16_t half_from_float(float f) {  /* exact for the pattern's values */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
+    uint32_t exp = ((x >> 23) & 0xffu) - 127u + 15u;
+    return (uint16_t)(sign | (exp << 10) | ((x & 0x7fffffu) >> 13));
+}
+
+static double float_from_half(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    uint32_t bits;
+    float f;
+    if (exp == 0) {  /* zero or subnormal: mant * 2^-24 */
+        f = (float)mant / 16777216.0f;
+        return sign ? -f : f;
+    }
+    bits = sign | ((exp == 31 ? 255u : exp - 15u + 127u) << 23) | (mant << 13);
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static size_t dtype_size(const char* d) {
+    if (!strcmp(d, "float64") || !strcmp(d, "int64") || !strcmp(d, "uint64")) return 8;
+    if (!strcmp(d, "float32") || !strcmp(d, "int32") || !strcmp(d, "uint32")) return 4;
+    if (!strcmp(d, "float16") || !strcmp(d, "bfloat16") || !strcmp(d, "int16")
+        || !strcmp(d, "uint16")) return 2;
+    if (!strcmp(d, "int8") || !strcmp(d, "uint8") || !strcmp(d, "bool")) return 1;
+    return 0;
+}
+
+static void fill(void* buf, size_t n, const char* d, int k) {
+    for (size_t i = 0; i < n; i++) {
+        int v = (int)((7 * i + 13 * (size_t)k) % 17) - 8;
+        float f = (float)v / 16.0f;
+        uint32_t fbits;
+        memcpy(&fbits, &f, 4);
+        if (!strcmp(d, "float32")) ((float*)buf)[i] = f;
+        else if (!strcmp(d, "float64")) ((double*)buf)[i] = v / 16.0;
+        else if (!strcmp(d, "float16")) ((uint16_t*)buf)[i] = half_from_float(f);
+        else if (!strcmp(d, "bfloat16")) ((uint16_t*)buf)[i] = (uint16_t)(fbits >> 16);
+        else if (!strcmp(d, "int8")) ((int8_t*)buf)[i] = (int8_t)v;
+        else if (!strcmp(d, "int16")) ((int16_t*)buf)[i] = (int16_t)v;
+        else if (!strcmp(d, "int32")) ((int32_t*)buf)[i] = v;
+        else if (!strcmp(d, "int64")) ((int64_t*)buf)[i] = v;
+        else if (!strcmp(d, "uint8")) ((uint8_t*)buf)[i] = (uint8_t)(v + 8);
+        else if (!strcmp(d, "uint16")) ((uint16_t*)buf)[i] = (uint16_t)(v + 8);
+        else if (!strcmp(d, "uint32")) ((uint32_t*)buf)[i] = (uint32_t)(v + 8);
+        else if (!strcmp(d, "uint64")) ((uint64_t*)buf)[i] = (uint64_t)(v + 8);
+        else if (!strcmp(d, "bool")) ((uint8_t*)buf)[i] = (uint8_t)((i + (size_t)k) % 3 == 0);
+    }
+}
+
+static double element(const void* buf, size_t i, const char* d) {
+    if (!strcmp(d, "float32")) return ((const float*)buf)[i];
+    if (!strcmp(d, "float64")) return ((const double*)buf)[i];
+    if (!strcmp(d, "float16")) return float_from_half(((const uint16_t*)buf)[i]);
+    if (!strcmp(d, "bfloat16")) {
+        uint32_t bits = (uint32_t)((const uint16_t*)buf)[i] << 16;
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    if (!strcmp(d, "int8")) return ((const int8_t*)buf)[i];
+    if (!strcmp(d, "int16")) return ((const int16_t*)buf)[i];
+    if (!strcmp(d, "int32")) return ((const int32_t*)buf)[i];
+    if (!strcmp(d, "int64")) return (double)((const int64_t*)buf)[i];
+    if (!strcmp(d, "uint16")) return ((const uint16_t*)buf)[i];
+    if (!strcmp(d, "uint32")) return ((const uint32_t*)buf)[i];
+    if (!strcmp(d, "uint64")) return (double)((const uint64_t*)buf)[i];
+    return ((const uint8_t*)buf)[i];  /* uint8, bool */
+}
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char** argv) {
+    /* +1: an entry may have no inputs or outputs, and C has no empty arrays. */
+    const size_t in_bytes[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_BYTES);
+    const size_t out_bytes[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_BYTES);
+    const char* in_dtypes[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_DTYPES);
+    const char* out_dtypes[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_DTYPES);
+    const char* out_paths[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_PATHS);
+    const void* inputs[NUM_INPUTS + 1];
+    void* outputs[NUM_OUTPUTS + 1];
+    long repeats = argc > 1 ? atol(argv[1]) : 0;
+    double checksum = 0.0;
+    int status;
+
+    if (jx_abi_version() != JX_ABI_VERSION) {
+        fprintf(stderr, "library ABI version %u, header %d: rebuild one of them\n",
+                (unsigned)jx_abi_version(), JX_ABI_VERSION);
+        return 2;
+    }
+    for (int k = 0; k < NUM_INPUTS; k++) {
+        /* malloc(0) may return NULL, which the entry rejects: ask for a byte at least. */
+        void* buf = malloc(in_bytes[k] ? in_bytes[k] : 1);
+        size_t size = dtype_size(in_dtypes[k]);
+        if (!buf || !size) {
+            fprintf(stderr, "input %d: %s\n", k, buf ? "unsupported dtype" : "out of memory");
+            return 1;
+        }
+        fill(buf, in_bytes[k] / size, in_dtypes[k], k);
+        inputs[k] = buf;
+    }
+    for (int j = 0; j < NUM_OUTPUTS; j++) {
+        outputs[j] = malloc(out_bytes[j] ? out_bytes[j] : 1);
+        if (!outputs[j] || !dtype_size(out_dtypes[j])) {
+            fprintf(stderr, "output %d: cannot allocate or unsupported dtype\n", j);
+            return 1;
+        }
+    }
+
+    status = CAT(jx_, JX_ENTRY)(inputs, outputs);
+    if (status != JX_OK) {
+        fprintf(stderr, "jx_%s returned status %d\n", STR(JX_ENTRY), status);
+        return 1;
+    }
+    printf("entry %s: %d inputs, %d outputs\n", STR(JX_ENTRY), NUM_INPUTS, NUM_OUTPUTS);
+    for (int j = 0; j < NUM_OUTPUTS; j++) {
+        size_t n = out_bytes[j] / dtype_size(out_dtypes[j]);
+        double sum = 0.0, weighted = 0.0;
+        for (size_t i = 0; i < n; i++) {  /* position weights catch permuted outputs */
+            double v = element(outputs[j], i, out_dtypes[j]);
+            sum += v;
+            weighted += v * (double)(i % 7 + 1);
+        }
+        printf("output %d %s %s[%zu elements]: sum=%.17g weighted=%.17g\n", j,
+               out_paths[j][0] ? out_paths[j] : "(result)", out_dtypes[j], n, sum, weighted);
+        checksum += weighted;
+    }
+    printf("checksum %.17g\n", checksum);
+
+    if (repeats > 0) {
+        double start = now_seconds();
+        for (long r = 0; r < repeats && status == JX_OK; r++)
+            status = CAT(jx_, JX_ENTRY)(inputs, outputs);
+        printf("%ld calls: %.3f us per call\n", repeats,
+               1e6 * (now_seconds() - start) / (double)repeats);
+    }
+    for (int k = 0; k < NUM_INPUTS; k++) free((void*)inputs[k]);
+    for (int j = 0; j < NUM_OUTPUTS; j++) free(outputs[j]);
+    return status == JX_OK ? 0 : 1;
+}

@@ -1,0 +1,260 @@
+"""The CPU backend against the NumPy reference: every primitive through jx.jit
+(on the transformation test tables, so a new primitive is compiled too), a
+dtype x shape sweep with loop tails and empty dims, fusion structure, and a
+random-program property test."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jx
+import jx.lax as lax
+import jx.numpy as jnp
+
+pytest.importorskip("llvmlite")
+
+import test_transforms  # noqa: E402
+from transform_harness import make_args  # noqa: E402
+
+TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+                  "erf", "pow", "atan2", "rsqrt", "checkpoint"}
+
+
+def _tables():
+    rows = dict(test_transforms.TRANSFORM_CASES)
+    for mod in ("test_indexing_transforms", "test_control_transforms"):
+        try:
+            rows.update(getattr(__import__(mod), "TRANSFORM_CASES", {}))
+        except ImportError:
+            pass
+    return rows
+
+
+CASES = _tables()
+
+
+def _close(got, want, name):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    if got.dtype.kind == "f":
+        tol = 1e-12 if name not in TRANSCENDENTAL else 4e-15 * 2 ** 10
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_primitive_compiles_like_reference(name):
+    case = CASES[name]
+    args = make_args(case, np.random.default_rng(abs(hash(name)) % 2**32))
+    want = case.fn(*args)
+    got = jx.jit(case.fn)(*args)
+    _close(got, want, name)
+
+
+# ---------------------------------------------------------------- dtypes, shapes and tails
+
+SHAPES = [(), (1,), (17,), (3, 1023), (0, 5), (2, 1, 3)]
+
+
+def _rand(rng, shape, dt):
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return rng.random(shape) < 0.5
+    if dt.kind == "f":
+        return (rng.standard_normal(shape) * 3).astype(dt)
+    return rng.integers(-50, 50, shape).astype(dt)
+
+
+BINARY = {
+    "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "max": jnp.maximum,
+    "min": jnp.minimum, "lt": jnp.less, "eq": jnp.equal, "ne": jnp.not_equal,
+    "div": lambda a, b: lax.div(a, b), "rem": lambda a, b: lax.rem(a, b),
+}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int32", "int64", "float16", "uint8"])
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_dtype_shape_sweep(op, dt):
+    rng = np.random.default_rng(1)
+    f = jx.jit(BINARY[op])
+    for shape in SHAPES:
+        a, b = _rand(rng, shape, dt), _rand(rng, shape, dt)
+        if op in ("div", "rem") and np.dtype(dt).kind != "f":
+            b = np.where(b == 0, 7, b).astype(dt)
+        _close(f(a, b), BINARY[op](a, b), op)
+
+
+UNARY_INT = {"neg": jnp.negative, "abs": jnp.abs, "sign": jnp.sign,
+             "not": jnp.invert, "square": jnp.square}
+
+
+@pytest.mark.parametrize("dt", ["int32", "int64", "int8", "bool"])
+@pytest.mark.parametrize("op", sorted(UNARY_INT))
+def test_integer_and_bool_ops(op, dt):
+    if dt == "bool" and op in ("neg", "sign", "square", "abs"):
+        pytest.skip("not defined for bool")
+    rng = np.random.default_rng(2)
+    for shape in SHAPES:
+        x = _rand(rng, shape, dt)
+        _close(jx.jit(UNARY_INT[op])(x), UNARY_INT[op](x), op)
+
+
+@pytest.mark.parametrize("src", ["float32", "float64", "int32", "int64", "bool", "uint8",
+                                 "float16"])
+@pytest.mark.parametrize("dst", ["float32", "float64", "int32", "int64", "bool", "uint8",
+                                 "float16"])
+def test_convert_element_type(src, dst):
+    rng = np.random.default_rng(3)
+    x = _rand(rng, (37,), src)
+    if np.dtype(src).kind == "f":
+        x = np.concatenate([x, np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.7,
+                                         -129.5], dtype=src)])
+    f = lambda v: lax.convert_element_type(v, dst)  # noqa: E731
+    _close(jx.jit(f)(x), f(x), "convert_element_type")
+
+
+@pytest.mark.parametrize("shape,axes", [((4, 5), (0,)), ((4, 5), (1,)), ((3, 4, 5), (0, 2)),
+                                        ((7,), (0,)), ((0, 3), (0,)), ((3, 0), (1,)),
+                                        ((1, 1023), (1,))])
+@pytest.mark.parametrize("red", ["sum", "max", "min", "prod"])
+def test_reductions_over_axes(shape, axes, red):
+    rng = np.random.default_rng(4)
+    f = getattr(jnp, red)
+    for dt in ("float32", "float64", "int32"):
+        x = _rand(rng, shape, dt) if red != "prod" else rng.uniform(0.5, 1.5, shape).astype(dt) \
+            if dt != "int32" else rng.integers(-2, 3, shape).astype(dt)
+        g = lambda v: f(v, axis=axes)  # noqa: E731
+        got, want = jx.jit(g)(x), g(x)
+        if np.dtype(dt).kind == "f":
+            np.testing.assert_allclose(got, want, rtol=2e-5 if dt == "float32" else 1e-12)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_argmax_nan_and_ties():
+    x = np.array([[1.0, 3.0, 3.0, 0.0], [np.nan, 1.0, np.nan, 5.0], [2.0, 2.0, 2.0, 2.0]],
+                 dtype=np.float32)
+    for fn in (jnp.argmax, jnp.argmin):
+        np.testing.assert_array_equal(jx.jit(lambda v: fn(v, axis=1))(x), fn(x, axis=1))
+
+
+def test_dot_general_awkward_shapes():
+    rng = np.random.default_rng(5)
+    for m, k, n in [(1, 1, 1), (1, 7, 1), (5, 1, 3), (13, 17, 19), (2, 0, 3)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        np.testing.assert_allclose(jx.jit(jnp.matmul)(a, b), a @ b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(jx.jit(lambda x, y: x.T @ y.T)(a.T.copy(), b.T.copy()),
+                                   a @ b, rtol=1e-5, atol=1e-5)
+    a = rng.standard_normal((3, 4, 5))
+    b = rng.standard_normal((3, 5, 2))
+    np.testing.assert_allclose(jx.jit(jnp.matmul)(a, b), a @ b, rtol=1e-12)
+    ints = rng.integers(-5, 5, (4, 6)).astype(np.int32)
+    np.testing.assert_array_equal(jx.jit(jnp.dot)(ints, ints.T), ints @ ints.T)
+
+
+def test_non_contiguous_inputs_and_literal_outputs():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    f = jx.jit(lambda v: (v * 2.0, v, 3.0, v))
+    out = f(x[:, ::2])
+    np.testing.assert_allclose(out[0], x[:, ::2] * 2)
+    np.testing.assert_array_equal(out[1], x[:, ::2])
+    assert float(out[2]) == 3.0 and out[3].shape == (6, 4)
+
+
+# ---------------------------------------------------------------- samples, transformed
+
+def test_mlp_grad_and_per_example_grads_compiled():
+    rng = np.random.default_rng(7)
+    params = {"w1": rng.standard_normal((6, 8)), "b1": rng.standard_normal(8),
+              "w2": rng.standard_normal((8, 3)), "b2": rng.standard_normal(3)}
+    x, y = rng.standard_normal((5, 6)), rng.standard_normal((5, 3))
+    loss = test_transforms.mlp_loss
+    g_ref = jx.grad(loss)(params, x, y)
+    g_jit = jx.jit(jx.grad(loss))(params, x, y)
+    for k in params:
+        np.testing.assert_allclose(g_jit[k], g_ref[k], rtol=1e-10)
+    pe = jx.jit(jx.vmap(jx.grad(loss), in_axes=(None, 0, 0)))(params, x[:, None], y[:, None])
+    pe_ref = jx.vmap(jx.grad(loss), in_axes=(None, 0, 0))(params, x[:, None], y[:, None])
+    np.testing.assert_allclose(pe["w1"], pe_ref["w1"], rtol=1e-10)
+    # and jit inside grad is transparent
+    np.testing.assert_allclose(jx.grad(jx.jit(loss))(params, x, y)["b2"], g_ref["b2"])
+
+
+# ---------------------------------------------------------------- fusion structure
+
+def _kernels(f, *specs):
+    return jx.jit(f).lower(*specs).kernels
+
+
+def test_elementwise_chain_is_one_kernel():
+    ks = _kernels(lambda x: jnp.maximum(jnp.abs(x * 2.0 + 1.0) - 3.0, x), jx.f32[1000])
+    assert len(ks) == 1 and ks[0].kind == "loop"
+
+
+def test_sum_of_squares_reads_input_once():
+    ks = _kernels(lambda x: jnp.sum(x * x), jx.f32[1000])
+    assert [k.kind for k in ks] == ["reduce"]
+
+
+def test_softmax_and_layernorm_kernel_counts():
+    def softmax(x):
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
+    def layernorm(x):
+        mu = jnp.mean(x, -1, keepdims=True)
+        var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5)
+
+    ks = _kernels(softmax, jx.f32[64, 128])
+    assert sum(k.kind == "reduce" for k in ks) == 2 and len(ks) <= 4
+    ks = _kernels(layernorm, jx.f32[64, 128])
+    assert sum(k.kind == "reduce" for k in ks) == 2 and len(ks) <= 5
+    # no intermediate of the full row-major size is materialised except the output
+    big = [v for k in ks for v in k.outputs if v.aval.shape == (64, 128)]
+    assert len(big) == 1
+
+
+# ---------------------------------------------------------------- random programs
+
+UN = [jnp.negative, jnp.abs, lambda v: v * 0.5, lambda v: jnp.maximum(v, 0.0), jnp.tanh,
+      jnp.exp, lambda v: jnp.sqrt(jnp.abs(v))]
+BIN = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum]
+
+
+def _random_program(rng):
+    """A random DAG of elementwise ops, broadcasts and reductions over two inputs."""
+    ops = []
+    for _ in range(rng.integers(2, 9)):
+        ops.append((int(rng.integers(0, 4)), int(rng.integers(0, 7)), int(rng.integers(0, 5)),
+                    int(rng.integers(0, 100))))
+
+    def f(x, y):
+        vals = [x, y]
+        for kind, u, bi, pick in ops:
+            a = vals[pick % len(vals)]
+            b = vals[(pick // 7) % len(vals)]
+            if kind == 0:
+                vals.append(UN[u](a))
+            elif kind == 1:
+                vals.append(BIN[bi](a, b))
+            elif kind == 2:
+                vals.append(jnp.sum(a, axis=1, keepdims=True) * 0.1 + b)
+            else:
+                vals.append(jnp.max(a, axis=0) + b)
+        return vals[-1], jnp.sum(vals[-2])
+    return f
+
+
+def test_random_programs_match_reference():
+    rng = np.random.default_rng(8)
+    for _ in range(150):
+        f = _random_program(rng)
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        y = rng.standard_normal((3, 5)).astype(np.float32)
+        got, want = jx.jit(f)(x, y), f(x, y)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5)
