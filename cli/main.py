@@ -1,6 +1,7 @@
 """The `jx` command line.
 
     jx dump-ir MODEL.py [--entry NAME ...] [--shape ARG=SPEC ...] [--after STAGE] [--debug]
+    jx compile MODEL.py [-o DIR] [--entry NAME ...] [--shape ARG=SPEC ...] [--cpu NAME]
 
 Errors caused by the model or the options are printed as one paragraph on
 stderr (exit status 1, no traceback unless --debug).
@@ -89,6 +90,11 @@ def _print_results(results: list, stage: str) -> None:
     blocks = ["\n".join(dump.header_lines(entry, traced, stage, counts) + [str(program)])
               for entry, traced, program, counts in results]
     click.echo("\n\n".join(blocks))
+
+
+from . import compile as _compile  # noqa: E402
+
+_compile.register(main, _reports_errors)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,10 @@ STATUS_INTERNAL = 3
 
 # code -> (C macro name, meaning); cheader.py emits these as #defines.
 STATUS = {
-    STATUS_OK: ("JX_OK", "success; every output was written"),
-    STATUS_OUT_OF_MEMORY: ("JX_ERR_OUT_OF_MEMORY",
-                           "scratch memory could not be allocated; outputs are undefined"),
-    STATUS_NULL_POINTER: ("JX_ERR_NULL_POINTER",
-                          "inputs, outputs or one of their elements is NULL; nothing was run"),
-    STATUS_INTERNAL: ("JX_ERR_INTERNAL",
-                      "an internal check of the compiled code failed (a jx bug: please report)"),
+    STATUS_OK: ("JX_OK", "success: every output was written"),
+    STATUS_OUT_OF_MEMORY: ("JX_ERR_OUT_OF_MEMORY", "scratch memory could not be allocated"),
+    STATUS_NULL_POINTER: ("JX_ERR_NULL_POINTER", "a NULL inputs/outputs array or leaf pointer"),
+    STATUS_INTERNAL: ("JX_ERR_INTERNAL", "an internal check failed: a jx bug, please report"),
 }
 
 SYMBOL_PREFIX = "jx_"

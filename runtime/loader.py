@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from . import abi, manifest as manifest_mod
+from . import abi, elf, manifest as manifest_mod
 from .entry import CompiledEntry, bind_function
 from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
                      EntryNotFoundError, HashMismatchError, ManifestError,
@@ -40,6 +40,7 @@ def _open_library(path: str) -> ctypes.CDLL:
     try:
         with open(path, "rb") as f:
             head = f.read(4)
+            problem = elf.check(f, os.fstat(f.fileno()).st_size) if head == b"\x7fELF" else None
     except OSError as e:
         raise ArtifactLoadError(f"{path}: cannot read the file ({e.strerror})") from None
     if not head:
@@ -47,6 +48,10 @@ def _open_library(path: str) -> ctypes.CDLL:
     if not any(head.startswith(m) for m in _MAGICS):
         raise ArtifactLoadError(f"{path} is not a shared object (it starts with {head!r}); "
                                 "pass the .so written by `jx compile`")
+    if problem is not None:
+        # Checked before dlopen: mapping a truncated file can kill the process (SIGBUS).
+        raise ArtifactLoadError(f"{path} cannot be loaded: {problem}; rebuild it with "
+                                "`jx compile` (--target for another machine)")
     try:
         # RTLD_LOCAL: two artifacts both export jx_manifest; keep their symbols apart.
         return ctypes.CDLL(os.path.abspath(path), mode=getattr(os, "RTLD_LOCAL", 0))

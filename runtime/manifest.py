@@ -130,13 +130,13 @@ def _require(obj: dict, key: str, kind: type, where: str):
     return value
 
 
-def _entry(obj, where: str) -> EntrySpec:
+def _entry(obj, where: str, source: str) -> EntrySpec:
     if not isinstance(obj, dict):
         raise ManifestError(f"{where}: expected an entry object")
     name = _require(obj, "name", str, where)
     if not _IDENT.match(name):
         raise ManifestError(f"{where}: entry name {name!r} is not a C identifier")
-    where = f"entry {name!r}"
+    where = f"{source}: entry {name!r}"
     symbol = obj.get("symbol", entry_symbol(name))
     if not isinstance(symbol, str) or not _IDENT.match(symbol):
         raise ManifestError(f"{where}: symbol {symbol!r} is not a C identifier")
@@ -186,7 +186,7 @@ def validate(manifest, source: str) -> list:
     if not _HEX64.match(manifest["content_hash"]):
         raise ManifestError(f"{where}: content_hash must be 64 lowercase hex digits")
     raw = _require(manifest, "entries", list, where)
-    entries = [_entry(e, f"{where} entries[{i}]") for i, e in enumerate(raw)]
+    entries = [_entry(e, f"{where} entries[{i}]", source) for i, e in enumerate(raw)]
     seen: set = set()
     for e in entries:
         if e.name in seen:

@@ -18,7 +18,7 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
     _init()
     if triple is None:
         triple = llvm.get_process_triple()
-    if cpu is None or cpu == "native":
+    if cpu is None or cpu == "native" or cpu == llvm.get_host_cpu_name():
         cpu = llvm.get_host_cpu_name()
         if features is None:
             features = llvm.get_host_cpu_features().flatten()
@@ -56,7 +56,18 @@ class JitModule:
         return self.engine.get_function_address(symbol)
 
 
-def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None) -> bytes:
-    tm = target_machine(cpu, triple, reloc="pic")
+def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
+                reloc: str = "pic") -> bytes:
+    tm = target_machine(cpu, triple, reloc=reloc)
     mod = optimise(ir_text, tm)
     return tm.emit_object(mod)
+
+
+def host_cpu() -> str:
+    _init()
+    return llvm.get_host_cpu_name()
+
+
+def host_triple() -> str:
+    _init()
+    return llvm.get_process_triple()

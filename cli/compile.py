@@ -1,0 +1,66 @@
+"""`jx compile`: trace a model's entries, run the pipeline, fuse, and build the
+artifact (shared object + C header) for the target."""
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from jx.errors import JxError
+from jx.passes import pipeline
+
+from . import dump, loading
+from .errors import CliError
+
+
+def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
+                  target: str, cpu: str | None, name: str | None) -> dict:
+    if target != "cpu":
+        raise CliError(f"unknown --target {target!r}; this build of jx compiles for 'cpu'.")
+    module = loading.load_model(model)
+    selected = loading.select_entries(module, entries)
+    loading.apply_shapes(selected, shapes)
+    shown = loading.display_path(model)
+    stem = name or os.path.splitext(os.path.basename(model))[0]
+    out_dir = out_dir or os.path.join(os.path.dirname(model) or ".", "build")
+    from jx.codegen.cpu.artifact import BuildError, EntryProgram, build_artifact
+    from jx.passes.fuse import fuse
+    programs = []
+    for e in selected:
+        traced, _, _ = dump.trace_entry(e, shown, "trace")
+        graph = pipeline.run(traced, check=False)
+        traced_names = [n for n in e.arg_names if n not in e.static]
+        programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],
+                                     traced.out_tree, traced_names))
+    try:
+        return build_artifact(stem, programs, out_dir, cpu=cpu)
+    except (BuildError, JxError) as err:
+        raise CliError(f"compiling {shown} failed: {err}") from err
+
+
+def register(main: click.Group, reports_errors) -> None:
+    @main.command("compile")
+    @click.argument("model", type=click.Path(dir_okay=False))
+    @click.option("-o", "--output", "out_dir", default=None, metavar="DIR",
+                  help="Output folder (default: build/ beside the model).")
+    @click.option("--entry", "-e", "entries", multiple=True, metavar="NAME",
+                  help="Entry to compile (repeatable); default: every entry.")
+    @click.option("--shape", "-s", "shapes", multiple=True, metavar="ARG=SPEC",
+                  help="Override a declared input, e.g. x=f32[256,784].")
+    @click.option("--target", default="cpu", show_default=True, help="Backend.")
+    @click.option("--cpu", default=None, metavar="NAME",
+                  help="LLVM CPU name to compile for (default: this machine's).")
+    @click.option("--name", default=None, help="Artifact name (default: the model's stem).")
+    @reports_errors
+    def compile_cmd(model, out_dir, entries, shapes, target, cpu, name):
+        """Compile MODEL's entries into a shared object with a C ABI and a C header."""
+        t0 = time.perf_counter()
+        res = compile_model(model, out_dir, entries, shapes, target, cpu, name)
+        dt = time.perf_counter() - t0
+        names = ", ".join(e["name"] for e in res["manifest"]["entries"])
+        click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
+                   f"entries: {names})")
+        click.echo(f"wrote {res['header']}")
+        click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
+                   f"{'cache hit' if res['cache_hit'] else 'compiled'} in {dt:.2f} s")

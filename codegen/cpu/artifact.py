@@ -1,0 +1,106 @@
+"""Build a deployable artifact: one shared object per model (a C function per
+entry, the manifest embedded) and its C header.
+
+LLVM emits a position-independent object; the system C compiler (`cc`) links
+it into a shared object against libc only. The build is deterministic: the
+same graphs, target and jx version give byte-identical files, and the object
+code is cached on disk under that key, so repeated builds skip LLVM.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+import jx
+from jx.runtime import cheader, manifest as manifest_mod, treespec
+from jx.runtime.abi import ABI_VERSION, entry_symbol
+
+from .cache import cached_object
+from .module import ModuleBuilder
+
+
+class BuildError(jx.JxError):
+    """The artifact could not be built (no C compiler, link failure, ...)."""
+
+
+@dataclass
+class EntryProgram:
+    name: str
+    program: object            # passes.fuse.Program
+    in_tree: object            # jx TreeDef of the positional arguments (a tuple)
+    out_tree: object
+    arg_names: list
+
+
+def _leaves(avals, tree, root_names=None) -> list:
+    spec = treespec.decode(treespec.encode(tree))
+    paths = treespec.leaf_paths(spec, root_names)
+    return [{"shape": list(a.shape), "dtype": a.dtype.name, "path": p}
+            for a, p in zip(avals, paths)]
+
+
+def build_module(name: str, entries: list, cpu: str, triple: str) -> tuple:
+    """(LLVM IR text with the manifest embedded, manifest dict)."""
+    mb = ModuleBuilder(name)
+    records = []
+    for e in entries:
+        symbol = mb.entry(e.name, e.program)
+        assert symbol == entry_symbol(e.name)
+        g = e.program.graph
+        records.append({
+            "name": e.name, "symbol": symbol, "arg_names": list(e.arg_names),
+            "inputs": _leaves(g.in_avals, e.in_tree, e.arg_names),
+            "outputs": _leaves(g.out_avals, e.out_tree),
+            "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree)})
+    code = mb.text()
+    manifest = {"abi_version": ABI_VERSION, "jx_version": jx.__version__, "target": triple,
+                "cpu": cpu, "entries": records}
+    manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
+    mb.embed_manifest(manifest_mod.manifest_json(manifest))
+    return mb.text(), manifest
+
+
+def find_cc() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or \
+        shutil.which("clang")
+    if not cc:
+        raise BuildError("no C compiler found: jx links shared objects with the system C "
+                         "compiler; install one (e.g. apt-get install gcc) or set CC")
+    return cc
+
+
+def link_shared(obj: bytes, out_path: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
+        obj_path = os.path.join(tmp, "model.o")
+        with open(obj_path, "wb") as f:
+            f.write(obj)
+        tmp_out = os.path.join(tmp, "model.so")
+        cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path,
+               "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
+                             f"{proc.stderr.strip()}")
+        shutil.move(tmp_out, out_path)
+
+
+def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = None,
+                   triple: str | None = None) -> dict:
+    """Write lib<name>.so and <name>.h into out_dir; returns their paths and the manifest."""
+    from .compiler import host_cpu, host_triple
+    cpu = cpu or host_cpu()
+    triple = triple or host_triple()
+    ir_text, manifest = build_module(name, entries, cpu, triple)
+    obj, hit = cached_object(ir_text, cpu, triple)
+    os.makedirs(out_dir, exist_ok=True)
+    so_path = os.path.join(out_dir, f"lib{name}.so")
+    h_path = os.path.join(out_dir, f"{name}.h")
+    link_shared(obj, so_path)
+    with open(h_path, "w") as f:
+        f.write(cheader.header_text(manifest, os.path.basename(so_path)))
+    return {"library": so_path, "header": h_path, "manifest": manifest, "cache_hit": hit,
+            "sha256": hashlib.sha256(open(so_path, "rb").read()).hexdigest()}

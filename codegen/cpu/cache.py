@@ -1,0 +1,68 @@
+"""The persistent compilation cache: object code keyed by
+sha256(IR text, target triple, cpu, jx version, llvmlite version).
+
+Location: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx. Writes are
+atomic (temp file + rename), so concurrent builds never see partial files; an
+unreadable cache is ignored, never fatal.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+import jx
+
+
+def cache_dir() -> str:
+    root = os.environ.get("JX_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                 ".cache")
+        root = os.path.join(base, "jx")
+    return root
+
+
+def cache_key(ir_text: str, cpu: str, triple: str) -> str:
+    import llvmlite
+    h = hashlib.sha256()
+    for part in (ir_text, cpu, triple, jx.__version__, llvmlite.__version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _path(key: str) -> str:
+    return os.path.join(cache_dir(), "objects", key[:2], key + ".o")
+
+
+def load(key: str) -> bytes | None:
+    try:
+        with open(_path(key), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def store(key: str, data: bytes) -> None:
+    path = _path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass            # a read-only or full cache only costs speed
+
+
+def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tuple:
+    """(object code, cache hit?) for the module, compiling with LLVM on a miss."""
+    key = cache_key(ir_text + "\0" + reloc, cpu, triple)
+    data = load(key)
+    if data is not None:
+        return data, True
+    from .compiler import emit_object
+    data = emit_object(ir_text, cpu, triple, reloc=reloc)
+    store(key, data)
+    return data, False
