@@ -17,10 +17,20 @@ from .core import Tracer
 
 
 class _Compiled:
-    __slots__ = ("fn", "out_tree", "graph", "program")
+    __slots__ = ("fn", "out_tree", "graph", "program", "unflatten")
 
     def __init__(self, fn, out_tree, graph, program):
         self.fn, self.out_tree, self.graph, self.program = fn, out_tree, graph, program
+        self.unflatten = _fast_unflatten(out_tree)
+
+
+def _fast_unflatten(out_tree):
+    """Rebuilding the result is on every call's path: special-case the common trees."""
+    if out_tree.kind is None:
+        return lambda outs: outs[0]
+    if out_tree.kind is tuple and all(c.kind is None for c in out_tree.children):
+        return tuple
+    return lambda outs: tree.unflatten(out_tree, outs)
 
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = "cpu"):
@@ -31,6 +41,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
     if backend != "cpu":
         raise ValueError(f"jx.jit: unknown backend {backend!r}; 'cpu' is supported in-process")
     cache: dict = {}
+    ndarray = np.ndarray
 
     def compile_for(args, kwargs, key):
         from jx.codegen.cpu.jit import CompiledFunction
@@ -46,13 +57,16 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
 
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
-        if not kwargs and not static_argnums and all(type(a) is np.ndarray for a in args):
-            key = tuple((a.shape, a.dtype) for a in args)        # the fast path
-            compiled = cache.get(key)
-            if compiled is None:
-                compiled = compile_for(args, kwargs, key)
-            outs = compiled.fn(*args)
-            return tree.unflatten(compiled.out_tree, outs)
+        if not kwargs and not static_argnums:
+            try:                                   # the fast path: plain NumPy arrays
+                key = tuple([(a.shape, a.dtype) for a in args if type(a) is ndarray])
+            except AttributeError:
+                key = None
+            if key is not None and len(key) == len(args):
+                compiled = cache.get(key)
+                if compiled is None:
+                    compiled = compile_for(args, kwargs, key)
+                return compiled.unflatten(compiled.fn(*args))
         static, dynamic = split_static(args, static_argnums)
         leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
         if any(isinstance(x, Tracer) for x in leaves):
@@ -60,8 +74,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree,
                tuple(leaf_aval(x) for x in leaves))
         compiled = cache.get(key) or compile_for(args, kwargs, key)
-        outs = compiled.fn(*leaves)
-        return tree.unflatten(compiled.out_tree, outs)
+        return compiled.unflatten(compiled.fn(*leaves))
 
     jitted.lower = lambda *a, **k: _lower(fun, static_argnums, a, k)
     jitted._cache = cache

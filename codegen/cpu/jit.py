@@ -7,11 +7,13 @@ import ctypes
 import numpy as np
 
 from jx.runtime.abi import STATUS
+from jx.runtime.entry import _data_ptr as data_ptr
 
 from .compiler import JitModule
 from .module import ModuleBuilder
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+
 
 
 class CompiledFunction:
@@ -26,26 +28,40 @@ class CompiledFunction:
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
-        self.in_ptrs = (ctypes.c_void_p * max(len(g.inputs), 1))()
-        self.out_ptrs = (ctypes.c_void_p * max(len(g.outputs), 1))()
+
+        self._call = self._make_call()
+
+    def _make_call(self):
+        """The per-call closure, constants bound as locals (see runtime/entry.py)."""
+        in_checks = tuple((a.shape, a.dtype) for a in self.in_avals)
+        out_specs = tuple(self.out_specs)
+        n_in = len(in_checks)
+        table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
+        out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
+        fn, ndarray, empty, addressof = self.fn, np.ndarray, np.empty, ctypes.addressof
+        table = table_type()
+
+        def call(*args):
+            keep = []
+            for i, (x, (shape, dtype)) in enumerate(zip(args, in_checks)):
+                if type(x) is not ndarray or x.dtype != dtype or not x.flags.c_contiguous:
+                    x = np.ascontiguousarray(np.asarray(x, dtype=dtype)).reshape(shape)
+                    keep.append(x)                    # alive until the call returns
+                elif x.shape != shape:
+                    raise ValueError(f"input {i} has shape {x.shape}, expected {shape}")
+                table[i] = data_ptr(x)
+            outs = [empty(shape, dtype) for shape, dtype in out_specs]
+            for j, o in enumerate(outs):
+                table[n_in + j] = data_ptr(o)
+            base = addressof(table)
+            status = fn(base, base + out_offset)
+            if status:
+                name, meaning = STATUS.get(status, ("?", "unknown status"))
+                raise RuntimeError(f"compiled function failed with status {status} "
+                                   f"({name}: {meaning})")
+            return outs
+
+        return call
 
     def __call__(self, *args) -> list:
-        ins = self.in_ptrs
-        keep = []
-        for i, (x, aval) in enumerate(zip(args, self.in_avals)):
-            a = np.asarray(x, dtype=aval.dtype)      # (ascontiguousarray would make 0-d 1-d)
-            if not a.flags.c_contiguous:
-                a = a.copy()
-            if a.shape != aval.shape:
-                raise ValueError(f"input {i} has shape {a.shape}, expected {aval.shape}")
-            keep.append(a)
-            ins[i] = a.__array_interface__["data"][0]
-        outs = [np.empty(shape, dtype) for shape, dtype in self.out_specs]
-        for j, o in enumerate(outs):
-            self.out_ptrs[j] = o.__array_interface__["data"][0]
-        status = self.fn(ins, self.out_ptrs)
-        if status:
-            name, meaning = STATUS.get(status, ("?", "unknown status"))
-            raise RuntimeError(f"compiled function failed with status {status} ({name}: "
-                               f"{meaning})")
-        return outs
+        return self._call(*args)

@@ -53,6 +53,15 @@ class KernelContext:
         self.buffers = buffers
         self.consts = consts
         self.module = module
+        self._fail = None
+
+    @property
+    def fail_block(self):
+        """A block returning out-of-memory from the kernel (made on first use)."""
+        if self._fail is None:
+            self._fail = self.b.function.append_basic_block("fail")
+            ir.IRBuilder(self._fail).ret(ir.Constant(U.I32, STATUS_OUT_OF_MEMORY))
+        return self._fail
 
     def ptr(self, atom):
         if isinstance(atom, Literal):
@@ -70,9 +79,10 @@ class ModuleBuilder:
 
     # -------------------------------------------------------------- kernels
     def kernel_function(self, kernel) -> tuple:
-        """An internal function `void k(ptr...)` over the kernel's buffers."""
+        """An internal function `int32_t k(ptr...)` over the kernel's buffers,
+        returning a status (only opaque kernels, e.g. control flow, can fail)."""
         atoms = list(kernel.inputs) + list(kernel.outputs)
-        fn = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR] * len(atoms)),
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
                          f"k{self.n_kernels}.{kernel.name}")
         self.n_kernels += 1
         fn.linkage = "internal"
@@ -94,7 +104,7 @@ class ModuleBuilder:
                     f"cpu backend: no lowering for primitive '{kernel.root.prim.name}'"
                     + (f" (from {kernel.root.source})" if kernel.root.source else ""))
             rule(KernelContext(b, buffers, self.consts, self), kernel)
-        b.ret_void()
+        b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
 
     # -------------------------------------------------------------- programs
@@ -110,21 +120,22 @@ class ModuleBuilder:
                 buffers[id(a)] = p
                 direct.add(id(a))
         allocated = []
+        unwind = {0: fail_block}
         for k in program.kernels:
             for v in k.outputs:
                 if id(v) not in buffers:
                     nbytes = max(v.aval.size * v.aval.dtype.itemsize, 1)
-                    mem = b.call(self._malloc, [U.i64(nbytes)])
-                    is_null = b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None))
-                    ok = b.function.append_basic_block("alloc.ok")
-                    b.cbranch(is_null, fail_block, ok)
-                    b.position_at_end(ok)
-                    buffers[id(v)] = mem
-                    allocated.append(mem)
+                    buffers[id(v)] = self.alloc(b, nbytes, self._unwind(b, allocated, unwind))
+                    allocated.append(buffers[id(v)])
         for k in program.kernels:
             fn, atoms = self.kernel_function(k)
-            b.call(fn, [buffers[id(a)] if isinstance(a, Var) else self.consts.array(a.val)
-                        for a in atoms])
+            status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
+                                 else self.consts.array(a.val) for a in atoms])
+            if k.kind == "opaque":
+                ok = b.function.append_basic_block("kernel.ok")
+                b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(U.I32, STATUS_OK)),
+                          self._unwind(b, allocated, unwind), ok)
+                b.position_at_end(ok)
         for j, (a, p) in enumerate(zip(g.outputs, outputs)):
             if isinstance(a, Var) and id(a) in direct and buffers[id(a)] is p:
                 continue
@@ -134,6 +145,29 @@ class ModuleBuilder:
                 self.memcpy(b, p, src, nbytes)
         for mem in allocated:
             b.call(self._free, [mem])
+
+    def _unwind(self, b, allocated: list, blocks: dict):
+        """The failure target once `allocated` exist: a chain of blocks, each freeing
+        one allocation (the latest first) before going on to fail_block = blocks[0]."""
+        n = len(allocated)
+        if n not in blocks:
+            prev = self._unwind(b, allocated[:-1], blocks)
+            blocks[n] = blk = b.function.append_basic_block("unwind")
+            with b.goto_block(blk):
+                self.free(b, allocated[-1])
+                b.branch(prev)
+        return blocks[n]
+
+    def alloc(self, b, nbytes: int, fail_block):
+        """malloc(nbytes), branching to fail_block when it returns NULL."""
+        mem = b.call(self._malloc, [U.i64(max(nbytes, 1))])
+        ok = b.function.append_basic_block("alloc.ok")
+        b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), fail_block, ok)
+        b.position_at_end(ok)
+        return mem
+
+    def free(self, b, mem) -> None:
+        b.call(self._free, [mem])
 
     def memcpy(self, b, dst, src, nbytes: int) -> None:
         fn = self.module.declare_intrinsic("llvm.memcpy", [U.PTR, U.PTR, U.I64])
