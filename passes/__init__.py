@@ -5,3 +5,4 @@ from . import jvp, vjp, vmap  # noqa: F401  (core families fill their tables on 
 from . import custom_rules  # noqa: F401
 from . import control_rules  # noqa: F401
 from . import indexing_rules  # noqa: F401
+from . import sort_rules  # noqa: F401

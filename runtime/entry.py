@@ -122,21 +122,23 @@ class CompiledEntry:
 
     # -- argument structure ---------------------------------------------------------
     def _make_flatten(self):
-        in_tree, nargs, where = self.in_tree, self._nargs, self._where()
-        names = self._arg_names
-        if all(c.kind == "leaf" for c in in_tree.children):
-            def flatten(args):   # leaves are the arguments; _convert vets non-arrays
+        nargs = self._nargs
+        if all(c.kind == "leaf" for c in self.in_tree.children):
+            def flatten(args):   # the arguments are the leaves; _convert vets non-arrays
                 if len(args) != nargs:
                     self._arity_error(args)
                 return args
             return flatten
+        where = self._where()
+        parts = tuple(treespec.compile_flatten(child, name, where)
+                      for name, child in zip(self._arg_names, self.in_tree.children))
 
         def flatten_tree(args):
             if len(args) != nargs:
                 self._arity_error(args)
             out: list = []
-            for name, child, a in zip(names, in_tree.children, args):
-                out += child.flatten(a, name, where)
+            for f, a in zip(parts, args):
+                f(a, out)
             return out
         return flatten_tree
 

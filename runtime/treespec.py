@@ -116,11 +116,10 @@ class TreeSpec:
             raise ValueError(f"too many leaves for tree {self} ({self.num_leaves} expected)")
         return out
 
-    def flatten(self, tree, path: str = "", where: str = "") -> list:
-        """Leaves of tree in this structure's order (dicts by the recorded key order).
-        A mismatch raises TreeMismatchError naming `where` and the path."""
+    def flatten(self, tree, path: str = "", where: str = "tree") -> list:
+        """Leaves of tree in this structure's order (see compile_flatten)."""
         out: list = []
-        _flatten(self, tree, path, out, where)
+        compile_flatten(self, path, where)(tree, out)
         return out
 
 
@@ -150,37 +149,61 @@ def describe(x) -> str:
     return f"{type(x).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
-def _flatten(spec: TreeSpec, x, path: str, out: list, where: str) -> None:
+def compile_flatten(spec: TreeSpec, path: str = "", where: str = "") -> Callable:
+    """A function (tree, out) appending tree's leaves to the list out, in spec's order
+    (dicts by the recorded keys). Paths and checks are fixed here, once, so a call
+    costs a few type checks per node. Anything at a leaf position is a leaf (the
+    runtime vets leaves as arrays); a node mismatch raises TreeMismatchError
+    naming `where` and the path."""
     kind = spec.kind
     if kind == "leaf":
-        if x is None or (isinstance(x, (tuple, list, dict)) and not is_number_list(x)):
-            _mismatch(where, path, spec, x)
-        out.append(x)
-        return
+        return _append_leaf
     if kind == "none":
-        if x is not None:
-            _mismatch(where, path, spec, x)
-        return
+        def flatten_none(x, out):
+            if x is not None:
+                _mismatch(where, path, spec, x)
+        return flatten_none
+    children = tuple(compile_flatten(c, path + spec.child_path(i), where)
+                     for i, c in enumerate(spec.children))
+    n = len(children)
     if kind == "dict":
-        if not isinstance(x, dict):
+        pairs = tuple(zip(spec.keys, children))
+
+        def flatten_dict(x, out):
+            if not isinstance(x, dict):
+                _mismatch(where, path, spec, x)
+            if len(x) != n or any(k not in x for k in spec.keys):
+                _key_mismatch(where, path, spec, x)
+            for k, f in pairs:
+                f(x[k], out)
+        return flatten_dict
+    all_leaves = all(c.kind == "leaf" for c in spec.children)
+
+    def flatten_sequence(x, out):
+        # Sequences are interchangeable: a list where a tuple was traced is fine.
+        if kind == "custom" and hasattr(x, "tree_flatten"):
+            x = tuple(x.tree_flatten()[0])
+        if not isinstance(x, (tuple, list)) or len(x) != n:
             _mismatch(where, path, spec, x)
-        if len(x) != len(spec.keys) or any(k not in x for k in spec.keys):
-            missing = [k for k in spec.keys if k not in x]
-            extra = [k for k in x if k not in spec.keys]
-            raise TreeMismatchError(
-                f"{where}: {path or 'argument'} has keys {sorted(map(repr, x))}, expected "
-                f"{list(map(repr, spec.keys))} (missing: {missing or 'none'}, unexpected: "
-                f"{extra or 'none'}); pass a dict with exactly the keys it was compiled with")
-        for i, (k, c) in enumerate(zip(spec.keys, spec.children)):
-            _flatten(c, x[k], path + spec.child_path(i), out, where)
-        return
-    if kind == "custom" and hasattr(x, "tree_flatten"):
-        x = tuple(x.tree_flatten()[0])
-    # Sequences are interchangeable here: a list where a tuple was traced is fine.
-    if not isinstance(x, (tuple, list)) or len(x) != len(spec.children):
-        _mismatch(where, path, spec, x)
-    for i, (c, cx) in enumerate(zip(spec.children, x)):
-        _flatten(c, cx, path + spec.child_path(i), out, where)
+        if all_leaves:
+            out.extend(x)
+            return
+        for f, c in zip(children, x):
+            f(c, out)
+    return flatten_sequence
+
+
+def _append_leaf(x, out):
+    out.append(x)
+
+
+def _key_mismatch(where: str, path: str, spec: TreeSpec, x: dict) -> None:
+    missing = [k for k in spec.keys if k not in x]
+    extra = [k for k in x if k not in spec.keys]
+    raise TreeMismatchError(
+        f"{where}: {path or 'argument'} has keys {sorted(map(repr, x))}, expected "
+        f"{list(map(repr, spec.keys))} (missing: {missing or 'none'}, unexpected: "
+        f"{extra or 'none'}); pass a dict with exactly the keys it was compiled with")
 
 
 def is_number_list(x) -> bool:

@@ -67,8 +67,14 @@ TRANSFORM_CASES = {
     "stop_gradient": Case(lambda x: lax.mul(jx.stop_gradient(x), x), [S], diff=False),
     "checkpoint": Case(lambda x: jx.checkpoint(lambda y: lax.mul(lax.sin(y), y))(x), [S]),
 }
+TRANSFORM_CASES["sort"] = Case(
+    lambda x, y: lax.mul(lax.sort_key_val(x, y, 1)[1], lax.sort(x, 0)), [S, S])
+TRANSFORM_CASES["threefry2x32"] = Case(
+    lambda k: lax.convert_element_type(lax.reduce_sum(jx.random.bits(
+        lax.convert_element_type(k, np.uint32), (2,)), (0,)), np.float64),
+    [(2,)], diff=False, int_args=(0,), int_high=1000)
 
-# primitives whose outputs carry no derivative: vmap only
+
 for _name, _fn in {
     "sign": lambda x: lax.sign(x), "floor": lambda x: lax.floor(x),
     "ceil": lambda x: lax.ceil(x), "round": lambda x: lax.round(x),

@@ -79,3 +79,6 @@ def _dot_general(ctx, kernel):
                 acc = U.load(b, op, o_off, odt)
                 prod = SCALAR["mul"](b, [a, r], odt, odt)
                 U.store(b, SCALAR["add"](b, [acc, prod], odt, odt), op, o_off, odt)
+from . import control  # noqa: F401
+from . import opaque_indexing  # noqa: F401
+from . import opaque_scan  # noqa: F401
