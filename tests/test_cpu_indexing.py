@@ -119,7 +119,7 @@ SCATTERS = {
     # window dim before the scatter dim in updates; index map reversed
     "window-first": ((5, 6), (4, 2), (3, 4), SDN((0,), (), (1, 0))),
     "batching": ((3, 5), (3, 4, 1), (3, 4), SDN((), (1,), (1,), (0,), (0,))),
-    "batching/window": ((4, 6, 3), (4, 2, 1), (2, 4, 3), SDN((2,), (1,), (1,), (0,), (1,))),
+    "batching/window": ((4, 6, 3), (2, 4, 1), (2, 4, 3), SDN((2,), (1,), (1,), (0,), (1,))),
     "unit": ((1, 2), (3, 1), (3, 2), SDN((1,), (0,), (0,))),
     "empty-updates": ((4, 3), (0, 1), (0, 3), SDN((1,), (0,), (0,))),
     "empty-window": ((4, 0), (2, 1), (2, 0), SDN((1,), (0,), (0,))),
