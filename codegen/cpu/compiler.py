@@ -44,12 +44,18 @@ def optimise(ir_text: str, tm):
 
 
 class JitModule:
-    """A module compiled in-process; keeps the engine alive for its functions."""
+    """Object code loaded in-process; keeps the engine alive for its functions.
+
+    The object comes from the persistent cache when this IR was compiled before
+    (by any process), so a warm jx.jit skips LLVM entirely.
+    """
 
     def __init__(self, ir_text: str):
+        from .cache import cached_object
+        obj, self.cache_hit = cached_object(ir_text, host_cpu(), host_triple(), reloc="default")
         tm = target_machine()          # the engine takes ownership: one per module
-        self.module = optimise(ir_text, tm)
-        self.engine = llvm.create_mcjit_compiler(self.module, tm)
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
 
     def address(self, symbol: str) -> int:
