@@ -56,8 +56,11 @@ def main():
                    "e.g. grad,simplify.")
 @click.option("--batch", default=8, show_default=True, type=click.IntRange(1),
               help="Batch size used by the vmap transformation.")
+@click.option("--stats", is_flag=True,
+              help="With --after fuse: bytes, flops and arithmetic intensity per kernel.")
 @_reports_errors
-def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch: int):
+def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch: int,
+            stats: bool):
     """Trace MODEL's entry functions and print their IR."""
     try:
         stage = ",".join(pipeline.parse_after(after))
@@ -69,6 +72,12 @@ def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch:
     shown = loading.display_path(model)
     # Trace everything first: an error in the last entry leaves stdout empty.
     results = [(e, *dump.trace_entry(e, shown, stage, batch)) for e in selected]
+    if stage.split(",")[-1] == pipeline.FINAL:
+        from jx.passes.fuse import fuse
+        from jx.passes.fuse_print import format_program
+        results = [(e, traced, format_program(fuse(program), stats=stats),
+                    counts + [(pipeline.FINAL, len(fuse(program).kernels))])
+                   for e, traced, program, counts in results]
     _print_results(results, stage)
 
 

@@ -37,7 +37,7 @@ REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
 # Relative cost of recomputing one element (transcendentals are expensive).
 EXPENSIVE = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
                        "tan", "erf", "pow", "atan2", "sqrt", "rsqrt", "div", "rem"})
-CHEAP_LIMIT = 4
+CHEAP_LIMIT = 8      # one transcendental and a few ops: recompute rather than store
 
 
 @dataclass(eq=False)

@@ -71,17 +71,25 @@ TRANSFORMS: dict[str, Callable] = {
 }
 
 
+# The last stage turns the graph into a Program of kernels (passes/fuse.py); it is
+# printed by `dump-ir --after fuse` and compiled by the backends.
+FINAL = "fuse"
+
+
 def stage_names() -> list[str]:
-    return list(STAGES) + list(TRANSFORMS)
+    return list(STAGES) + [FINAL] + list(TRANSFORMS)
 
 
 def parse_after(after: str | None) -> list:
     """'grad,simplify' -> ['grad', 'simplify'], checking every name."""
     names = list(STAGES)[-1:] if after is None else [a.strip() for a in after.split(",")]
-    for n in names:
+    for i, n in enumerate(names):
+        if n == FINAL and i == len(names) - 1:
+            continue
         if n not in STAGES and n not in TRANSFORMS:
             raise JxError(f"unknown pipeline stage {n!r}; the stages are, in order: "
-                          f"{', '.join(STAGES)}; the transformations: {', '.join(TRANSFORMS)}")
+                          f"{', '.join(STAGES)}, {FINAL} (last); the transformations: "
+                          f"{', '.join(TRANSFORMS)}")
     return names
 
 
@@ -93,6 +101,8 @@ def run(graph: Graph, after: str | None = None, check: bool = True, batch: int =
     if log is not None:
         log.append(("trace", _count(graph)))
     for name in parse_after(after):
+        if name == FINAL:
+            name = order[-1]                 # fusing is the caller's job (it is not a graph)
         if name in TRANSFORMS:
             todo = [(name, lambda g, n=name: TRANSFORMS[n](g, batch=batch))]
         else:

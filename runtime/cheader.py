@@ -63,7 +63,8 @@ def _macro(text: str) -> str:
 
 
 def _leaf_table(title: str, leaves: tuple, default: str) -> list:
-    rows = [(f"[{i}]", leaf.path or default, str(leaf), f"{leaf.nbytes} byte{'s' if leaf.nbytes != 1 else ''}")
+    rows = [(f"[{i}]", leaf.path or default, str(leaf),
+             f"{leaf.nbytes} byte{'s' if leaf.nbytes != 1 else ''}")
             for i, leaf in enumerate(leaves)]
     widths = [max((len(_comment(r[k])) for r in rows), default=0) for k in range(4)]
     lines = [f" *   {title} ({len(leaves)}):" if leaves else f" *   {title}: none"]

@@ -18,6 +18,7 @@ its hash, serialised canonically, followed by the LLVM IR text.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ def verify_content_hash(manifest: dict, ir_text: str) -> None:
 def parse_dtype(name, where: str) -> np.dtype:
     if name == "bfloat16":
         try:
-            import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+            importlib.import_module("ml_dtypes")   # registers bfloat16 with NumPy
         except ImportError:
             raise ManifestError(f"{where}: dtype bfloat16 needs the ml_dtypes package; "
                                 "pip install ml_dtypes") from None

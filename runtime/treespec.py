@@ -213,9 +213,8 @@ def is_number_list(x) -> bool:
 
 
 def _mismatch(where: str, path: str, spec: TreeSpec, x) -> None:
-    expected = "an array" if spec.kind == "leaf" else f"structure {spec}"
     raise TreeMismatchError(
-        f"{where}: {path or 'the arguments'} should be {expected}, got {describe(x)}; "
+        f"{where}: {path or 'the arguments'} should be structure {spec}, got {describe(x)}; "
         "pass arguments with the pytree structure the entry was compiled for")
 
 

@@ -554,8 +554,9 @@ def test_treespec_rejects_bad_json_and_keys():
 
 
 # -- C header ------------------------------------------------------------------------------
-WEIRD = {'q"uote': jx.f32[2], "back\\slash": jx.i8[1], "c*/omment": jx.ShapeDtypeStruct((3,), np.uint16),
-         "tri??/graph": jx.bool_[5], "caf\u00e9": jx.f64[()]}
+WEIRD = {'q"uote': jx.f32[2], "back\\slash": jx.i8[1],
+         "c*/omment": jx.ShapeDtypeStruct((3,), np.uint16), "tri??/graph": jx.bool_[5],
+         "caf\u00e9": jx.f64[()]}
 HEADER_ENTRIES = ENTRIES + [
     make_entry("weird", ["d"], (WEIRD,), ()),
     make_entry("nothing", [], (), jx.f16[2, 2]),

@@ -1,0 +1,126 @@
+"""`jx compile` as a user runs it: build artifacts in a subprocess, load them with
+jx.runtime (in a process without llvmlite), call them from C, and check that
+builds are deterministic and cached, and that bad input fails clearly."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+
+TINY = textwrap.dedent('''
+    import jx
+    import jx.numpy as jnp
+
+    @jx.export(p={"w": jx.f32[4, 3], "b": jx.f32[3]}, x=jx.f32[5, 4])
+    def affine(p, x):
+        return {"y": jnp.maximum(x @ p["w"] + p["b"], 0.0), "s": jnp.sum(x, axis=0)}
+
+    @jx.export(n=jx.i32[7], static={"k": 3})
+    def shift(n, k):
+        return n * k - 1, jnp.cumsum(n)
+''')
+
+
+def jx_cli(*args, cwd=ROOT, env=None):
+    return subprocess.run([sys.executable, "-m", "jx.cli.main", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "tiny.py").write_text(TINY)
+    env = {"JX_CACHE_DIR": str(d / "cache")}
+    r = jx_cli("compile", d / "tiny.py", "-o", d / "out", env=env)
+    assert r.returncode == 0, r.stderr
+    return d, env, r
+
+
+def test_compile_writes_library_and_header(tiny):
+    d, _, r = tiny
+    assert "wrote" in r.stdout and "libtiny.so" in r.stdout and "tiny.h" in r.stdout
+    header = (d / "out" / "tiny.h").read_text()
+    assert "int32_t jx_affine(const void** inputs, void** outputs);" in header
+    assert "int32_t jx_shift(" in header
+
+
+def test_artifact_runs_without_llvmlite(tiny):
+    d, _, _ = tiny
+    code = textwrap.dedent(f'''
+        import sys
+        sys.modules["llvmlite"] = None          # any llvmlite import now fails
+        sys.path.insert(0, {str(d)!r})
+        import numpy as np
+        import jx.runtime as rt
+        a = rt.load({str(d / "out" / "libtiny.so")!r})
+        rng = np.random.default_rng(0)
+        p = {{"w": rng.standard_normal((4, 3)).astype("f4"),
+              "b": rng.standard_normal(3).astype("f4")}}
+        x = rng.standard_normal((5, 4)).astype("f4")
+        out = a.affine(p, x)
+        ref = np.maximum(x @ p["w"] + p["b"], 0)
+        assert np.allclose(out["y"], ref, atol=1e-5), out
+        assert np.allclose(out["s"], x.sum(0), atol=1e-5)
+        n = np.arange(7, dtype=np.int32)
+        m, c = a.shift(n)
+        assert (m == n * 3 - 1).all() and (c == np.cumsum(n)).all()
+        assert "llvmlite" not in [k for k, v in sys.modules.items() if v is not None]
+        print("ok")
+    ''')
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_build_is_deterministic_and_cached(tiny, tmp_path):
+    d, env, _ = tiny
+    r = jx_cli("compile", d / "tiny.py", "-o", tmp_path / "again", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "cache hit" in r.stdout
+    a = (d / "out" / "libtiny.so").read_bytes()
+    b = (tmp_path / "again" / "libtiny.so").read_bytes()
+    assert a == b
+    r = jx_cli("compile", d / "tiny.py", "-o", tmp_path / "cold",
+               env={"JX_CACHE_DIR": str(tmp_path / "empty-cache")})
+    assert r.returncode == 0 and "compiled" in r.stdout
+    assert (tmp_path / "cold" / "libtiny.so").read_bytes() == a
+
+
+def test_tampered_and_truncated_artifacts_fail_clearly(tiny, tmp_path):
+    import jx.runtime as rt
+    d, _, _ = tiny
+    data = (d / "out" / "libtiny.so").read_bytes()
+    (tmp_path / "trunc.so").write_bytes(data[:len(data) // 3])
+    with pytest.raises(rt.ArtifactError, match="trunc.so"):
+        rt.load(tmp_path / "trunc.so")
+    (tmp_path / "text.so").write_text("not a shared object")
+    with pytest.raises(rt.ArtifactError, match="text.so"):
+        rt.load(tmp_path / "text.so")
+    a = rt.load(d / "out" / "libtiny.so")
+    with pytest.raises(rt.ArtifactError, match="nope"):
+        a["nope"]
+    with pytest.raises(rt.ArtifactError, match=r"x"):
+        a.affine({"w": np.zeros((4, 3), "f4"), "b": np.zeros(3, "f4")}, np.zeros((4, 4), "f4"))
+    with pytest.raises(rt.ArtifactError, match="float64|dtype"):
+        a.affine({"w": np.zeros((4, 3)), "b": np.zeros(3, "f4")}, np.zeros((5, 4), "f4"))
+
+
+def test_compile_errors_are_one_paragraph(tmp_path):
+    (tmp_path / "bad.py").write_text("import jx\nx = 1\n")
+    r = jx_cli("compile", tmp_path / "bad.py", "-o", tmp_path / "o")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "no entries" in r.stderr or "entr" in r.stderr
+    r = jx_cli("compile", tmp_path / "missing.py")
+    assert r.returncode == 1 and "does not exist" in r.stderr
