@@ -76,6 +76,11 @@ def _blocks(sizes: Sequence[int], order: Sequence[int]) -> list:
     return [starts[k] + j for k in order for j in range(sizes[k])]
 
 
+def _strip(avals: Sequence, mask: Sequence[bool]) -> list:
+    """The selected avals without weak typing (the types of tangents/cotangents)."""
+    return [a.strip_weak() for a, m in zip(avals, mask) if m]
+
+
 def _with_unused_inputs(graph: Graph, avals: Sequence) -> Graph:
     return Graph(graph.inputs + tuple(Var(a) for a in avals), graph.eqns, graph.outputs)
 
@@ -106,7 +111,7 @@ def _jvp_sub(graph: Graph, nonzero: Sequence[bool], instantiate=False) -> tuple:
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * n_out
     instantiate = [i and dtypes.is_float(a.dtype) for i, a in zip(instantiate, graph.out_avals)]
-    t_avals = [v.aval.strip_weak() for v, nz in zip(graph.inputs, nonzero) if nz]
+    t_avals = _strip(graph.in_avals, nonzero)
 
     def walk(*args):
         outs, touts = jvp_eval(graph, args[:n], _scatter(args[n:], nonzero))
@@ -173,9 +178,10 @@ def _cond_jvp(primals, tangents, branches):
 def _cond_vjp(cts, ins, outs, branches):
     index, ops = ins[0], ins[1:]
     n = len(ops)
-    ct_mask = [c is not None for c in cts]
+    ct_mask = [c is not None and dtypes.is_float(a.dtype)
+               for c, a in zip(cts, branches[0].out_avals)]
     in_avals = branches[0].in_avals
-    ct_avals = [a.strip_weak() for a, m in zip(branches[0].out_avals, ct_mask) if m]
+    ct_avals = _strip(branches[0].out_avals, ct_mask)
 
     def backward_of(branch):
         def walk(*args):  # recompute the branch, then pull the cotangents back
@@ -241,8 +247,7 @@ def _while_jvp(primals, tangents, cond_graph, body_graph, cond_nconsts, body_nco
     # jvp layout (bconsts, carry, bconst tangents, carry tangents) -> while's layout
     # (body consts = bconsts + their tangents, carry = carry + its tangents)
     body = _permute(body, _blocks([nb, len(carry), sum(bnz), sum(cnz)], [0, 2, 1, 3]))
-    t_avals = [a.strip_weak() for a, m in zip(body_graph.in_avals[nb:], cnz) if m]
-    cond = _with_unused_inputs(cond_graph, t_avals)
+    cond = _with_unused_inputs(cond_graph, _strip(body_graph.in_avals[nb:], cnz))
     carry_t = [zeros_like(x) if t is None else t for x, t, m in zip(carry, cts, cnz) if m]
     outs = bind(while_p, *cconsts, *bconsts, *_pick(bts, bnz), *carry, *carry_t,
                 cond_graph=cond, body_graph=body, cond_nconsts=nc,
@@ -365,23 +370,22 @@ def _scan_vjp(cts, ins, outs, body, num_consts, num_carry, length, reverse):
     kf = [_is_float(k) for k in consts]
     cf = [_is_float(c) for c in carry]
     xf = [_is_float(x) for x in xs]
-    ymask = [c is not None for c in ct_ys]
-    k_avals, c_avals, x_avals = _split(body.in_avals, nk, nc)
     y_avals = body.out_avals[nc:]
-    strip = lambda avals, mask: [a.strip_weak() for a, m in zip(avals, mask) if m]  # noqa
-    in_avals = (k_avals + strip(k_avals, kf) + strip(c_avals, cf) + c_avals + x_avals
-                + strip(y_avals, ymask))
+    ymask = [c is not None and dtypes.is_float(a.dtype) for c, a in zip(ct_ys, y_avals)]
+    k_avals, c_avals, x_avals = _split(body.in_avals, nk, nc)
+    in_avals = (k_avals + _strip(k_avals, kf) + _strip(c_avals, cf) + c_avals + x_avals
+                + _strip(y_avals, ymask))
 
     def walk(*args):
         ks, acc, ctc, cin, xsl, cty = _split(args, nk, sum(kf), sum(cf), nc, nx)
         env, _ = forward(body, ks + cin + xsl)
         g = backward(body, env, _scatter(ctc, cf) + _scatter(cty, ymask))
         gk, gc, gx = _split(g, nk, nc)
-        inst = lambda vals, avals: [zeros(a.strip_weak(), args) if v is None else v  # noqa
-                                    for v, a in zip(vals, avals)]
+        def inst(vals, avals):  # the loop needs every cotangent it carries or emits
+            return [zeros(a, args) if v is None else v for v, a in zip(vals, avals)]
         new_acc = [add_any(a, c) for a, c in zip(acc, _pick(gk, kf))]
-        return (new_acc + inst(_pick(gc, cf), strip(c_avals, cf))
-                + inst(_pick(gx, xf), strip(x_avals, xf)))
+        return (new_acc + inst(_pick(gc, cf), _strip(c_avals, cf))
+                + inst(_pick(gx, xf), _strip(x_avals, xf)))
 
     bwd = transform_graph(walk, in_avals, "scan_vjp")
     acc0 = [zeros_like(k) for k in _pick(consts, kf)]

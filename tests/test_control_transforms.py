@@ -145,6 +145,11 @@ def test_scan_grad_consts_and_reverse(rng, reverse):
         return jnp.sum(h * jnp.arange(3.0)) + jnp.sum(ys * jnp.arange(5.0))
     check_grad(loss, (w, h0, xs), [0, 1, 2])
     check_jvp_vjp(lambda *a: rnn(*a, reverse=reverse), (w, h0, xs), rng)
+    # the backward pass is one more scan running the other way, not an unrolled loop
+    g = jx.make_graph(jx.grad(loss))(w, h0, xs)
+    scans = [e for e in g.eqns if e.prim.name == "scan"]
+    assert [e.params["reverse"] for e in scans][-1] is (not reverse)
+    assert all(e.params["reverse"] is reverse for e in scans[:-1])
 
 
 def test_scan_reverse_matches_python(rng):
@@ -226,7 +231,10 @@ def test_grad_of_grad_and_hessian_through_scan(rng):
     gg = both(jx.grad(g1), a)
     close(gg, num_grad(g1, (a,), 0), 1e-6)
     v = f64(rng, 3)
-    h = lambda z: jnp.sum(lax.scan(lambda c, x: (c * jnp.sin(z) + x, c), 1.0, z)[1])  # noqa
+
+    def h(z):
+        c, ys = lax.scan(lambda c, x: (c * jnp.sin(x) + x * x, c * x), 1.0, z)
+        return c + jnp.sum(ys)
     hess = both(jx.hessian(h), v)
     gh = jx.grad(h)
     close(hess, np.stack([num_grad(lambda z: gh(z)[i], (v,), 0) for i in range(3)]), 1e-5)
@@ -274,8 +282,10 @@ def test_while_grad_raises_clear_error():
 
 def loop_over(f, in_axes, *args):
     """The reference: f applied to each example, stacked."""
-    n = [np.shape(a)[0] for a, ax in zip(args, in_axes) if ax is not None][0]
-    outs = [f(*[a if ax is None else a[i] for a, ax in zip(args, in_axes)]) for i in range(n)]
+    n = [np.shape(tree.tree_leaves(a)[0])[0] for a, ax in zip(args, in_axes)
+         if ax is not None][0]
+    outs = [f(*[a if ax is None else tree.tree_map(lambda v: v[i], a)
+                for a, ax in zip(args, in_axes)]) for i in range(n)]
     return tree.tree_map(lambda *o: np.stack(o), *outs)
 
 
@@ -290,6 +300,16 @@ def test_vmap_cond(rng):
     check_vmap(cond_fn, (None, 0), x[0], y)      # unbatched predicate
     check_vmap(cond_fn, (0, None), x, y[0])
     check_vmap(cond_mixed, (0, 0), x, y)
+    # one branch's output is unbatched, the other's batched: both come out batched
+    swap = lambda p, a, b: lax.cond(p, lambda a, b: (a, b * 2.0), lambda a, b: (b, a), a, b)  # noqa
+    check_vmap(swap, (None, 0, None), np.bool_(True), x, y[0])
+    check_vmap(swap, (None, 0, None), np.bool_(False), x, y[0])
+    check_vmap(swap, (0, 0, None), x[:, 0] > 0, x, y[0])
+    # unbatched predicate keeps the cond; a batched one evaluates both and selects
+    ops = jx.make_graph(jx.vmap(cond_fn, in_axes=(None, 0)))(x[0], y).op_counts()
+    assert ops.get("cond") == 1 and "select" not in ops
+    ops = jx.make_graph(jx.vmap(cond_fn))(x, y).op_counts()
+    assert "cond" not in ops and ops.get("select") == 1
 
 
 def test_vmap_switch_batched_index(rng):
@@ -301,10 +321,11 @@ def test_vmap_switch_batched_index(rng):
 
 
 def test_vmap_while(rng):
-    xs = np.array([0.3, 2.0, 9.0, 12.0, -1.0])   # different trip counts per lane
+    xs = np.array([0.3, 2.0, 9.0, 12.0, 0.0])    # different trip counts per lane
+    ws = rng.uniform(0.1, 1.0, 5)                 # keeps every lane growing: all stop
     check_vmap(while_fn, (0, None), xs, np.float64(0.4))
-    check_vmap(while_fn, (0, 0), xs, f64(rng, 5))
-    check_vmap(while_fn, (None, 0), np.float64(0.5), f64(rng, 5))
+    check_vmap(while_fn, (0, 0), xs, ws)
+    check_vmap(while_fn, (None, 0), np.float64(0.5), ws)
 
     # unbatched predicate (a fixed trip count) with a batched carry
     def count(v, n):

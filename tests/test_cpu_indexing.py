@@ -42,6 +42,11 @@ def _indices(rng, shape, high, dt=np.int32):
 
 
 def _same(got, want):
+    if isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, \
         (got.shape, got.dtype, want.shape, want.dtype)
@@ -220,9 +225,9 @@ def test_cumulative_axes_reverse_dtypes(name):
             x = _rand(rng, shape, dt)
             if name == "cumprod":
                 x = (x / 40 + 1).astype(dt) if dt.startswith("f") else (x % 3 - 1).astype(dt)
-            for axis in range(len(shape)):
-                for reverse in (False, True):
-                    _check(lambda v: CUMS[name](v, axis, reverse=reverse), x)
+            # every axis, both directions, in one compiled function
+            _check(lambda v: [CUMS[name](v, a, reverse=r) for a in range(len(shape))
+                              for r in (False, True)], x)
 
 
 def test_cumulative_nans_and_float_order():
@@ -271,7 +276,9 @@ def test_numpy_at_updates_with_duplicates():
         _check(lambda x, i, u: _at(x)[i].max(u), x, i, u)
         _check(lambda x, i, u: _at(x)[i, 1].add(u[:, 0]), x, i, u)
     x = np.arange(10, dtype=np.float64)
-    _check(lambda x, n: _at(x)[n:n + 3].set(-1.0), x, np.int32(8))   # dynamic_update_slice
+    _check(lambda x: _at(x)[7:].set(x[:3] * 2.0), x)     # dynamic_update_slice, literal start
+    for n in (-3, 4, 12):                                # scatter of a literal scalar update
+        _check(lambda x, n: _at(x)[n].set(-1.0), x, np.array([n], np.int32))
     ones = np.ones(5, np.float32)
     _check(lambda x, i: _at(x)[i].add(1.0, mode="drop"), ones, np.array([9, 1, 1], np.int32))
 

@@ -9,12 +9,14 @@ build uses (treespec.encode of jx TreeDefs, leaf_paths, content_hash).
 from __future__ import annotations
 
 import collections
+import gc
 import json
 import os
 import shutil
 import subprocess
 import sys
 import timeit
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -329,6 +331,21 @@ def test_nonzero_status(art):
 
 
 @needs_cc
+def test_threads_and_lifetime(good_so, rng):
+    """Concurrent calls each own their pointer table; an entry keeps its library."""
+    add = rt.load(good_so).add
+    gc.collect()
+    xs = rng.standard_normal((8, 3)).astype(np.float32)
+
+    def work(k):
+        return all(np.array_equal(add(xs[k], xs[j]), xs[k] + xs[j])
+                   for _ in range(200) for j in range(8))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+@needs_cc
 def test_call_overhead(art):
     x, y = np.ones(3, np.float32), np.ones(3, np.float32)
     add = art.add
@@ -339,7 +356,6 @@ def test_call_overhead(art):
 
 
 # -- load errors ---------------------------------------------------------------------------
-@needs_cc
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(rt.ArtifactLoadError, match="no such file"):
         rt.load(tmp_path / "libnothing.so")
@@ -347,7 +363,6 @@ def test_missing_file_and_directory(tmp_path):
         rt.load(tmp_path)
 
 
-@needs_cc
 def test_not_a_shared_object(tmp_path):
     text = tmp_path / "model.so"
     text.write_text("print('hello')\n")

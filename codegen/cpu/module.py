@@ -45,6 +45,43 @@ class ConstPool:
         return self.globals[key]
 
 
+ALIGN = 64
+
+
+def plan_buffers(program, fixed: dict) -> tuple:
+    """Offsets of a program's intermediates in one workspace, reusing the memory of
+    dead values. Memory freed by kernel k is reused only from kernel k+1 on, so no
+    kernel's outputs alias its inputs. Returns ({id(Var): offset}, total bytes)."""
+    last_use: dict = {}
+    for k, kern in enumerate(program.kernels):
+        for v in kern.inputs:
+            last_use[id(v)] = k
+    for a in program.graph.outputs:
+        last_use[id(a)] = len(program.kernels)
+    free: list = []               # (offset, size) blocks available for reuse
+    dying: dict = {}              # kernel index -> blocks released after it runs
+    offsets: dict = {}
+    total = 0
+    for k, kern in enumerate(program.kernels):
+        for v in kern.outputs:
+            if id(v) in fixed or id(v) in offsets:
+                continue
+            size = -(-max(v.aval.size * v.aval.dtype.itemsize, 1) // ALIGN) * ALIGN
+            fit = min((blk for blk in free if blk[1] >= size), default=None,
+                      key=lambda blk: blk[1])
+            if fit is not None:
+                free.remove(fit)
+                off = fit[0]
+                if fit[1] > size:
+                    free.append((off + size, fit[1] - size))
+            else:
+                off, total = total, total + size
+            offsets[id(v)] = off
+            dying.setdefault(last_use.get(id(v), k), []).append((off, size))
+        free.extend(dying.pop(k, []))
+    return offsets, total
+
+
 class KernelContext:
     """What a kernel lowering sees: the builder and its buffers."""
 
@@ -121,12 +158,12 @@ class ModuleBuilder:
                 direct.add(id(a))
         allocated = []
         unwind = {0: fail_block}
-        for k in program.kernels:
-            for v in k.outputs:
-                if id(v) not in buffers:
-                    nbytes = max(v.aval.size * v.aval.dtype.itemsize, 1)
-                    buffers[id(v)] = self.alloc(b, nbytes, self._unwind(b, allocated, unwind))
-                    allocated.append(buffers[id(v)])
+        offsets, total = plan_buffers(program, buffers)
+        if total:         # one workspace for every intermediate, dead ones reused
+            allocated.append(self.alloc(b, total, fail_block))
+            for vid, off in offsets.items():
+                buffers[vid] = b.gep(allocated[0], [U.i64(off)], source_etype=U.I8,
+                                     inbounds=True)
         for k in program.kernels:
             fn, atoms = self.kernel_function(k)
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)

@@ -82,3 +82,4 @@ def _dot_general(ctx, kernel):
 from . import control  # noqa: F401
 from . import opaque_indexing  # noqa: F401
 from . import opaque_scan  # noqa: F401
+from . import opaque_sort  # noqa: F401

@@ -115,7 +115,7 @@ def _extremum(is_max):
     def lower(b, args, dt, out_dt):
         a, c = args
         if is_float(dt):      # NaN in either operand propagates, as np.maximum
-            pick_a = b.fcmp_unordered(">" if is_max else "<", a, c)
+            pick_a = b.fcmp_ordered(">" if is_max else "<", a, c)     # NaN c -> c
             out = b.select(pick_a, a, c)
             return b.select(b.fcmp_unordered("uno", a, a), a, out)
         if compute_type(dt).width == 1:
