@@ -124,3 +124,43 @@ def test_compile_errors_are_one_paragraph(tmp_path):
     assert "no entries" in r.stderr or "entr" in r.stderr
     r = jx_cli("compile", tmp_path / "missing.py")
     assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+def _pattern(k: int, shape, dtype) -> np.ndarray:
+    """The input pattern samples/c/main.c fills leaf k with."""
+    i = np.arange(int(np.prod(shape)), dtype=np.int64)
+    v = ((7 * i + 13 * k) % 17) - 8
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return ((i + k) % 3 == 0).reshape(shape)
+    if dt.kind == "f":
+        return (v / 16).astype(dt).reshape(shape)
+    return (v + (8 if dt.kind == "u" else 0)).astype(dt).reshape(shape)
+
+
+def test_c_program_calls_compiled_mlp(tmp_path):
+    out = tmp_path / "build"
+    r = jx_cli("compile", SAMPLES / "mlp.py", "--entry", "predict", "-o", out,
+               env={"JX_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    exe = tmp_path / "mlp_main"
+    cc = subprocess.run(["cc", "-O2", "-std=c99", f"-I{out}", str(SAMPLES / "c" / "main.c"),
+                         f"-L{out}", "-lmlp", f"-Wl,-rpath,{out}", "-o", str(exe)],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    line = next(ln for ln in run.stdout.splitlines() if ln.startswith("output 0"))
+    c_sum = float(line.split("sum=")[1].split()[0])
+    import jx.runtime as rt
+    art = rt.load(out / "libmlp.so")
+    entry = art.predict
+    leaves = [_pattern(k, leaf.shape, leaf.dtype) for k, leaf in enumerate(entry.inputs)]
+    sys.path.insert(0, str(SAMPLES))
+    import mlp
+    names = sorted(mlp.PARAMS)             # dict leaves flatten in sorted key order
+    params = dict(zip(names, leaves[:len(names)]))
+    y = art.predict(params, leaves[len(names)])
+    np.testing.assert_allclose(c_sum, float(np.sum(y, dtype=np.float64)), rtol=1e-6)
+    np.testing.assert_allclose(y, mlp.predict(params, leaves[len(names)]), rtol=1e-4,
+                               atol=1e-4)
