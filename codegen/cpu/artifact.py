@@ -43,9 +43,10 @@ def _leaves(avals, tree, root_names=None) -> list:
             for a, p in zip(avals, paths)]
 
 
-def build_module(name: str, entries: list, cpu: str, triple: str) -> tuple:
+def build_module(name: str, entries: list, cpu: str, triple: str,
+                 parallel: bool = False) -> tuple:
     """(LLVM IR text with the manifest embedded, manifest dict)."""
-    mb = ModuleBuilder(name)
+    mb = ModuleBuilder(name, parallel=parallel)
     records = []
     for e in entries:
         symbol = mb.entry(e.name, e.program)
@@ -73,13 +74,13 @@ def find_cc() -> str:
     return cc
 
 
-def link_shared(obj: bytes, out_path: str) -> None:
+def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
     with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
         obj_path = os.path.join(tmp, "model.o")
         with open(obj_path, "wb") as f:
             f.write(obj)
         tmp_out = os.path.join(tmp, "model.so")
-        cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path,
+        cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path, *extra_objects, "-pthread",
                "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -94,12 +95,14 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
     from .compiler import host_cpu, host_triple
     cpu = cpu or host_cpu()
     triple = triple or host_triple()
-    ir_text, manifest = build_module(name, entries, cpu, triple)
+    from .parallel import object_file
+    runtime_obj = object_file()            # the thread pool, linked in (None: serial code)
+    ir_text, manifest = build_module(name, entries, cpu, triple, parallel=bool(runtime_obj))
     obj, hit = cached_object(ir_text, cpu, triple)
     os.makedirs(out_dir, exist_ok=True)
     so_path = os.path.join(out_dir, f"lib{name}.so")
     h_path = os.path.join(out_dir, f"{name}.h")
-    link_shared(obj, so_path)
+    link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
     with open(h_path, "w") as f:
         f.write(cheader.header_text(manifest, os.path.basename(so_path)))
     return {"library": so_path, "header": h_path, "manifest": manifest, "cache_hit": hit,

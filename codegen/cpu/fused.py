@@ -201,14 +201,15 @@ def _dynamic_slice(em, eqn, idx):
 
 # ---------------------------------------------------------------- kernels
 
-def emit_loop(b: ir.IRBuilder, kernel, buffers, consts) -> None:
-    """out[idx] = root(idx) for every idx of the root's output shape."""
+def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
+    """out[idx] = root(idx) for every idx of the root's output shape (the first dim
+    restricted to outer=(lo, hi) when the kernel runs in parallel chunks)."""
     (out,) = kernel.outputs
     shape = out.aval.shape
     if 0 in shape:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
-    with U.loop_nest(b, shape) as idx:
+    with U.loop_nest(b, shape, outer=outer) as idx:
         v = em.value(out, idx)
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
 
@@ -232,7 +233,7 @@ def _combine(b, name, acc, x, dt):
     return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
 
 
-def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts) -> None:
+def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
     root = kernel.root
     (x,) = root.inputs
     (out,) = root.outputs
@@ -245,7 +246,7 @@ def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts) -> None:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
     dt = x.aval.dtype
-    with U.loop_nest(b, out_shape, "o") as oidx:
+    with U.loop_nest(b, out_shape, "o", outer=outer) as oidx:
         if name in ("argmax", "argmin"):
             res = convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
                           np.int64, out.aval.dtype)
@@ -298,3 +299,51 @@ def _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name):
             b.store(b.select(take, i, b.load(best_i)), best_i)
             em.memo.clear()
     return b.load(best_i)
+
+
+def reduce_parts(kernel) -> int:
+    """Chunks a full reduction (scalar result) is split into for parallel partials;
+    0 when the kernel is not such a reduction."""
+    root = kernel.root
+    if root.prim.name not in _REDUCE_INIT or root.outputs[0].aval.shape != ():
+        return 0
+    (x,) = root.inputs
+    first = x.aval.shape[root.params["axes"][0]] if x.aval.shape else 0
+    return min(64, first)
+
+
+def emit_reduce_part(b: ir.IRBuilder, kernel, buffers, consts, lo, hi, parts: int,
+                     partials) -> None:
+    """partials[c] = the reduction over chunk c of the first reduced axis, c in [lo, hi)."""
+    root = kernel.root
+    (x,) = root.inputs
+    name = root.prim.name
+    axes = root.params["axes"]
+    red_shape = [x.aval.shape[d] for d in axes]
+    dt = x.aval.dtype
+    n0 = red_shape[0]
+    em = FusedEmitter(b, kernel, buffers, consts)
+    ct = U.compute_type(dt)
+    with U.for_between(b, lo, hi, "c") as c:
+        start = b.udiv(b.mul(c, U.i64(n0)), U.i64(parts))
+        stop = b.udiv(b.mul(b.add(c, U.i64(1)), U.i64(n0)), U.i64(parts))
+        acc = U.alloca_entry(b, ct, "acc")
+        b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
+        with U.loop_nest(b, red_shape, "r", outer=(start, stop)) as ridx:
+            v = em.value(x, _merge([], [], axes, ridx, x.aval.ndim))
+            b.store(_combine(b, name, b.load(acc), v, dt), acc)
+            em.memo.clear()
+        b.store(b.load(acc), b.gep(partials, [c], source_etype=ct))
+
+
+def emit_reduce_combine(b: ir.IRBuilder, kernel, buffers, parts: int, partials) -> None:
+    root = kernel.root
+    (x,) = root.inputs
+    (out,) = root.outputs
+    dt = x.aval.dtype
+    ct = U.compute_type(dt)
+    acc = b.load(b.gep(partials, [U.i64(0)], source_etype=ct))
+    for c in range(1, parts):
+        acc = _combine(b, root.prim.name, acc, b.load(b.gep(partials, [U.i64(c)],
+                                                             source_etype=ct)), dt)
+    U.store(b, acc, buffers[id(out)], U.i64(0), out.aval.dtype)

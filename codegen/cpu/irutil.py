@@ -105,13 +105,33 @@ def for_range(b: ir.IRBuilder, n: int, name: str = "i"):
 
 
 @contextmanager
-def loop_nest(b: ir.IRBuilder, shape, name: str = "i"):
-    """Row-major loops over `shape` (all dims > 0); yields the index list."""
+def for_between(b: ir.IRBuilder, lo, hi, name: str = "i"):
+    """for (i = lo; i < hi; i++) with run-time bounds (a parallel chunk)."""
+    fn = b.function
+    pre = b.block
+    body = fn.append_basic_block(f"{name}.body")
+    end = fn.append_basic_block(f"{name}.end")
+    b.cbranch(b.icmp_signed("<", lo, hi), body, end)
+    b.position_at_end(body)
+    i = b.phi(I64, name=name)
+    i.add_incoming(lo, pre)
+    yield i
+    nxt = b.add(i, i64(1), name=f"{name}.next", flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
+    b.position_at_end(end)
+
+
+@contextmanager
+def loop_nest(b: ir.IRBuilder, shape, name: str = "i", outer=None):
+    """Row-major loops over `shape` (all dims > 0); yields the index list. With
+    outer=(lo, hi) the first dim runs over [lo, hi) only (one parallel chunk)."""
     idx: list = []
     stack = []
     try:
         for d, n in enumerate(shape):
-            cm = for_range(b, n, f"{name}{d}")
+            cm = for_between(b, outer[0], outer[1], f"{name}{d}") \
+                if d == 0 and outer is not None else for_range(b, n, f"{name}{d}")
             idx.append(cm.__enter__())
             stack.append(cm)
         yield idx

@@ -20,7 +20,8 @@ class CompiledFunction:
     """Calls the entry on flat NumPy arrays; outputs are freshly allocated."""
 
     def __init__(self, program, name: str = "fn"):
-        mb = ModuleBuilder(name)
+        from . import parallel
+        mb = ModuleBuilder(name, parallel=parallel.available())
         symbol = mb.entry(name, program)
         self.ir_text = mb.text()
         self.jit = JitModule(self.ir_text)

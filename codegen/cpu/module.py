@@ -16,8 +16,9 @@ import numpy as np
 from jx.ir import Literal, Var
 
 from . import irutil as U
-from .fused import emit_loop, emit_reduce
-from .opaque import OPAQUE
+from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
+                    reduce_parts)
+from .opaque import OPAQUE, PARALLEL_OPAQUE
 
 from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
 
@@ -46,6 +47,27 @@ class ConstPool:
 
 
 ALIGN = 64
+PARALLEL_MIN_WORK = 1 << 17      # element-operations below which threads cost more than they save
+
+
+def parallel_chunks(kernel) -> int:
+    """How many rows of its outer loop a kernel is split over (0: run serially)."""
+    if kernel.kind == "loop":
+        shape = kernel.outputs[0].aval.shape
+        work = kernel.outputs[0].aval.size * len(kernel.eqns)
+    elif kernel.kind == "reduce":
+        x = kernel.root.inputs[0]
+        shape = kernel.outputs[0].aval.shape or (reduce_parts(kernel),)
+        work = x.aval.size
+        if kernel.root.prim.name in ("argmax", "argmin") and not kernel.outputs[0].aval.shape:
+            return 0
+    elif kernel.root.prim.name in PARALLEL_OPAQUE:
+        shape, work = PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
+    else:
+        return 0
+    if not shape or shape[0] < 2 or work < PARALLEL_MIN_WORK:
+        return 0
+    return shape[0]
 
 
 def plan_buffers(program, fixed: dict) -> tuple:
@@ -85,6 +107,8 @@ def plan_buffers(program, fixed: dict) -> tuple:
 class KernelContext:
     """What a kernel lowering sees: the builder and its buffers."""
 
+    outer = None      # (lo, hi) of the first loop when the kernel runs in parallel chunks
+
     def __init__(self, b: ir.IRBuilder, buffers: dict, consts: ConstPool, module):
         self.b = b
         self.buffers = buffers
@@ -107,8 +131,12 @@ class KernelContext:
 
 
 class ModuleBuilder:
-    def __init__(self, name: str = "jx"):
+    def __init__(self, name: str = "jx", parallel: bool = False):
         self.module = ir.Module(name)
+        self.parallel = parallel
+        self._parallel_for = ir.Function(
+            self.module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.I64]), "jx_parallel_for") \
+            if parallel else None
         self.consts = ConstPool(self.module)
         self.n_kernels = 0
         self._malloc = ir.Function(self.module, ir.FunctionType(U.PTR, [U.I64]), "malloc")
@@ -117,7 +145,8 @@ class ModuleBuilder:
     # -------------------------------------------------------------- kernels
     def kernel_function(self, kernel) -> tuple:
         """An internal function `int32_t k(ptr...)` over the kernel's buffers,
-        returning a status (only opaque kernels, e.g. control flow, can fail)."""
+        returning a status (only opaque kernels, e.g. control flow, can fail).
+        Big loop, reduce and matmul kernels run their outer loop in parallel chunks."""
         atoms = list(kernel.inputs) + list(kernel.outputs)
         fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
                          f"k{self.n_kernels}.{kernel.name}")
@@ -129,20 +158,64 @@ class ModuleBuilder:
                 arg.add_attribute("noalias")      # outputs never overlap anything
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         buffers = {id(a): arg for a, arg in zip(atoms, fn.args)}
-        if kernel.kind == "loop":
+        chunks = parallel_chunks(kernel) if self.parallel else 0
+        if chunks:
+            self._emit_parallel(b, kernel, atoms, list(fn.args), chunks)
+        elif kernel.kind == "loop":
             emit_loop(b, kernel, buffers, self.consts)
         elif kernel.kind == "reduce":
             emit_reduce(b, kernel, buffers, self.consts)
         else:
-            rule = OPAQUE.get(kernel.root.prim.name)
-            if rule is None:
-                from jx.errors import MissingRuleError
-                raise MissingRuleError(
-                    f"cpu backend: no lowering for primitive '{kernel.root.prim.name}'"
-                    + (f" (from {kernel.root.source})" if kernel.root.source else ""))
-            rule(KernelContext(b, buffers, self.consts, self), kernel)
+            self._opaque_rule(kernel)(KernelContext(b, buffers, self.consts, self), kernel)
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
+
+    def _opaque_rule(self, kernel):
+        rule = OPAQUE.get(kernel.root.prim.name)
+        if rule is None:
+            from jx.errors import MissingRuleError
+            raise MissingRuleError(
+                f"cpu backend: no lowering for primitive '{kernel.root.prim.name}'"
+                + (f" (from {kernel.root.source})" if kernel.root.source else ""))
+        return rule
+
+    def _emit_parallel(self, b, kernel, atoms, args, chunks: int) -> None:
+        """Outline the kernel's loops into body(ctx, lo, hi) and run it through
+        jx_parallel_for; ctx is the array of buffer pointers (plus partials)."""
+        parts = reduce_parts(kernel) if kernel.kind == "reduce" else 0
+        ct = U.compute_type(kernel.root.inputs[0].aval.dtype) if parts else None
+        n_ctx = len(atoms) + (1 if parts else 0)
+        body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                           f"{b.function.name}.body")
+        body.linkage = "internal"
+        bb = ir.IRBuilder(body.append_basic_block("entry"))
+        ctx, lo, hi = body.args
+        ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
+                for i in range(n_ctx)]
+        buffers = {id(a): p for a, p in zip(atoms, ptrs)}
+        if parts:
+            emit_reduce_part(bb, kernel, buffers, self.consts, lo, hi, parts, ptrs[-1])
+        elif kernel.kind == "loop":
+            emit_loop(bb, kernel, buffers, self.consts, outer=(lo, hi))
+        elif kernel.kind == "reduce":
+            emit_reduce(bb, kernel, buffers, self.consts, outer=(lo, hi))
+        else:
+            context = KernelContext(bb, buffers, self.consts, self)
+            context.outer = (lo, hi)
+            self._opaque_rule(kernel)(context, kernel)
+        bb.ret_void()
+        arr = b.alloca(U.PTR, U.i64(n_ctx))
+        slots = list(args)
+        partials = None
+        if parts:
+            partials = b.alloca(ct, U.i64(parts))
+            slots.append(partials)
+        for i, a in enumerate(slots):
+            b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
+        b.call(self._parallel_for, [body, arr, U.i64(chunks)])
+        if parts:
+            buffers = {id(a): p for a, p in zip(atoms, args)}
+            emit_reduce_combine(b, kernel, buffers, parts, partials)
 
     # -------------------------------------------------------------- programs
     def emit_program(self, b: ir.IRBuilder, program, inputs: list, outputs: list,

@@ -10,6 +10,9 @@ from . import irutil as U
 from .scalar import SCALAR, convert
 
 OPAQUE: dict = {}
+# name -> kernel -> (outer loop shape, work): opaque kernels whose rule honours
+# ctx.outer, so their first loop can be split over threads.
+PARALLEL_OPAQUE: dict = {}
 
 
 def opaque_rule(*names):
@@ -61,13 +64,13 @@ def _dot_general(ctx, kernel):
     if out.aval.size == 0:
         return
     zero = U.const(odt, 0)
-    with U.loop_nest(b, os_, "z") as zi:
+    with U.loop_nest(b, os_, "z", ctx.outer) as zi:      # this chunk's rows only
         U.store(b, zero, op, U.linear(b, zi, os_), odt)
     ksizes = [ls[d] for d in lc]
     if 0 in ksizes:
         return
     nb = len(lb)
-    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm") as bm:
+    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
         bi, mi = bm[:nb], bm[nb:]
         with U.loop_nest(b, ksizes, "k") as ki:
             a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)), ls)
@@ -83,3 +86,16 @@ from . import control  # noqa: F401
 from . import opaque_indexing  # noqa: F401
 from . import opaque_scan  # noqa: F401
 from . import opaque_sort  # noqa: F401
+
+
+def _dot_extent(kernel):
+    lhs, rhs = kernel.root.inputs
+    (lc, _), (lb, _) = kernel.root.params["dimension_numbers"]
+    outer = [lhs.aval.shape[d] for d in list(lb) + _free(lhs.aval.ndim, lc, lb)]
+    k = 1
+    for d in lc:
+        k *= lhs.aval.shape[d]
+    return outer, kernel.outputs[0].aval.size * k
+
+
+PARALLEL_OPAQUE["dot_general"] = _dot_extent

@@ -5,9 +5,12 @@ elements lie `stride` apart) is sorted as a permutation of indices by a stable
 bottom-up merge sort (insertion sort makes the first runs), comparing the key
 operands lexicographically the way the reference's np.lexsort does: NaN after
 +inf, all NaNs equal, -0.0 == 0.0, ints by their signedness, False < True.
-Every operand is then gathered through the permutation into its output. The
-permutation and the merge's scratch buffer are malloc'ed once per kernel; a
-NULL makes the kernel return the out-of-memory status before writing anything.
+Every operand is then gathered through the permutation into its output. With
+a single key of <= 8 bytes (sort, argsort, sort_key_val) the sorted words are
+instead (order-preserving key bits << w | index) integers: one unsigned
+compare on contiguous memory, ties broken by index, so stable for free. The
+sort buffer and the merge's scratch are malloc'ed once per kernel; a NULL
+makes the kernel return the out-of-memory status before writing anything.
 
 threefry2x32: one flat loop of straight-line i32 arithmetic per element (both
 outputs at once), which LLVM vectorises.

@@ -1,0 +1,75 @@
+"""The parallel runtime (cruntime/jx_parallel.c), built with the system C compiler.
+
+Artifacts link its object file (symbols hidden, so two models in one process
+never clash); jx.jit loads it as a shared library so the JIT resolves
+`jx_parallel_for`. Both builds are cached by the source's hash. Without a C
+compiler the backend emits serial kernels (see available()).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+from .cache import cache_dir
+
+SOURCE = os.path.join(os.path.dirname(__file__), "cruntime", "jx_parallel.c")
+
+
+def _source_hash() -> str:
+    with open(SOURCE, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def _build(kind: str) -> str | None:
+    """Compile the runtime as 'object' (for artifacts) or 'shared' (for the JIT)."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    out_dir = os.path.join(cache_dir(), "runtime")
+    out = os.path.join(out_dir, f"jx_parallel-{_source_hash()}.{'o' if kind == 'object' else 'so'}")
+    if os.path.exists(out):
+        return out
+    os.makedirs(out_dir, exist_ok=True)
+    flags = ["-O2", "-fPIC", "-pthread"]
+    cmd = [cc, *flags, "-c", SOURCE] if kind == "object" else \
+        [cc, *flags, "-DJX_VISIBLE", "-shared", SOURCE]
+    fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
+    os.close(fd)
+    proc = subprocess.run(cmd + ["-o", tmp], capture_output=True, text=True)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        return None
+    os.replace(tmp, out)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def object_file() -> str | None:
+    return _build("object")
+
+
+@functools.lru_cache(maxsize=None)
+def jit_library() -> str | None:
+    """Build and load the runtime into this process (once); None without cc."""
+    path = _build("shared")
+    if path is None:
+        return None
+    import llvmlite.binding as llvm
+    llvm.load_library_permanently(path)
+    return path
+
+
+def available() -> bool:
+    return jit_library() is not None
+
+
+def set_num_threads(n: int) -> None:
+    """Threads used by jx.jit-compiled code in this process (1 = serial)."""
+    import ctypes
+    path = jit_library()
+    if path is not None:
+        ctypes.CDLL(path).jx_set_num_threads(int(n))
