@@ -43,6 +43,14 @@ def offset(b, idx_dims, shape):
     return U.i64(0) if off is None else off
 
 
+def multiply_add(b, a, c, acc, dt):
+    """acc + a * c; floats may use an FMA (as BLAS does), ints wrap."""
+    if U.is_float(dt):
+        fn = b.module.declare_intrinsic("llvm.fmuladd", [a.type])
+        return b.call(fn, [a, c, acc])
+    return SCALAR["add"](b, [acc, SCALAR["mul"](b, [a, c], dt, dt)], dt, dt)
+
+
 def _free(ndim, *used):
     taken = set().union(*map(set, used))
     return [d for d in range(ndim) if d not in taken]
@@ -80,8 +88,7 @@ def _dot_general(ctx, kernel):
                 o_off = U.linear(b, list(bi) + list(mi) + list(ni), os_)
                 r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
                 acc = U.load(b, op, o_off, odt)
-                prod = SCALAR["mul"](b, [a, r], odt, odt)
-                U.store(b, SCALAR["add"](b, [acc, prod], odt, odt), op, o_off, odt)
+                U.store(b, multiply_add(b, a, r, acc, odt), op, o_off, odt)
 from . import control  # noqa: F401
 from . import opaque_indexing  # noqa: F401
 from . import opaque_scan  # noqa: F401
