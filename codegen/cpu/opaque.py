@@ -6,6 +6,8 @@ table for their primitive families.
 """
 from __future__ import annotations
 
+import llvmlite.ir as ir
+
 from . import irutil as U
 from .scalar import SCALAR, convert
 
@@ -46,7 +48,9 @@ def offset(b, idx_dims, shape):
 def multiply_add(b, a, c, acc, dt):
     """acc + a * c; floats may use an FMA (as BLAS does), ints wrap."""
     if U.is_float(dt):
-        fn = b.module.declare_intrinsic("llvm.fmuladd", [a.type])
+        name = f"llvm.fmuladd.{a.type.intrinsic_name}"
+        fn = b.module.globals.get(name) or ir.Function(
+            b.module, ir.FunctionType(a.type, [a.type] * 3), name)
         return b.call(fn, [a, c, acc])
     return SCALAR["add"](b, [acc, SCALAR["mul"](b, [a, c], dt, dt)], dt, dt)
 
