@@ -12,6 +12,7 @@ import jx
 import jx.numpy as jnp
 from jx import lax, tree
 from jx.errors import JxError
+from transform_harness import Case, check_jvp, check_vjp, check_vmap
 
 COVERED = {"cond", "while", "scan"}
 
@@ -289,22 +290,22 @@ def loop_over(f, in_axes, *args):
     return tree.tree_map(lambda *o: np.stack(o), *outs)
 
 
-def check_vmap(f, in_axes, *args, tol=1e-12):
+def check_batched(f, in_axes, *args, tol=1e-12):
     got = both(jx.vmap(f, in_axes=in_axes), *args)
     close(got, loop_over(f, in_axes, *args), tol)
 
 
 def test_vmap_cond(rng):
     x, y = f64(rng, 6, 3), f64(rng, 6, 3)
-    check_vmap(cond_fn, (0, 0), x, y)            # batched predicate
-    check_vmap(cond_fn, (None, 0), x[0], y)      # unbatched predicate
-    check_vmap(cond_fn, (0, None), x, y[0])
-    check_vmap(cond_mixed, (0, 0), x, y)
+    check_batched(cond_fn, (0, 0), x, y)            # batched predicate
+    check_batched(cond_fn, (None, 0), x[0], y)      # unbatched predicate
+    check_batched(cond_fn, (0, None), x, y[0])
+    check_batched(cond_mixed, (0, 0), x, y)
     # one branch's output is unbatched, the other's batched: both come out batched
     swap = lambda p, a, b: lax.cond(p, lambda a, b: (a, b * 2.0), lambda a, b: (b, a), a, b)  # noqa
-    check_vmap(swap, (None, 0, None), np.bool_(True), x, y[0])
-    check_vmap(swap, (None, 0, None), np.bool_(False), x, y[0])
-    check_vmap(swap, (0, 0, None), x[:, 0] > 0, x, y[0])
+    check_batched(swap, (None, 0, None), np.bool_(True), x, y[0])
+    check_batched(swap, (None, 0, None), np.bool_(False), x, y[0])
+    check_batched(swap, (0, 0, None), x[:, 0] > 0, x, y[0])
     # unbatched predicate keeps the cond; a batched one evaluates both and selects
     ops = jx.make_graph(jx.vmap(cond_fn, in_axes=(None, 0)))(x[0], y).op_counts()
     assert ops.get("cond") == 1 and "select" not in ops
@@ -315,26 +316,26 @@ def test_vmap_cond(rng):
 def test_vmap_switch_batched_index(rng):
     idx = np.array([-2, 0, 1, 2, 7, 1], np.int32)
     x, w = f64(rng, 6, 4), f64(rng, 6)
-    check_vmap(switch_fn, (0, 0, 0), idx, x, w)
-    check_vmap(switch_fn, (0, None, None), idx, x[0], w[0])
-    check_vmap(switch_fn, (None, 0, 0), np.int32(2), x, w)
+    check_batched(switch_fn, (0, 0, 0), idx, x, w)
+    check_batched(switch_fn, (0, None, None), idx, x[0], w[0])
+    check_batched(switch_fn, (None, 0, 0), np.int32(2), x, w)
 
 
 def test_vmap_while(rng):
     xs = np.array([0.3, 2.0, 9.0, 12.0, 0.0])    # different trip counts per lane
     ws = rng.uniform(0.1, 1.0, 5)                 # keeps every lane growing: all stop
-    check_vmap(while_fn, (0, None), xs, np.float64(0.4))
-    check_vmap(while_fn, (0, 0), xs, ws)
-    check_vmap(while_fn, (None, 0), np.float64(0.5), ws)
+    check_batched(while_fn, (0, None), xs, np.float64(0.4))
+    check_batched(while_fn, (0, 0), xs, ws)
+    check_batched(while_fn, (None, 0), np.float64(0.5), ws)
 
     # unbatched predicate (a fixed trip count) with a batched carry
     def count(v, n):
         return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, jnp.sin(c[1]) + c[0]),
                               (0, v))
-    check_vmap(count, (0, None), f64(rng, 4, 2), np.int32(5))
+    check_batched(count, (0, None), f64(rng, 4, 2), np.int32(5))
     ints = np.array([0, 3, 1, 6], np.int32)
-    check_vmap(count, (None, 0), f64(rng, 2), ints)
-    check_vmap(count, (0, 0), f64(rng, 4, 2), ints)
+    check_batched(count, (None, 0), f64(rng, 2), ints)
+    check_batched(count, (0, 0), f64(rng, 4, 2), ints)
 
 
 def test_vmap_scan(rng):
@@ -342,32 +343,32 @@ def test_vmap_scan(rng):
     wb, h0b, xsb = 0.5 * f64(rng, 4, 3, 3), f64(rng, 4, 3), f64(rng, 4, 5, 3)
     for reverse in (False, True):
         f = lambda w, h, x: rnn(w, h, x, reverse)  # noqa: E731
-        check_vmap(f, (None, None, 0), w, h0, xsb)   # carry becomes batched in the body
-        check_vmap(f, (None, 0, None), w, h0b, xs)
-        check_vmap(f, (0, None, None), wb, h0, xs)   # batched const only
-        check_vmap(f, (0, 0, 0), wb, h0b, xsb)
+        check_batched(f, (None, None, 0), w, h0, xsb)   # carry becomes batched in the body
+        check_batched(f, (None, 0, None), w, h0b, xs)
+        check_batched(f, (0, None, None), wb, h0, xs)   # batched const only
+        check_batched(f, (0, 0, 0), wb, h0b, xsb)
     # batch axis not in front
     got = jx.vmap(lambda x: rnn(w, h0, x), in_axes=1)(np.moveaxis(xsb, 0, 1))
     close(got, loop_over(lambda x: rnn(w, h0, x), (0,), xsb))
     p = {"a": f64(rng, 2), "b": f64(rng), "v0": f64(rng, 2)}
     xsp = {"u": f64(rng, 3, 4, 2), "w": f64(rng, 3, 4)}
-    check_vmap(pytree_scan, (None, 0), p, xsp)
+    check_batched(pytree_scan, (None, 0), p, xsp)
 
 
 def test_vmap_fori_loop(rng):
     f = lambda x, w: lax.fori_loop(0, 4, lambda i, v: v * w + i, x)  # noqa: E731
-    check_vmap(f, (0, None), f64(rng, 5, 2), f64(rng, 2))
-    check_vmap(f, (None, 0), f64(rng, 2), f64(rng, 5, 2))
+    check_batched(f, (0, None), f64(rng, 5, 2), f64(rng, 2))
+    check_batched(f, (None, 0), f64(rng, 2), f64(rng, 5, 2))
     # traced bounds lower to while: per-lane trip counts
     g = lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 0.5 + i, x)  # noqa: E731
-    check_vmap(g, (0, 0), f64(rng, 4), np.array([0, 2, 5, 1], np.int32))
+    check_batched(g, (0, 0), f64(rng, 4), np.array([0, 2, 5, 1], np.int32))
 
 
 def test_vmap_of_grad_through_scan(rng):
     w, xsb, h0 = 0.5 * f64(rng, 3, 3), f64(rng, 4, 5, 3), f64(rng, 3)
     loss = lambda w, xs: jnp.sum(rnn(w, h0, xs)[1]) + jnp.sum(rnn(w, h0, xs)[0])  # noqa
-    check_vmap(jx.grad(loss), (None, 0), w, xsb, tol=1e-10)
-    check_vmap(jx.grad(loss, argnums=1), (None, 0), w, xsb, tol=1e-10)
+    check_batched(jx.grad(loss), (None, 0), w, xsb, tol=1e-10)
+    check_batched(jx.grad(loss, argnums=1), (None, 0), w, xsb, tol=1e-10)
     # grad of vmap: the batched scan is differentiated
     g = both(jx.grad(lambda w: jnp.sum(jx.vmap(lambda x: loss(w, x))(xsb))), w)
     close(g, sum(jx.grad(loss)(w, x) for x in xsb), 1e-10)
@@ -375,4 +376,52 @@ def test_vmap_of_grad_through_scan(rng):
 
 def test_vmap_of_grad_through_cond(rng):
     x, y = f64(rng, 6, 3), f64(rng, 6, 3)
-    check_vmap(jx.grad(lambda a, b: jnp.sum(cond_fn(a, b)), argnums=(0, 1)), (0, 0), x, y)
+    check_batched(jx.grad(lambda a, b: jnp.sum(cond_fn(a, b)), argnums=(0, 1)), (0, 0), x, y)
+
+
+# ---------------------------------------------------------------- shared harness cases
+
+
+def _rnn_case(w, h0, xs, reverse=False):
+    h, ys = rnn(w, h0, xs, reverse)
+    return jnp.concatenate([h, ys])
+
+
+def _while_case(x):
+    # the trip count depends on x (at most 2 * sum|c| + 1 steps, |c| <= 1 + |x|)
+    i, c = lax.while_loop(lambda s: s[0] < jnp.sum(jnp.abs(s[1])) * 2.0,
+                          lambda s: (s[0] + 1.0, jnp.sin(s[1]) + x), (0.0, x))
+    return c * i
+
+
+TRANSFORM_CASES = {
+    "cond": Case(cond_fn, [(3,), (3,)]),
+    # (1,)-shaped index and weight: the harness maps every argument over axis 1 too
+    "cond/switch": Case(lambda i, x, w: switch_fn(i[0], x, w[0]), [(1,), (4,), (1,)],
+                        int_args=(0,), int_high=4),
+    "scan": Case(_rnn_case, [(3, 3), (3,), (4, 3)]),
+    "scan/reverse": Case(lambda w, h, x: _rnn_case(w, h, x, True), [(3, 3), (3,), (4, 3)]),
+    "scan/fori_loop": Case(lambda x, w: lax.fori_loop(1, 4, lambda i, v: jnp.sin(v * w) * i,
+                                                      x), [(2,), (2,)]),
+    # reverse mode raises on while_loop (tested above): forward mode and vmap only
+    "while": Case(_while_case, [(3,)], diff=False),
+}
+
+
+def _seed(name, k):
+    return np.random.default_rng(sum(map(ord, name)) * 11 + k)
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))
+def test_harness_jvp(name):
+    check_jvp(TRANSFORM_CASES[name], _seed(name, 0))
+
+
+@pytest.mark.parametrize("name", [k for k, c in TRANSFORM_CASES.items() if c.diff])
+def test_harness_vjp(name):
+    check_vjp(TRANSFORM_CASES[name], _seed(name, 1))
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))
+def test_harness_vmap(name):
+    check_vmap(TRANSFORM_CASES[name], _seed(name, 2))

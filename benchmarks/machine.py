@@ -1,0 +1,166 @@
+"""The machine's limits, measured once and cached under jx's cache folder.
+
+  copy bandwidth  – STREAM-like copy of large arrays (bytes read + bytes written)
+  read bandwidth  – a sum over large arrays (bytes read)
+  f32/f64 peak    – GEMM through NumPy's BLAS (the practical FMA peak)
+  cores           – CPUs this process may run on, and the threads used
+
+NumPy releases the GIL inside copies, reductions and BLAS calls, so a thread
+pool over slices of one big array drives every core from Python.
+"""
+from __future__ import annotations
+
+import concurrent.futures as futures
+import json
+import os
+import platform
+import socket
+import tempfile
+import time
+
+import numpy as np
+
+CACHE_NAME = "machine.json"
+BANDWIDTH_MIB = 256          # per array: far larger than any last-level cache
+GEMM_N = 2048
+REPEATS = 5
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:       # not Linux
+        return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    env = os.environ.get("JX_NUM_THREADS")
+    return int(env) if env and env.isdigit() and int(env) > 0 else cores()
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def fingerprint(threads: int) -> str:
+    return "|".join([socket.gethostname(), cpu_model(), str(cores()), str(threads),
+                     f"numpy {np.__version__}"])
+
+
+def _best(fn, repeats: int = REPEATS) -> float:
+    """Shortest of `repeats` timed runs of fn() after one warm-up run."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _split(a: np.ndarray, parts: int) -> list:
+    return np.array_split(a, parts)
+
+
+def bandwidth(threads: int, mib: int = BANDWIDTH_MIB) -> dict:
+    """Copy and read bandwidth in GB/s (1e9 bytes), `threads` slices in parallel."""
+    n = mib * 2**20 // 8
+    src = np.random.default_rng(0).random(n)            # float64, touched: pages mapped
+    dst = np.empty_like(src)
+    dst.fill(0.0)
+    pairs = list(zip(_split(dst, threads), _split(src, threads)))
+    chunks = _split(src, threads)
+    with futures.ThreadPoolExecutor(threads) as pool:
+        t_copy = _best(lambda: list(pool.map(lambda p: np.copyto(p[0], p[1]), pairs)))
+        t_read = _best(lambda: list(pool.map(np.sum, chunks)))
+    return {"copy_gb_s": 2 * src.nbytes / t_copy / 1e9, "read_gb_s": src.nbytes / t_read / 1e9}
+
+
+def gemm_peak(dtype, n: int = GEMM_N) -> float:
+    """GFLOP/s of an n^3 matrix product through NumPy's BLAS (its own threads)."""
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n)).astype(dtype)
+    b = rng.random((n, n)).astype(dtype)
+    out = np.empty((n, n), dtype)
+    t = _best(lambda: np.matmul(a, b, out=out), repeats=3)
+    return 2 * n**3 / t / 1e9
+
+
+def measure(threads: int, quick: bool = False) -> dict:
+    mib = 32 if quick else BANDWIDTH_MIB
+    bw = bandwidth(threads, mib)
+    n = 512 if quick else GEMM_N
+    return {
+        "cpu": cpu_model(), "cores": cores(), "threads": threads,
+        "copy_gb_s": round(bw["copy_gb_s"], 2), "read_gb_s": round(bw["read_gb_s"], 2),
+        "gemm_f32_gflop_s": round(gemm_peak(np.float32, n), 2),
+        "gemm_f64_gflop_s": round(gemm_peak(np.float64, n), 2),
+        "blas": _blas_name(), "numpy": np.__version__, "quick": quick,
+        "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def _blas_name() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - informational only
+        return "unknown"
+
+
+def cache_path() -> str:
+    from jx.codegen.cpu.cache import cache_dir
+    return os.path.join(cache_dir(), CACHE_NAME)
+
+
+def _read_cache() -> dict:
+    try:
+        with open(cache_path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(data: dict) -> None:
+    path = cache_path()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass            # an unwritable cache only means measuring again next time
+
+
+def limits(threads: int | None = None, remeasure: bool = False, quick: bool = False) -> dict:
+    """The machine's limits for `threads` threads: from the cache, or measured now
+    (a few seconds) and stored. A quick measurement is never cached."""
+    threads = threads or default_threads()
+    key = fingerprint(threads)
+    data = _read_cache()
+    if not remeasure and not quick and key in data:
+        return {**data[key], "cached": True}
+    result = measure(threads, quick=quick)
+    if not quick:
+        data[key] = result
+        _write_cache(data)
+    return {**result, "cached": False}
+
+
+def peak_for(machine: dict, float_bits: int) -> float:
+    return machine["gemm_f64_gflop_s" if float_bits == 64 else "gemm_f32_gflop_s"]
+
+
+def bandwidth_roof(machine: dict) -> float:
+    """The bandwidth a memory-bound kernel is compared with: the better of copy and read."""
+    return max(machine["copy_gb_s"], machine["read_gb_s"])
