@@ -144,11 +144,12 @@ def _write_cache(data: dict) -> None:
 
 def limits(threads: int | None = None, remeasure: bool = False, quick: bool = False) -> dict:
     """The machine's limits for `threads` threads: from the cache, or measured now
-    (a few seconds) and stored. A quick measurement is never cached."""
+    (a few seconds) and stored. A quick measurement (small arrays, used only when
+    nothing is cached) is never stored."""
     threads = threads or default_threads()
     key = fingerprint(threads)
     data = _read_cache()
-    if not remeasure and not quick and key in data:
+    if not remeasure and key in data:
         return {**data[key], "cached": True}
     result = measure(threads, quick=quick)
     if not quick:
@@ -164,3 +165,29 @@ def peak_for(machine: dict, float_bits: int) -> float:
 def bandwidth_roof(machine: dict) -> float:
     """The bandwidth a memory-bound kernel is compared with: the better of copy and read."""
     return max(machine["copy_gb_s"], machine["read_gb_s"])
+
+
+THREADS_MARK = "JX_BENCH_THREADS"
+
+
+def thread_env(n: int) -> dict:
+    """Environment limiting every engine to n threads: jx's runtime, BLAS, XLA."""
+    env = {THREADS_MARK: str(n), "JX_NUM_THREADS": str(n), "OMP_NUM_THREADS": str(n),
+           "OPENBLAS_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n)}
+    if n == 1:      # XLA has no "n threads" flag; one thread it can do
+        flags = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
+                            "intra_op_parallelism_threads=1").strip()
+    return env
+
+
+def ensure_threads(n: int | None, module: str) -> None:
+    """Thread pools size themselves when their library loads, before any option is
+    read: so re-run this process (`python -m module ...`) with the limits set."""
+    if not n or os.environ.get(THREADS_MARK) == str(n):
+        return
+    import sys
+    env = {**os.environ, **thread_env(n)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]], env)

@@ -179,9 +179,9 @@ def compare(engine: str, got, ref, tolerance: tuple | None = None) -> list:
             x64, r64 = x.astype(np.float64), r.astype(np.float64)
             nan_x, nan_r = np.isnan(x64), np.isnan(r64)
             if (nan_x != nan_r).any():
-                i = np.argwhere(nan_x != nan_r)[0]
-                problems.append(Mismatch(engine, path, f"NaN mismatch at index {tuple(i)}: "
-                                         f"{x64[tuple(i)]} vs {r64[tuple(i)]}"))
+                i = _first(nan_x != nan_r)
+                problems.append(Mismatch(engine, path, f"NaN mismatch at index {i}: "
+                                         f"{x64[i]:.6g} vs reference {r64[i]:.6g}"))
                 continue
             finite = np.isfinite(r64) & np.isfinite(x64)
             inf_bad = ~finite & ~nan_r & (x64 != r64)
@@ -189,18 +189,22 @@ def compare(engine: str, got, ref, tolerance: tuple | None = None) -> list:
             err = np.where(finite, np.abs(x64 - r64), 0.0)
             bad = (err > rtol * np.abs(r64) + atol * scale) | inf_bad
             if bad.any():
-                i = tuple(np.argwhere(bad)[0])
+                i = _first(bad)
                 problems.append(Mismatch(
                     engine, path, f"{int(bad.sum())} of {bad.size} elements differ; first at "
-                    f"index {i}: {x64[i]!r} vs reference {r64[i]!r}; max abs error "
+                    f"index {i}: {x64[i]:.6g} vs reference {r64[i]:.6g}; max abs error "
                     f"{float(err.max()):.3g} (reference max |x| {scale:.3g}, rtol {rtol:g})"))
         elif not np.array_equal(x, r):
-            bad = x != r
-            i = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+            bad = np.asarray(x != r)
+            i = _first(bad)
             problems.append(Mismatch(engine, path, f"{int(np.sum(bad))} of {bad.size} "
                                      f"elements differ; first at index {i}: "
-                                     f"{x[i]!r} vs reference {r[i]!r}"))
+                                     f"{x[i].item()!r} vs reference {r[i].item()!r}"))
     return problems
+
+
+def _first(mask: np.ndarray) -> tuple:
+    return tuple(int(j) for j in np.argwhere(mask)[0]) if mask.ndim else ()
 
 
 def perturb(tree):

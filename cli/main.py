@@ -104,6 +104,8 @@ def _print_results(results: list, stage: str) -> None:
 from . import compile as _compile  # noqa: E402
 
 _compile.register(main, _reports_errors)
+from . import bench as _bench  # noqa: E402
+_bench.register(main, _reports_errors)
 
 
 if __name__ == "__main__":

@@ -286,13 +286,36 @@ class Tracer:
 
     def astype(self, dtype): return _numpy().asarray(self, dtype=dtype)
     def transpose(self, *axes): return _numpy().transpose(self, axes or None)
-    def sum(self, axis=None, keepdims=False, **k): return _numpy().sum(self, axis, keepdims=keepdims, **k)
-    def mean(self, axis=None, keepdims=False): return _numpy().mean(self, axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return _numpy().max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _numpy().min(self, axis, keepdims=keepdims)
-    def prod(self, axis=None, keepdims=False): return _numpy().prod(self, axis, keepdims=keepdims)
-    def var(self, axis=None, keepdims=False): return _numpy().var(self, axis, keepdims=keepdims)
-    def std(self, axis=None, keepdims=False): return _numpy().std(self, axis, keepdims=keepdims)
+    def sum(self, axis=None, dtype=None, keepdims=False, initial=None):
+        return _numpy().sum(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, initial=None):
+        return _numpy().prod(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
+
+    def max(self, axis=None, keepdims=False, initial=None):
+        return _numpy().max(self, axis, keepdims=keepdims, initial=initial)
+
+    def min(self, axis=None, keepdims=False, initial=None):
+        return _numpy().min(self, axis, keepdims=keepdims, initial=initial)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return _numpy().mean(self, axis, dtype=dtype, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        return _numpy().var(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        return _numpy().std(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False): return _numpy().any(self, axis, keepdims=keepdims)
+    def all(self, axis=None, keepdims=False): return _numpy().all(self, axis, keepdims=keepdims)
+    def cumprod(self, axis=None): return _numpy().cumprod(self, axis)
+    def round(self, decimals=0): return _numpy().round(self, decimals)
+
+    def nonzero(self):
+        raise _control_flow_error("nonzero() (its result shape depends on the values)",
+                                  self.aval)
+
     def argmax(self, axis=None): return _numpy().argmax(self, axis)
     def argmin(self, axis=None): return _numpy().argmin(self, axis)
     def cumsum(self, axis=None): return _numpy().cumsum(self, axis)

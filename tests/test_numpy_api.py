@@ -22,18 +22,22 @@ def leaves(x):
     return [y for e in x for y in leaves(e)] if isinstance(x, (list, tuple)) else [x]
 
 
-def run(f, *args):
-    """(eager leaves, traced leaves, graph): f on NumPy arrays, and on tracers."""
-    eager = [np.asarray(e) for e in leaves(f(*args))]
+def run(f, *args, eager=True):
+    """(eager leaves, traced leaves, graph): f on NumPy arrays, and on tracers.
+    eager=False for Python operators, which on NumPy arrays are NumPy's own."""
     graph = jx.verify(jx.make_graph(f)(*args))
     traced = jx.eval_graph(graph, *args)
-    return eager, traced, graph
+    if not eager:
+        return traced, traced, graph
+    outs = leaves(f(*args))
+    assert all(isinstance(e, np.ndarray) for e in outs), [type(e) for e in outs]
+    return outs, traced, graph
 
 
-def check(f, want, *args, dtype=None, tol=1.0):
+def check(f, want, *args, dtype=None, tol=1.0, eager=True):
     """f eager and traced equals `want` (a NumPy result, or list); dtype is jx's, when
     it differs from NumPy's (int32 default, weak scalars)."""
-    eager, traced, graph = run(f, *args)
+    eager, traced, graph = run(f, *args, eager=eager)
     want = [np.asarray(w) for w in leaves(want)]
     assert len(eager) == len(traced) == len(want)
     for e, t, w, aval in zip(eager, traced, want, graph.out_avals):
@@ -101,7 +105,7 @@ def test_to_float_promotions(rng):
     check(jnp.sin, np.sin(i.astype(F16)), i.astype(F16))
     check(lambda v: jnp.arctan2(v, 2), np.arctan2(i, 2).astype(F32), i, dtype=F32)
     h = i.astype(F16)
-    check(lambda v: v / 3, (h.astype(F64) / 3).astype(F16), h)
+    check(lambda v: v / 3, (h.astype(F64) / 3).astype(F16), h, eager=False)
 
 
 def test_tracer_operators(rng):
@@ -111,24 +115,25 @@ def test_tracer_operators(rng):
     check(lambda u, v: [u + v, u - v, u * v, u / v, -u, +u, abs(u), u ** 2, 2.0 ** v,
                         1 - u, 2 * v, 1 / v, u > v, u <= 0.5, u == v, u != v],
           [x + y, x - y, x * y, x / y, -x, x, abs(x), x ** 2, 2.0 ** y, 1 - x, 2 * y, 1 / y,
-           x > y, x <= 0.5, x == y, x != y], x, y)
+           x > y, x <= 0.5, x == y, x != y], x, y, eager=False)
     check(lambda u, v: [u // v, u % v, u & v, u | v, u ^ v, ~u, u << v, u >> v, 7 // v,
                         -7 % v, u ** 3],
           [i // j, i % j, i & j, i | j, i ^ j, ~i, i << j, i >> j, 7 // j, -7 % j, i ** 3],
-          i, j)
-    check(lambda c: [c & True, ~c, c | c, c ^ True], [b & True, ~b, b | b, b ^ True], b)
+          i, j, eager=False)
+    check(lambda c: [c & True, ~c, c | c, c ^ True], [b & True, ~b, b | b, b ^ True], b,
+          eager=False)
     m = rnd(rng, (4, 5), F32)
     check(lambda u, v: [u @ v, u.T, u.sum(), u.mean(axis=0), u.reshape(2, -1), u.astype(I32),
                         u.max(axis=1, keepdims=True), u.ravel(), u.clip(0, 1)],
           [x @ m, x.T, x.sum(), x.mean(axis=0), x.reshape(2, -1), x.astype(I32),
-           x.max(axis=1, keepdims=True), x.ravel(), x.clip(0, 1)], x, m, tol=10)
+           x.max(axis=1, keepdims=True), x.ravel(), x.clip(0, 1)], x, m, tol=10, eager=False)
 
 
 def test_numpy_array_meets_tracer(rng):
     c, x = rnd(rng, (3, 4), F32), rnd(rng, (4, 2), F32)
-    check(lambda v: c @ v, c @ x, x)
+    check(lambda v: c @ v, c @ x, x, eager=False)
     check(lambda v: [c[:2] * v.T, c[:2] - v.T, np.float32(2) * v, v.T < c[:2]],
-          [c[:2] * x.T, c[:2] - x.T, 2 * x, x.T < c[:2]], x)
+          [c[:2] * x.T, c[:2] - x.T, 2 * x, x.T < c[:2]], x, eager=False)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -419,7 +424,7 @@ def test_dot_and_matmul(rng):
         check(jnp.dot, np.dot(x, y), x, y, tol=5)
         if x.ndim and y.ndim:
             check(jnp.matmul, np.matmul(x, y), x, y, tol=5)
-            check(lambda u, v: u @ v, x @ y, x, y, tol=5)
+            check(lambda u, v: u @ v, x @ y, x, y, tol=5, eager=False)
     check(jnp.dot, np.dot(t, q), t, q, tol=5)       # N-d dot: last dim with dim -2
     i, j = rnd(rng, (3, 4), I32), rnd(rng, (4, 2), I32)
     check(jnp.matmul, i @ j, i, j)
@@ -624,8 +629,8 @@ def test_more_manipulation(rng):
                      jnp.diff(v, prepend=0, append=9), jnp.fliplr(v), jnp.flipud(v),
                      jnp.append(v, v), jnp.append(v, v[:1] * 0, axis=0), jnp.atleast_3d(v)],
           [np.diff(x), np.diff(x, 2), np.diff(x, axis=0),
-           np.diff(x, prepend=0, append=9).astype(I32), np.fliplr(x), np.flipud(x), np.append(x, x), np.append(x, x[:1] * 0, axis=0),
-           np.atleast_3d(x)], x)
+           np.diff(x, prepend=0, append=9).astype(I32), np.fliplr(x), np.flipud(x),
+           np.append(x, x), np.append(x, x[:1] * 0, axis=0), np.atleast_3d(x)], x)
     check(jnp.diff, np.diff(b), b)
     p, q, r = rnd(rng, (3,), F32), rnd(rng, (2,), F32), rnd(rng, (4,), F32)
     check(lambda *v: [*jnp.meshgrid(*v), *jnp.meshgrid(*v, indexing="ij"),

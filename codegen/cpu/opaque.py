@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from . import gemm
 from . import irutil as U
 from .scalar import SCALAR, convert
 
@@ -64,6 +65,10 @@ def _free(ndim, *used):
 def _dot_general(ctx, kernel):
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n], loops ordered b, m, k, n so the
     innermost loop streams rows of rhs and out (vectorised by LLVM)."""
+    gp = gemm.plan(kernel)
+    if gp is not None and ctx.outer is None:      # float GEMM: blocked, packed, threaded
+        gemm.emit(ctx, kernel, gp)
+        return
     b = ctx.b
     eqn = kernel.root
     lhs, rhs = eqn.inputs
@@ -100,6 +105,8 @@ from . import opaque_sort  # noqa: F401
 
 
 def _dot_extent(kernel):
+    if gemm.plan(kernel) is not None:      # the GEMM splits its own work over threads
+        return [], 0
     lhs, rhs = kernel.root.inputs
     (lc, _), (lb, _) = kernel.root.params["dimension_numbers"]
     outer = [lhs.aval.shape[d] for d in list(lb) + _free(lhs.aval.ndim, lc, lb)]

@@ -21,7 +21,7 @@ def _kinds_ok(dt, kinds) -> bool:
 
 
 def _elementwise_rule(name: str, kinds, result_dtype=None):
-    def rule(*avals, **params):  # params (round's rounding_method) do not change the type
+    def rule(*avals):
         shapes = {a.shape for a in avals}
         if len(shapes) > 1:
             raise ShapeError(f"operands must have equal shapes, got "

@@ -1,0 +1,243 @@
+"""Output: the rich table, the progress bar, JSON and markdown."""
+from __future__ import annotations
+
+import json
+import math
+
+ENGINE_ORDER = ("jx", "numpy", "jax")
+# Every figure an engine record can carry (JSON writes each, null when not measured).
+ENGINE_FIELDS = ("label", "median_s", "min_s", "max_s", "first_call_s", "calls", "samples",
+                 "gb_s", "gflop_s", "bandwidth_fraction", "peak_fraction",
+                 "speedup_vs_numpy", "speedup_vs_jax")
+ENTRY_FIELDS = ("name", "size", "bytes", "flops", "intensity", "agree", "reference",
+                "mismatches", "notes", "engines")
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+    c = Console(stderr=stderr, highlight=False)
+    if not c.is_terminal:       # pipes and files: wide enough that no column is cut
+        c = Console(stderr=stderr, highlight=False, width=200, no_color=True)
+    return c
+
+
+def fmt_time(s) -> str:
+    if s is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def fmt_num(x, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 10**digits else f"{x:.0f}"
+
+
+def fmt_frac(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def fmt_speedup(x) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def table(results: list, machine: dict | None, title: str = "jx bench"):
+    from rich.table import Table
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for col, just in (("entry", "left"), ("engine", "left"), ("median", "right"),
+                      ("min", "right"), ("max", "right"), ("first call", "right"),
+                      ("GB/s", "right"), ("% BW", "right"), ("GFLOP/s", "right"),
+                      ("% peak", "right"), ("vs NumPy", "right"), ("vs JAX", "right")):
+        t.add_column(col, justify=just, no_wrap=True)
+    for i, res in enumerate(results):
+        if i:
+            t.add_section()
+        first = True
+        for name in ENGINE_ORDER:
+            rec = res["engines"].get(name)
+            if rec is None:
+                continue
+            label = rec.get("label", name)
+            head = res["name"] if first else ""
+            first = False
+            if "error" in rec:
+                t.add_row(head, label, "[red]failed[/red]", *[""] * 9)
+                continue
+            first_call = fmt_time(rec.get("first_call_s"))
+            if rec.get("object_cache_hit"):
+                first_call += " (cached)"
+            t.add_row(head, label, fmt_time(rec.get("median_s")), fmt_time(rec.get("min_s")),
+                      fmt_time(rec.get("max_s")), first_call, fmt_num(rec.get("gb_s")),
+                      fmt_frac(rec.get("bandwidth_fraction")), fmt_num(rec.get("gflop_s")),
+                      fmt_frac(rec.get("peak_fraction")),
+                      fmt_speedup(rec.get("speedup_vs_numpy")),
+                      fmt_speedup(rec.get("speedup_vs_jax")))
+        if res.get("agree") is False:
+            t.add_row(res["name"] if first else "", "[red]DISAGREE[/red]",
+                      "[red]not timed[/red]", *[""] * 9)
+    return t
+
+
+def notes_lines(results: list) -> list:
+    lines = []
+    for res in results:
+        for name, rec in res["engines"].items():
+            if "error" in rec:
+                lines.append(f"{res['name']}: {rec.get('label', name)} failed: {rec['error']}")
+        for n in dict.fromkeys(res.get("notes", [])):
+            lines.append(f"{res['name']}: {n}")
+    return lines
+
+
+def machine_line(machine: dict) -> str:
+    n = machine["threads"]
+    return (f"machine: {machine['cpu']}, {machine['cores']} cores ({n} thread"
+            f"{'' if n == 1 else 's'}); copy {machine['copy_gb_s']:.1f} GB/s, read "
+            f"{machine['read_gb_s']:.1f} GB/s; GEMM f32 {machine['gemm_f32_gflop_s']:.0f} "
+            f"GFLOP/s, f64 {machine['gemm_f64_gflop_s']:.0f} GFLOP/s ({machine['blas']})")
+
+
+def machine_table(machine: dict):
+    from rich.table import Table
+    t = Table(title="machine limits", title_justify="left", show_header=False)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    rows = [("CPU", machine["cpu"]), ("cores", str(machine["cores"])),
+            ("threads used", str(machine["threads"])),
+            ("copy bandwidth", f"{machine['copy_gb_s']:.2f} GB/s"),
+            ("read bandwidth", f"{machine['read_gb_s']:.2f} GB/s"),
+            ("f32 GEMM peak", f"{machine['gemm_f32_gflop_s']:.1f} GFLOP/s"),
+            ("f64 GEMM peak", f"{machine['gemm_f64_gflop_s']:.1f} GFLOP/s"),
+            ("BLAS", machine["blas"]),
+            ("measured", machine["measured"] + (" (cached)" if machine.get("cached") else ""))]
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def json_doc(results: list, machine: dict | None, command: str, extra: dict | None = None):
+    entries = []
+    for res in results:
+        e = {k: res.get(k) for k in ENTRY_FIELDS if k != "engines"}
+        e["engines"] = {name: ({k: rec.get(k) for k in ENGINE_FIELDS} | _extra(rec))
+                        for name, rec in res["engines"].items()}
+        entries.append(e)
+    doc = {"command": command, "machine": machine, "entries": entries}
+    doc.update(extra or {})
+    return doc
+
+
+def _extra(rec: dict) -> dict:
+    return {k: v for k, v in rec.items() if k not in ENGINE_FIELDS}
+
+
+def write_json(path: str, doc: dict) -> None:
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=_jsonable)
+        f.write("\n")
+
+
+def _jsonable(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def geomean(values: list):
+    vals = [v for v in values if v]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def summarise(results: list) -> dict:
+    """Geometric means of jx's speedups (entries where both engines were timed)."""
+    summary = {"lines": []}
+    for other, name in (("jax", "JAX"), ("numpy", "NumPy")):
+        vals = [r["engines"].get("jx", {}).get(f"speedup_vs_{other}") for r in results]
+        vals = [v for v in vals if v]
+        g = geomean(vals)
+        summary[other] = g
+        text = f"{g:.2f}x" if g else "n/a"
+        summary["lines"].append(f"geometric-mean speedup of jx over {name}: {text} "
+                                f"({len(vals)} of {len(results)} benchmarks)")
+    return summary
+
+
+def markdown(results: list, machine: dict | None) -> str:
+    """One row per entry: the jx engine's figures and the three medians."""
+    head = ("| benchmark | size | jx | NumPy | JAX | jx first call | jx GB/s | jx GFLOP/s "
+            "| % BW | % peak | vs NumPy | vs JAX |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for res in results:
+        jxr = res["engines"].get("jx", {})
+        med = {n: res["engines"].get(n, {}).get("median_s") for n in ENGINE_ORDER}
+        status = None
+        if res.get("agree") is False:
+            status = "DISAGREE"
+        elif "error" in jxr:
+            status = "jx failed: " + jxr["error"].replace("|", "/")[:60]
+        if status:
+            lines.append(f"| {res['name']} | {res.get('size', '')} | {status} | "
+                         f"{fmt_time(med['numpy'])} | {fmt_time(med['jax'])} |"
+                         + " - |" * 7)
+            continue
+        first = fmt_time(jxr.get("first_call_s"))
+        lines.append("| " + " | ".join([
+            res["name"], res.get("size", ""), fmt_time(med["jx"]), fmt_time(med["numpy"]),
+            fmt_time(med["jax"]), first, fmt_num(jxr.get("gb_s")), fmt_num(jxr.get("gflop_s")),
+            fmt_frac(jxr.get("bandwidth_fraction")), fmt_frac(jxr.get("peak_fraction")),
+            fmt_speedup(jxr.get("speedup_vs_numpy")), fmt_speedup(jxr.get("speedup_vs_jax"))])
+            + " |")
+    return "\n".join(lines)
+
+
+class ProgressBar:
+    """A rich progress bar over (entry, engine) steps, on stderr, terminals only."""
+
+    def __init__(self, total_steps: int, enabled: bool | None = None):
+        from rich.progress import (BarColumn, Progress, SpinnerColumn, TextColumn,
+                                   TimeElapsedColumn)
+        self.console = console(stderr=True)
+        if enabled is None:
+            enabled = self.console.is_terminal
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                 BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                                 TimeElapsedColumn(), console=self.console, transient=True,
+                                 disable=not enabled)
+        self.task = self.progress.add_task("measuring", total=max(1, total_steps))
+        self.done = 0
+
+    def __enter__(self):
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)
+
+    def step(self, desc: str):
+        """Start a step; returns on_fraction(f) that moves the bar within it."""
+        base = self.done
+        self.done += 1
+        self.progress.update(self.task, description=desc, completed=base)
+
+        def on_fraction(f: float):
+            self.progress.update(self.task, completed=base + min(1.0, f))
+        return on_fraction
+
+    def add_steps(self, n: int) -> None:
+        total = self.progress.tasks[0].total or 0
+        self.progress.update(self.task, total=total + n)

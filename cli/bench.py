@@ -1,0 +1,242 @@
+"""`jx bench`: time a model's entries compiled by jx against eager NumPy and JAX,
+check that they agree, and relate the times to the machine's limits.
+
+    jx bench MODEL.py [--entry NAME] [--shape ARG=SPEC] [--json FILE] [--min-time S]
+    jx bench build/libmodel.so [--model MODEL.py]     a compiled artifact
+    jx bench benchmarks/                                the suite (python -m benchmarks)
+    jx bench --machine                                  the machine's limits
+
+The measuring code lives in the repository's benchmarks/ package (see its
+__init__); this module is the command line around it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import click
+
+from .errors import CliError
+
+
+def benchmarks_package():
+    """The benchmarks package: installed as jx.benchmarks, or the folder beside cli/."""
+    for name in ("jx.benchmarks", "benchmarks"):
+        mod = sys.modules.get(name)
+        if mod is not None and hasattr(mod, "__path__"):
+            return mod
+    try:
+        return importlib.import_module("jx.benchmarks")
+    except ImportError:
+        pass
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "benchmarks")
+    init = os.path.join(folder, "__init__.py")
+    if not os.path.isfile(init):
+        raise CliError("jx bench needs the benchmarks package of the jx repository, which "
+                       f"is not at {folder}; run it from a source checkout (pip install -e .)")
+    spec = importlib.util.spec_from_file_location("benchmarks", init,
+                                                  submodule_search_locations=[folder])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["benchmarks"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _sub(name: str):
+    pkg = benchmarks_package()
+    return importlib.import_module(f"{pkg.__name__}.{name}")
+
+
+def _artifact_model(path: str, given: str | None) -> str | None:
+    """The model source of an artifact: --model, else <stem>.py beside the artifact's
+    folder (jx compile writes build/ beside the model) or inside it."""
+    if given:
+        return given
+    base = os.path.basename(path)
+    stem = os.path.splitext(base[3:] if base.startswith("lib") else base)[0]
+    folder = os.path.dirname(os.path.abspath(path))
+    for cand in (os.path.join(os.path.dirname(folder), stem + ".py"),
+                 os.path.join(folder, stem + ".py")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def _model_items(path: str, names: tuple, shapes: tuple, jax: bool) -> list:
+    from . import loading
+    runner, inputs, jaxshim = _sub("runner"), _sub("inputs"), _sub("jaxshim")
+    module = loading.load_model(path)
+    selected = loading.select_entries(module, names)
+    loading.apply_shapes(selected, shapes)
+    fns, note = jaxshim.jax_entries(path) if jax else ({}, "JAX skipped (--no-jax)")
+    shown = os.path.basename(path)
+    return [runner.BenchItem(f"{shown}:{e.name}", e, jax_fn=fns.get(e.name), jax_note=note,
+                             size=inputs.spec_text(e)) for e in selected]
+
+
+def _artifact_items(path: str, names: tuple, shapes: tuple, model: str | None,
+                    jax: bool) -> list:
+    import jx.runtime
+    from . import loading
+    runner = _sub("runner")
+    try:
+        art = jx.runtime.load(path)
+    except jx.runtime.ArtifactError as e:
+        raise CliError(f"cannot bench {path}: {e}.") from e
+    unknown = [n for n in names if n not in art]
+    if unknown:
+        raise CliError(f"{path} has no entry {unknown[0]!r}; its entries are: "
+                       f"{', '.join(art.entries)}. Pick one of those with --entry.")
+    chosen = list(dict.fromkeys(names)) or list(art.entries)
+    model = _artifact_model(path, model)
+    shown = os.path.basename(path)
+    if model is None:
+        return [runner.BenchItem(f"{shown}:{n}", artifact_entry=art[n]) for n in chosen]
+    items = {it.entry.name: it for it in _model_items(model, (), shapes, jax)}
+    out = []
+    for n in chosen:
+        item = items.get(n)
+        if item is None:
+            raise CliError(f"{loading.display_path(model)} has no entry {n!r} of {path}; "
+                           "pass the artifact's model source with --model.")
+        _check_shapes(art[n], item.entry, path, model)
+        item.artifact_entry, item.name = art[n], f"{shown}:{n}"
+        out.append(item)
+    return out
+
+
+def _check_shapes(centry, entry, path: str, model: str) -> None:
+    from jx import tree
+    declared = [(tuple(s.shape), s.dtype) for s in tree.tree_leaves(entry.args)]
+    built = [(tuple(leaf.shape), leaf.dtype) for leaf in centry.inputs]
+    if declared != built:
+        raise CliError(f"{path} entry {entry.name!r} was compiled for inputs "
+                       f"{[f'{d.name}{list(s)}' for s, d in built]}, but {model} declares "
+                       f"{[f'{d.name}{list(s)}' for s, d in declared]}; pass the --shape "
+                       "overrides it was compiled with.")
+
+
+def _suite_items(quick: bool, names: tuple, jax: bool) -> list:
+    suite = _sub("suite")
+    cases = suite.select(names)
+    if not cases:
+        raise CliError(f"no suite case matches {', '.join(names)}; cases: "
+                       f"{', '.join(c.name for c in suite.CASES)}.")
+    return suite.items(cases, quick=quick, jax=jax)
+
+
+def _items(path: str, names, shapes, model, jax: bool, quick: bool) -> list:
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "suite.py")):
+            return _suite_items(quick, names, jax)
+        files = sorted(os.path.join(path, f) for f in os.listdir(path)
+                       if f.endswith(".py") and not f.startswith("_"))
+        files = [f for f in files if "jx.export" in open(f, encoding="utf-8").read()]
+        if not files:
+            raise CliError(f"{path} holds no model files (Python files with @jx.export).")
+        return [it for f in files for it in _model_items(f, (), shapes, jax)]
+    if not os.path.exists(path):
+        raise CliError(f"{path} does not exist; pass a model file, a compiled artifact "
+                       "(lib<model>.so) or the benchmarks/ folder.")
+    if path.endswith(".py"):
+        return _model_items(path, names, shapes, jax)
+    return _artifact_items(path, names, shapes, model, jax)
+
+
+def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, remeasure,
+              model, no_jax, quick, debug) -> None:
+    machine_mod, report, runner = _sub("machine"), _sub("report"), _sub("runner")
+    out = report.console()
+    err = report.console(stderr=True)
+    if machine_only or path is None:
+        if path is None and not machine_only:
+            raise CliError("nothing to bench: pass a model file, an artifact or the "
+                           "benchmarks/ folder (or --machine for the machine's limits).")
+        machine = _limits(machine_mod, err, threads, remeasure, quick)
+        out.print(report.machine_table(machine))
+        if json_path:
+            report.write_json(json_path, {"command": _command(), "machine": machine})
+        return
+    items = _items(path, names, shapes, model, not no_jax, quick)
+    machine = _limits(machine_mod, err, threads, remeasure, quick)
+    opts = runner.Options(min_time=min_time, debug=debug,
+                          engines=("jx", "numpy") if no_jax else ("jx", "numpy", "jax"))
+    results = runner.run_all(items, opts, machine)
+    out.print(report.table(results, machine))
+    for line in report.notes_lines(results):
+        out.print(f"note: {line}", soft_wrap=True)
+    out.print(report.machine_line(machine), soft_wrap=True)
+    summary = report.summarise(results)
+    if len(results) > 1:
+        for line in summary["lines"]:
+            out.print(line)
+    if json_path:
+        report.write_json(json_path, report.json_doc(
+            results, machine, _command(), {"geomean_speedup_vs_numpy": summary["numpy"],
+                                           "geomean_speedup_vs_jax": summary["jax"]}))
+    bad = [r for r in results if r.get("agree") is False]
+    for r in bad:
+        err.print(f"[bold red]ENGINES DISAGREE[/bold red] on {r['name']} (reference: "
+                  f"{r.get('reference')}):", soft_wrap=True)
+        for m in r["mismatches"]:
+            err.print(f"  {m}", soft_wrap=True)
+    if bad:
+        names_bad = ", ".join(r["name"] for r in bad)
+        raise CliError(f"the engines disagree on {names_bad}: their results differ beyond "
+                       "the tolerance (details above), so those entries were not timed. "
+                       "A jx result that differs from eager NumPy is a compiler bug: "
+                       "please report it with the model.")
+
+
+def _limits(machine_mod, err, threads, remeasure, quick) -> dict:
+    threads = threads or machine_mod.default_threads()
+    cached = None if remeasure else machine_mod._read_cache().get(
+        machine_mod.fingerprint(threads))
+    if cached is None:
+        err.print("measuring the machine's limits (once per machine; cached in "
+                  f"{machine_mod.cache_path()})...")
+    return machine_mod.limits(threads, remeasure=remeasure, quick=quick)
+
+
+def _command() -> str:
+    return " ".join(["jx", *sys.argv[1:]])
+
+
+def register(main: click.Group, reports_errors) -> None:
+    @main.command("bench")
+    @click.argument("path", required=False, type=click.Path())
+    @click.option("--entry", "-e", "entries", multiple=True, metavar="NAME",
+                  help="Entry to bench (repeatable); default: every entry. With the "
+                       "benchmarks/ folder: suite cases whose name contains NAME.")
+    @click.option("--shape", "-s", "shapes", multiple=True, metavar="ARG=SPEC",
+                  help="Override a declared input, e.g. x=f32[256,784].")
+    @click.option("--target", default="cpu", show_default=True, help="Backend.")
+    @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False),
+                  metavar="FILE", help="Write every figure to FILE as JSON.")
+    @click.option("--min-time", default=1.0, show_default=True, type=click.FloatRange(0),
+                  metavar="S", help="Seconds to time each engine for (at least).")
+    @click.option("--threads", default=None, type=click.IntRange(1), metavar="N",
+                  help="Threads for every engine (jx, BLAS, XLA); default: all cores.")
+    @click.option("--machine", "machine_only", is_flag=True,
+                  help="Print the machine's limits (measured once, then cached).")
+    @click.option("--remeasure", is_flag=True, help="Measure the machine's limits again.")
+    @click.option("--model", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+                  help="For an artifact: the model source it was compiled from (default: "
+                       "<stem>.py beside its folder), for the NumPy and JAX engines.")
+    @click.option("--no-jax", is_flag=True, help="Skip the JAX engine.")
+    @click.option("--quick", is_flag=True,
+                  help="Smaller suite sizes and a quick machine measurement (smoke runs).")
+    @reports_errors
+    def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
+                  remeasure, model, no_jax, quick):
+        """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
+        NumPy and JAX, after checking that their results agree."""
+        if target != "cpu":
+            raise CliError(f"unknown --target {target!r}; this build of jx benchmarks 'cpu'.")
+        _sub("machine").ensure_threads(threads, "jx.cli.main")
+        debug = bool(click.get_current_context().params.get("debug"))
+        run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
+                  remeasure, model, no_jax, quick, debug)

@@ -1,0 +1,507 @@
+"""A blocked, packed, multi-threaded GEMM for float dot_general (BLIS-style).
+
+A dot_general whose lhs free dims, contracting dims and rhs free dims each
+collapse to one strided dim becomes a batch of C[M, N] = A[M, K] B[K, N] with
+arbitrary element strides for A and B (C is the row-major output). Per worker:
+
+    for ic in M step MC:                 A block (MC x KC), packed: L3
+      for pc in K step KC:               C += A[:, pc] B[pc, :] (stored on pc == 0)
+        pack A into MR x KC micro-panels (k-major, zero-padded rows)
+        for jc in N step NC:             B block (KC x NC), packed: L2
+          pack B into KC x NR micro-panels (zero-padded columns)
+          for ir in MC step MR:          A micro-panel stays in L1
+            for jr in NC step NR:        B micro-panels stream from L2
+              micro-kernel: MR x NR tile in MR * NR / VW vector registers
+
+The micro-kernel broadcasts one element of A per row and multiplies it with NR
+/ VW vectors of B by FMA (vectors along N, so C tiles store as rows). Edge
+tiles store through masks. Workers split M (or N, whichever is longer) over the
+batch in MR (NR) granules; each packs its own panels in its own slot of one
+scratch allocation made by the kernel, sized by the thread count at run time.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+import functools
+
+import llvmlite.ir as ir
+import numpy as np
+
+from . import irutil as U
+
+# Flops (multiply-adds) of work below which one more thread costs more than it saves.
+MIN_WORK_PER_THREAD = 1 << 18
+
+
+@dataclass(frozen=True)
+class Blocking:
+    vw: int          # vector lanes
+    mr: int          # micro-tile rows (broadcast elements of A)
+    nv: int          # micro-tile vectors per row: NR = nv * vw
+    kc: int
+    mc: int
+    nc: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.vw
+
+
+@functools.lru_cache(maxsize=None)
+def _host_vector_bytes() -> int:
+    import llvmlite.binding as llvm
+    from .compiler import _init
+    _init()
+    feats = llvm.get_host_cpu_features()
+    if feats.get("avx512f"):
+        return 64
+    if feats.get("avx2") or feats.get("avx"):
+        return 32
+    return 16
+
+
+# Set by tests to small blocks, so small matrices cross every block boundary.
+OVERRIDE: dict = {}
+
+
+def blocking(dtype) -> Blocking:
+    """Register and cache blocking for the host's widest vectors."""
+    vbytes = _host_vector_bytes()
+    item = np.dtype(dtype).itemsize
+    vw = vbytes // item
+    # 32 vector registers with AVX-512: 12 x 2 accumulators + 2 of B (+1 broadcast);
+    # 16 otherwise: 6 x 2 + 2 (+1)
+    mr = 12 if vbytes == 64 else 6
+    # KC: the A micro-panel (MR x KC) fills a third of L1; NC: the B block
+    # (KC x NC) about half a 2 MiB L2; MC: A block about 2 MiB.
+    kc = (16384 // (mr * item)) // 8 * 8
+    nc = max(2 * vw, (1 << 20) // (kc * item) // (2 * vw) * (2 * vw))
+    mc = max(mr, (2 << 20) // (kc * item) // mr * mr)
+    blk = Blocking(vw, mr, 2, kc, mc, nc)
+    if OVERRIDE:
+        blk = Blocking(**{**blk.__dict__, **OVERRIDE})
+    return blk
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A dot_general as a batch of strided 2-D GEMMs."""
+    dtype: np.dtype
+    batch: tuple          # ((size, lhs stride, rhs stride), ...) in output order
+    m: int
+    n: int
+    k: int
+    am: int               # element strides of A[m, k] and B[k, n]
+    ak: int
+    bk: int
+    bn: int
+
+    @property
+    def nbatch(self) -> int:
+        return int(np.prod([s for s, _, _ in self.batch], dtype=np.int64))
+
+
+def _row_strides(shape) -> list:
+    out, s = [], 1
+    for n in reversed(shape):
+        out.append(s)
+        s *= n
+    return out[::-1]
+
+
+def _merge(shape, strides, dims):
+    """(size, stride) of dims read as one row-major index, or None if they do not
+    form one strided dim. Unit dims do not matter."""
+    dims = [d for d in dims if shape[d] != 1]
+    if not dims:
+        return 1, 0
+    for d, e in zip(dims, dims[1:]):
+        if strides[d] != strides[e] * shape[e]:
+            return None
+    return int(np.prod([shape[d] for d in dims], dtype=np.int64)), strides[dims[-1]]
+
+
+def plan(kernel) -> Plan | None:
+    """The GEMM form of a float dot_general kernel, or None (naive path)."""
+    eqn = kernel.root
+    lhs, rhs = eqn.inputs
+    (out,) = eqn.outputs
+    dt = np.dtype(lhs.aval.dtype)
+    if dt not in (np.float32, np.float64) or rhs.aval.dtype != dt or out.aval.dtype != dt:
+        return None
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    ls, rs = lhs.aval.shape, rhs.aval.shape
+    sa, sb = _row_strides(ls), _row_strides(rs)
+    lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
+    m, n = _merge(ls, sa, lf), _merge(rs, sb, rf)
+    if m is None or n is None:
+        return None
+    pairs = [(a, b) for a, b in zip(lc, rc) if ls[a] != 1]
+    for order in (pairs, sorted(pairs, key=lambda p: -sa[p[0]])):
+        ka = _merge(ls, sa, [a for a, _ in order])
+        kb = _merge(rs, sb, [b for _, b in order])
+        if ka is not None and kb is not None:
+            break
+    else:
+        return None
+    batch = tuple((ls[a], sa[a], sb[b]) for a, b in zip(lb, rb) if ls[a] != 1)
+    return Plan(dt, batch, m[0], n[0], ka[0], m[1], ka[1], kb[1], n[1])
+
+
+# ------------------------------------------------------------------ IR helpers
+def _fn(module, name, ret, args):
+    """An internal function, or None when the module already has it."""
+    if name in module.globals:
+        return None
+    fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    fn.linkage = "internal"
+    return fn
+
+
+def _declare(module, name, ret, args):
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def _gep(b, ptr, off, typ):
+    return b.gep(ptr, [off], source_etype=typ, inbounds=True)
+
+
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _c(v) -> ir.Constant:
+    return U.i64(v)
+
+
+@contextmanager
+def _loop(b, lo, hi, step, name):
+    """for (i = lo; i < hi; i += step), bounds run-time or constant."""
+    lo, hi = (_c(v) if isinstance(v, int) else v for v in (lo, hi))
+    pre = b.block
+    body = b.function.append_basic_block(f"{name}.body")
+    end = b.function.append_basic_block(f"{name}.end")
+    b.cbranch(b.icmp_signed("<", lo, hi), body, end)
+    b.position_at_end(body)
+    i = b.phi(U.I64, name=name)
+    i.add_incoming(lo, pre)
+    yield i
+    nxt = b.add(i, _c(step), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
+    b.position_at_end(end)
+
+
+# ------------------------------------------------------------------ pieces
+def _pack_fn(module, et, tag, r, sr, sk):
+    """pack(dst, src, rows, kc): dst[k * r + i] = src[i * sr + k * sk] for i < rows,
+    zero for rows <= i < r."""
+    name = f"jx.gemm.pack.{tag}.{r}.{sr}.{sk}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64])
+    if fn is None:
+        return module.globals[name]
+    dst, src, rows, kc = fn.args
+    for a in (dst, src):
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    full = fn.append_basic_block("full")
+    edge = fn.append_basic_block("edge")
+    b.cbranch(b.icmp_signed("==", rows, _c(r)), full, edge)
+    b.position_at_end(full)          # k outer, rows unrolled: contiguous rows or columns
+    with _loop(b, 0, kc, 1, "k") as k:
+        s = b.mul(k, _c(sk)) if sk != 1 else k
+        d = b.mul(k, _c(r))
+        for i in range(r):
+            v = b.load(_gep(b, src, b.add(s, _c(i * sr)), et), typ=et)
+            b.store(v, _gep(b, dst, b.add(d, _c(i)), et))
+    b.ret_void()
+    b.position_at_end(edge)          # zero the panel, then copy the rows there are
+    memset = module.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
+    nbytes = b.mul(kc, _c(r * _size(et)))
+    b.call(memset, [dst, ir.Constant(U.I8, 0), nbytes, ir.Constant(U.I1, 0)])
+    with _loop(b, 0, rows, 1, "i") as i:
+        with _loop(b, 0, kc, 1, "k") as k:
+            v = b.load(_gep(b, src, b.add(b.mul(i, _c(sr)), b.mul(k, _c(sk))), et), typ=et)
+            b.store(v, _gep(b, dst, b.add(b.mul(k, _c(r)), i), et))
+    b.ret_void()
+    return fn
+
+
+def _size(et) -> int:
+    return 4 if et == U.F32 else 8
+
+
+def _splat(b, x, vt):
+    v = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(U.I32, 0))
+    return b.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                            ir.Constant(ir.VectorType(U.I32, vt.count), [0] * vt.count))
+
+
+def _micro_fn(module, et, tag, blk: Blocking, ldc: int):
+    """micro(kc, ap, bp, c, mr, nr, first): C[:mr, :nr] (+)= Ap^T Bp over kc."""
+    mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
+    name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{ldc}"
+    fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1])
+    if fn is None:
+        return module.globals[name]
+    kc, ap, bp, c, mr, nr, first = fn.args
+    for a in (ap, bp, c):
+        a.add_attribute("noalias")
+    vt = ir.VectorType(et, vw)
+    fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
+    valign = vw * _size(et)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    entry = b.block
+    loop = fn.append_basic_block("k")
+    done = fn.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    k = b.phi(U.I64, name="k")
+    k.add_incoming(_c(0), entry)
+    zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * vw)
+    accs = []
+    for _ in range(mr_ * nv):
+        p = b.phi(vt)
+        p.add_incoming(zero, entry)
+        accs.append(p)
+    boff = b.mul(k, _c(nr_))
+    bv = [b.load(_gep(b, bp, b.add(boff, _c(v * vw)), et), typ=vt, align=valign)
+          for v in range(nv)]
+    aoff = b.mul(k, _c(mr_))
+    new = []
+    for i in range(mr_):
+        a = _splat(b, b.load(_gep(b, ap, b.add(aoff, _c(i)), et), typ=et), vt)
+        new += [b.call(fma, [a, bv[v], accs[i * nv + v]]) for v in range(nv)]
+    for p, v in zip(accs, new):
+        p.add_incoming(v, loop)
+    k1 = b.add(k, _c(1), flags=["nuw", "nsw"])
+    k.add_incoming(k1, loop)
+    b.cbranch(b.icmp_signed("<", k1, kc), loop, done)
+
+    b.position_at_end(done)
+    full = fn.append_basic_block("full")
+    edge = fn.append_basic_block("edge")
+    b.cbranch(b.and_(b.icmp_signed("==", mr, _c(mr_)), b.icmp_signed("==", nr, _c(nr_))),
+              full, edge)
+    b.position_at_end(full)
+    store = fn.append_basic_block("store")
+    update = fn.append_basic_block("update")
+    b.cbranch(first, store, update)
+    for blkname, add in ((store, False), (update, True)):
+        b.position_at_end(blkname)
+        for i in range(mr_):
+            for v in range(nv):
+                ptr = _gep(b, c, _c(i * ldc + v * vw), et)
+                val = new[i * nv + v]
+                if add:
+                    val = b.fadd(b.load(ptr, typ=vt, align=_size(et)), val)
+                b.store(val, ptr, align=_size(et))
+        b.ret_void()
+
+    # edge tile: lanes j < nr of rows i < mr, through masked loads and stores
+    b.position_at_end(edge)
+    mt = ir.VectorType(U.I1, vw)
+    it = ir.VectorType(U.I64, vw)
+    mload = _declare(module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
+                     [U.PTR, U.I32, mt, vt])
+    mstore = _declare(module, f"llvm.masked.store.v{vw}{_vname(et)}.p0", U.VOID,
+                      [vt, U.PTR, U.I32, mt])
+    nrv = _splat(b, nr, it)
+    none = ir.Constant(mt, [ir.Constant(U.I1, 0)] * vw)
+    al = ir.Constant(U.I32, _size(et))
+    lanes = [b.icmp_signed("<", ir.Constant(it, [_c(v * vw + j) for j in range(vw)]), nrv)
+             for v in range(nv)]
+    for i in range(mr_):
+        row = b.icmp_signed("<", _c(i), mr)
+        for v in range(nv):
+            mask = b.select(row, lanes[v], none)
+            ptr = b.gep(c, [_c(i * ldc + v * vw)], source_etype=et)   # may be past the end
+            old = b.call(mload, [ptr, al, b.select(first, none, mask), zero])
+            val = new[i * nv + v]
+            b.call(mstore, [b.select(first, val, b.fadd(old, val)), ptr, al, mask])
+    b.ret_void()
+    return fn
+
+
+def _vname(et) -> str:
+    return "f32" if et == U.F32 else "f64"
+
+
+def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
+    """sub(a, b, c, mlen, nlen, scratch): C[:mlen, :nlen] = A[:mlen] B[:, :nlen]."""
+    name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.kc}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
+            f"{p.am}.{p.ak}.{p.bk}.{p.bn}")
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR])
+    if fn is None:
+        return module.globals[name]
+    a, bmat, c, mlen, nlen, scratch = fn.args
+    pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
+    pack_b = _pack_fn(module, et, tag, blk.nr, p.bn, p.bk)
+    micro = _micro_fn(module, et, tag, blk, p.n)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ap = scratch
+    bp = _gep(b, scratch, _c(ap_elems), et)
+    mr, nr = _c(blk.mr), _c(blk.nr)
+    with _loop(b, 0, mlen, blk.mc, "ic") as ic:
+        mc = _min(b, _c(blk.mc), b.sub(mlen, ic))
+        with _loop(b, 0, p.k, blk.kc, "pc") as pc:
+            kc = _min(b, _c(blk.kc), b.sub(_c(p.k), pc))
+            first = b.icmp_signed("==", pc, _c(0))
+            with _loop(b, 0, mc, blk.mr, "pa") as ir_:
+                src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)), b.mul(pc, _c(p.ak))), et)
+                b.call(pack_a, [_gep(b, ap, b.mul(ir_, kc), et), src,
+                                _min(b, mr, b.sub(mc, ir_)), kc])
+            with _loop(b, 0, nlen, blk.nc, "jc") as jc:
+                nc = _min(b, _c(blk.nc), b.sub(nlen, jc))
+                with _loop(b, 0, nc, blk.nr, "pb") as jr:
+                    src = _gep(b, bmat, b.add(b.mul(b.add(jc, jr), _c(p.bn)),
+                                              b.mul(pc, _c(p.bk))), et)
+                    b.call(pack_b, [_gep(b, bp, b.mul(jr, kc), et), src,
+                                    _min(b, nr, b.sub(nc, jr)), kc])
+                with _loop(b, 0, mc, blk.mr, "ir") as ir_:
+                    rows = _min(b, mr, b.sub(mc, ir_))
+                    apan = _gep(b, ap, b.mul(ir_, kc), et)
+                    crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
+                    with _loop(b, 0, nc, blk.nr, "jr") as jr:
+                        b.call(micro, [kc, apan, _gep(b, bp, b.mul(jr, kc), et),
+                                       _gep(b, c, b.add(crow, jr), et), rows,
+                                       _min(b, nr, b.sub(nc, jr)), first])
+    b.ret_void()
+    return fn
+
+
+# ------------------------------------------------------------------ the kernel
+def _split(p: Plan, blk: Blocking):
+    """(split M?, granule, granules per matrix): workers share the longer of M, N."""
+    if p.m >= p.n:
+        return True, blk.mr, -(-p.m // blk.mr)
+    return False, blk.nr, -(-p.n // blk.nr)
+
+
+def emit(ctx, kernel, p: Plan) -> None:
+    """Emit the GEMM of plan p into the kernel function at ctx.b."""
+    b = ctx.b
+    mod = ctx.module.module
+    lhs, rhs = kernel.root.inputs
+    (out,) = kernel.root.outputs
+    et = U.storage_type(p.dtype)
+    item = p.dtype.itemsize
+    cp = ctx.ptr(out)
+    if out.aval.size == 0:
+        return
+    if p.k == 0:                         # empty sum
+        memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
+        b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
+                        ir.Constant(U.I1, 0)])
+        return
+    blk = blocking(p.dtype)
+    tag = f"{_vname(et)}.v{blk.vw}"
+    by_m, gran, per = _split(p, blk)
+    units = p.nbatch * per
+    kc = min(blk.kc, p.k)
+    ap_elems = -(-min(blk.mc, -(-p.m // blk.mr) * blk.mr) * kc * item // 64) * 64 // item
+    bp_elems = min(blk.nc, -(-p.n // blk.nr) * blk.nr) * kc
+    slot = -(-(ap_elems + bp_elems) * item // 64) * 64
+    work = p.nbatch * p.m * p.n * p.k
+    max_workers = max(1, min(units, work // MIN_WORK_PER_THREAD))
+
+    sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
+    body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot)
+
+    # workers: the pool's threads, at most max_workers
+    pool = ctx.module._parallel_for
+    if pool is not None and max_workers > 1:
+        nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
+        workers = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_workers))
+    else:
+        workers = _c(1)
+    malloc = _declare(mod, "malloc", U.PTR, [U.I64])
+    free = _declare(mod, "free", U.VOID, [U.PTR])
+    mem = b.call(malloc, [b.add(b.mul(workers, _c(slot)), _c(64))])
+    ok = b.function.append_basic_block("gemm.alloc.ok")
+    b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), ctx.fail_block, ok)
+    b.position_at_end(ok)
+    base = b.inttoptr(b.and_(b.add(b.ptrtoint(mem, U.I64), _c(63)), _c(-64)), U.PTR)
+    args = b.alloca(U.PTR, _c(5), name="gemm.ctx")      # A, B, C, scratch, workers
+    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(workers, U.PTR)]):
+        b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
+    if pool is not None and max_workers > 1:
+        many = b.function.append_basic_block("gemm.parallel")
+        one = b.function.append_basic_block("gemm.serial")
+        join = b.function.append_basic_block("gemm.done")
+        b.cbranch(b.icmp_signed(">", workers, _c(1)), many, one)
+        b.position_at_end(many)
+        b.call(pool, [body, args, workers])
+        b.branch(join)
+        b.position_at_end(one)
+        b.call(body, [args, _c(0), _c(1)])
+        b.branch(join)
+        b.position_at_end(join)
+    else:
+        b.call(body, [args, _c(0), _c(1)])
+    b.call(free, [mem])
+
+
+def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
+    """body(ctx, lo, hi): workers lo..hi-1 each run their share of the batch's
+    M (or N) granules, in slot w of the scratch."""
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                     f"{kname}.gemm")
+    fn.linkage = "internal"
+    args, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, bm, c, scratch, workers = (
+        b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(5))
+    workers = b.ptrtoint(workers, U.I64)
+    with _loop(b, lo, hi, 1, "w") as w:
+        mine = b.gep(scratch, [b.mul(w, _c(slot))], source_etype=U.I8, inbounds=True)
+        u0 = b.sdiv(b.mul(w, _c(units)), workers)
+        u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(units)), workers)
+        pre = b.block
+        head = fn.append_basic_block("u.head")
+        step = fn.append_basic_block("u.step")
+        end = fn.append_basic_block("u.end")
+        b.branch(head)
+        b.position_at_end(head)
+        u = b.phi(U.I64, name="u")
+        u.add_incoming(u0, pre)
+        b.cbranch(b.icmp_signed("<", u, u1), step, end)
+        b.position_at_end(step)
+        bi = b.sdiv(u, _c(per))
+        s0 = b.srem(u, _c(per))
+        s1 = _min(b, _c(per), b.add(s0, b.sub(u1, u)))
+        aoff, boff = _c(0), _c(0)
+        for (size, sa, sb), q in zip(p.batch, _delinear(b, bi, [s for s, _, _ in p.batch])):
+            aoff = b.add(aoff, b.mul(q, _c(sa)))
+            boff = b.add(boff, b.mul(q, _c(sb)))
+        coff = b.mul(bi, _c(p.m * p.n))
+        full = p.m if by_m else p.n
+        lo_ = b.mul(s0, _c(gran))
+        len_ = b.sub(_min(b, b.mul(s1, _c(gran)), _c(full)), lo_)
+        if by_m:
+            aoff = b.add(aoff, b.mul(lo_, _c(p.am)))
+            coff = b.add(coff, b.mul(lo_, _c(p.n)))
+            dims = [len_, _c(p.n)]
+        else:
+            boff = b.add(boff, b.mul(lo_, _c(p.bn)))
+            coff = b.add(coff, lo_)
+            dims = [_c(p.m), len_]
+        b.call(sub, [_gep(b, a, aoff, et), _gep(b, bm, boff, et), _gep(b, c, coff, et),
+                     *dims, mine])
+        u.add_incoming(b.add(u, b.sub(s1, s0)), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+    b.ret_void()
+    return fn
+
+
+def _delinear(b, flat, sizes):
+    out = []
+    stride = int(np.prod(sizes, dtype=np.int64))
+    for n in sizes:
+        stride //= n
+        q = b.sdiv(flat, _c(stride)) if stride != 1 else flat
+        out.append(b.srem(q, _c(n)) if out else q)
+    return out
