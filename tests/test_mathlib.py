@@ -203,11 +203,20 @@ INTERESTING = {
     "exp": [(-110, 90), (-760, 720)], "expm1": [(-1, 1), (-30, 90), (-40, 720)],
     "log": [(0, 4), (0.5, 2)], "log1p": [(-1, 1), (-1e-3, 1e-3), (0, 1e3)],
     "tanh": [(-1, 1), (-20, 20)], "logistic": [(-120, 120), (-800, 800), (-2, 2)],
-    "sin": [(-10, 10), (-1e6, 1e6)], "cos": [(-10, 10), (-1e6, 1e6)],
-    "tan": [(-10, 10), (-1e6, 1e6)], "erf": [(-1.5, 1.5), (-7, 7)],
+    "sin": [(-10, 10), (-1e6, 1e6), (-1e12, 1e12)], "cos": [(-10, 10), (-1e6, 1e6)],
+    "tan": [(-10, 10), (-1e6, 1e6), (-1e12, 1e12)], "erf": [(-1.5, 1.5), (-7, 7)],
     "rsqrt": [(0, 10)], "sqrt": [(0, 10)],
 }
-TRIG_LIMIT64 = 2.0 ** 26       # float64 sin/cos/tan are accurate below this magnitude
+TRIG_LIMIT64 = 2.0 ** 40       # float64 sin/cos/tan are accurate below this magnitude
+
+
+def near_multiples_of_pi_2(rng, dtype, n):
+    """Floats nearest to k pi/2: the reduced argument is tiny, so every bit of the range
+    reduction shows in the result."""
+    top = 2.0 ** (36 if dtype == np.float64 else 100)
+    k = np.floor(np.exp2(rng.uniform(0, np.log2(top), n)))
+    x = (k.astype(np.longdouble) * (np.longdouble(np.pi) / 2)).astype(dtype)
+    return np.concatenate([x, -x])
 
 
 def unary_inputs(rng, name, dtype):
@@ -216,8 +225,10 @@ def unary_inputs(rng, name, dtype):
     for lo, hi in INTERESTING[name]:
         parts.append(dense(rng, dtype, lo, hi, n // len(INTERESTING[name])))
     x = np.concatenate(parts)
-    if name in ("sin", "cos", "tan") and dtype == np.float64:
-        x = x[~(np.abs(x) >= TRIG_LIMIT64)]     # keeps inf / nan
+    if name in ("sin", "cos", "tan"):
+        x = np.concatenate([x, near_multiples_of_pi_2(rng, dtype, n // 8)])
+        if dtype == np.float64:
+            x = x[~(np.abs(x) >= TRIG_LIMIT64)]     # keeps inf / nan
     return x
 
 
@@ -354,7 +365,8 @@ def test_edge_cases(kernels, dtype):
 
 
 def test_trig_stays_bounded_beyond_float64_range(kernels, rng):
-    x = np.concatenate([rng.uniform(2.0 ** 26, 1e300, 10000), -np.geomspace(2.0 ** 26, 1e308, 999)])
+    x = np.concatenate([rng.uniform(TRIG_LIMIT64, 1e300, 10000),
+                        -np.geomspace(TRIG_LIMIT64, 1e308, 999)])
     for name in ("sin", "cos"):
         got = kernels(name, np.float64, x)
         assert np.all(np.abs(got) <= 1), name

@@ -24,8 +24,9 @@ Recipes substitution) and x^2 split exactly by fma. atan2: octant reduction
 to |u| <= tan(pi/8), odd polynomial, result n*pi/4 +- atan(u) in two parts.
 sin/cos/tan float32: exact Payne-Hanek reduction in integer arithmetic (96 bits
 of 2/pi chosen by exponent), polynomial in double. sin/cos/tan float64:
-3-part Cody-Waite with fma, valid for |x| < 2^26 (beyond it results stay
-finite and within [-1, 1] but are not accurate). pow float32: exp(b*log|a|)
+3-part Cody-Waite with fma, accurate for |x| < 2^40 ~ 1.1e12 (beyond it the
+rounded quotient x 2/pi lets |r| outgrow the polynomials: results stay finite,
+sin/cos within [-1, 1], but lose accuracy). pow float32: exp(b*log|a|)
 in double. pow float64: log|a| in double-double (s = (m-1)/(m+1) carried to
 ~2^-100), product b*log|a| in double-double, exp of the pair.
 
@@ -120,6 +121,13 @@ _EXPM1 = {F32: (0.1666666567325592, 0.04166646674275398, 0.008333643898367882,
                 0.0013888888888942627, 0.00019841269884919, 2.4801587198276102e-05,
                 2.7557245320866318e-06, 2.755738702274604e-07, 2.5108676208989765e-08,
                 2.0878910206015856e-09)}
+# tanh x = x + x^3 T(x^2), |x| < 0.55; relative 2^-33 / 2^-60
+_TANH = {F32: (-0.3333333134651184, 0.1333322674036026, -0.05394915118813515,
+               0.021711383014917374, -0.008194135501980782, 0.0021449413616210222),
+         F64: (-0.333333333333333, 0.1333333333332658, -0.053968253963736966,
+               0.02186948838522002, -0.00886323259240067, 0.003592091959735475,
+               -0.0014555425628277913, 0.0005884441814293217, -0.0002333833349047176,
+               8.332311295498891e-05, -1.9501623725457373e-05)}
 # R(z) = (2 atanh(s) - 2s)/s, z = s^2 <= 0.0295, as z*poly(z); absolute 2^-34 / 2^-58
 _LOG = {F32: (0.6666666269302368, 0.40000972151756287, 0.2849879264831543,
               0.24278858304023743),
@@ -382,8 +390,13 @@ def _log1p(m: _Ops, x):
 # tanh, logistic, erf
 
 def _tanh(m: _Ops, x):
-    e = _expm1(m, m.mul(m.abs(x), -2.0))            # in (-1, 0]: no overflow anywhere
-    return m.copysign(m.div(m.neg(e), m.add(e, 2.0)), x)
+    ax = m.abs(x)
+    z = m.mul(x, x)
+    small = m.fma(m.mul(ax, z), m.poly(z, _TANH[m.key]), ax)
+    # 1 - 2/(e^2|x| + 1): the subtracted term stays <= 1/2 where it is used
+    big = m.sub(1.0, m.div(2.0, m.add(_exp(m, m.add(ax, ax)), 1.0)))
+    res = m.copysign(m.sel(m.cmp("<", ax, 0.55), small, big), x)
+    return m.on_nan(x, res)
 
 
 def _logistic(m: _Ops, x):
@@ -420,7 +433,7 @@ def _trig_f64(m: _Ops, x):
     q = m.rint(m.mul(ax, float(2 / _PI)))
     q = m.clamp(q, 0.0, float(2 ** 52))             # defined fptosi for huge/inf/NaN
     r = ax
-    for part in _split(_PI / 2, 3):                 # first step exact for |x| < 2^52
+    for part in _split(_PI / 2, 3):                 # first step exact for q < 2^52
         r = m.fma(q, -part, r)
     return m.clamp(r, -1.0, 1.0), m.to_int(q)
 
