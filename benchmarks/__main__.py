@@ -7,11 +7,12 @@ results.json (default: into this folder).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 
-from . import machine as machine_mod, report, runner, suite
+from . import engines, machine as machine_mod, report, runner, suite
 
 
 def parse(argv):
@@ -28,6 +29,8 @@ def parse(argv):
     p.add_argument("--out", default=suite.HERE, metavar="DIR",
                    help="folder for results.md and results.json")
     p.add_argument("--no-jax", action="store_true", help="skip the JAX engine")
+    p.add_argument("--cold", action="store_true",
+                   help="compile without jx's object cache: first calls include LLVM")
     p.add_argument("--remeasure", action="store_true",
                    help="measure the machine's limits again (else the cached ones)")
     return p.parse_args(argv)
@@ -48,7 +51,8 @@ def main(argv=None) -> int:
     opts = runner.Options(min_time=min_time, engines=("jx", "numpy") if args.no_jax
                           else ("jx", "numpy", "jax"))
     t0 = time.perf_counter()
-    results = runner.run_all(items, opts, machine)
+    with engines.fresh_object_cache() if args.cold else contextlib.nullcontext():
+        results = runner.run_all(items, opts, machine)
     elapsed = time.perf_counter() - t0
     command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     out.print(report.table(results, machine, title="jx benchmark suite"))

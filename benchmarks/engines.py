@@ -7,7 +7,10 @@ its result to NumPy (done outside the timed loop).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -40,7 +43,33 @@ class Engine:
         return out
 
 
+@contextlib.contextmanager
+def fresh_object_cache():
+    """Compile without jx's persistent object cache (a new, temporary cache folder),
+    so first-call times include LLVM's work, as on a first run."""
+    tmp = tempfile.mkdtemp(prefix="jx-bench-cold-")
+    old = os.environ.get("JX_CACHE_DIR")
+    os.environ["JX_CACHE_DIR"] = tmp
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("JX_CACHE_DIR", None)
+        else:
+            os.environ["JX_CACHE_DIR"] = old
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _warm_jx() -> None:
+    """Load LLVM and jx's runtime once, so the first entry's compile time excludes them
+    (as _warm_jax does for JAX's backend)."""
+    if not getattr(_warm_jx, "done", False):
+        jx.jit(lambda v: v + 1.0)(np.zeros(3, np.float32))
+        _warm_jx.done = True
+
+
 def jit_engine(entry, args: list, static_argnums: tuple) -> Engine:
+    _warm_jx()
     fn = jx.jit(entry.fn, static_argnums=static_argnums)
 
     def after_first(engine):

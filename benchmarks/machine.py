@@ -89,7 +89,7 @@ def gemm_peak(dtype, n: int = GEMM_N) -> float:
     a = rng.random((n, n)).astype(dtype)
     b = rng.random((n, n)).astype(dtype)
     out = np.empty((n, n), dtype)
-    t = _best(lambda: np.matmul(a, b, out=out), repeats=3)
+    t = _best(lambda: np.matmul(a, b, out=out), repeats=REPEATS)
     return 2 * n**3 / t / 1e9
 
 

@@ -196,6 +196,8 @@ def markdown(results: list, machine: dict | None) -> str:
                          + " - |" * 7)
             continue
         first = fmt_time(jxr.get("first_call_s"))
+        if jxr.get("object_cache_hit"):
+            first += " (cached)"
         lines.append("| " + " | ".join([
             res["name"], res.get("size", ""), fmt_time(med["jx"]), fmt_time(med["numpy"]),
             fmt_time(med["jax"]), first, fmt_num(jxr.get("gb_s")), fmt_num(jxr.get("gflop_s")),

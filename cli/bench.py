@@ -147,7 +147,7 @@ def _items(path: str, names, shapes, model, jax: bool, quick: bool) -> list:
 
 
 def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, remeasure,
-              model, no_jax, quick, debug) -> None:
+              model, no_jax, quick, debug, cold=False) -> None:
     machine_mod, report, runner = _sub("machine"), _sub("report"), _sub("runner")
     out = report.console()
     err = report.console(stderr=True)
@@ -164,7 +164,11 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
     machine = _limits(machine_mod, err, threads, remeasure, quick)
     opts = runner.Options(min_time=min_time, debug=debug,
                           engines=("jx", "numpy") if no_jax else ("jx", "numpy", "jax"))
-    results = runner.run_all(items, opts, machine)
+    if cold:
+        with _sub("engines").fresh_object_cache():
+            results = runner.run_all(items, opts, machine)
+    else:
+        results = runner.run_all(items, opts, machine)
     out.print(report.table(results, machine))
     for line in report.notes_lines(results):
         out.print(f"note: {line}", soft_wrap=True)
@@ -227,11 +231,14 @@ def register(main: click.Group, reports_errors) -> None:
                   help="For an artifact: the model source it was compiled from (default: "
                        "<stem>.py beside its folder), for the NumPy and JAX engines.")
     @click.option("--no-jax", is_flag=True, help="Skip the JAX engine.")
+    @click.option("--cold", is_flag=True,
+                  help="Compile without jx's object cache, so first-call times include "
+                       "LLVM (as on a first run).")
     @click.option("--quick", is_flag=True,
                   help="Smaller suite sizes and a quick machine measurement (smoke runs).")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, quick):
+                  remeasure, model, no_jax, cold, quick):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
         if target != "cpu":
@@ -239,4 +246,4 @@ def register(main: click.Group, reports_errors) -> None:
         _sub("machine").ensure_threads(threads, "jx.cli.main")
         debug = bool(click.get_current_context().params.get("debug"))
         run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, quick, debug)
+                  remeasure, model, no_jax, quick, debug, cold)
