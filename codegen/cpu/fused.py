@@ -201,7 +201,7 @@ def _dynamic_slice(em, eqn, idx):
 
 # ---------------------------------------------------------------- kernels
 
-def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
+def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) -> None:
     """out[idx] = root(idx) for every idx of the root's output shape (the first dim
     restricted to outer=(lo, hi) when the kernel runs in parallel chunks)."""
     (out,) = kernel.outputs
@@ -209,7 +209,7 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
     if 0 in shape:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
-    with U.loop_nest(b, shape, outer=outer) as idx:
+    with U.loop_nest(b, shape, outer=outer, fixed=fixed) as idx:
         v = em.value(out, idx)
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
 
@@ -230,10 +230,14 @@ def _combine(b, name, acc, x, dt):
         return b.fadd(acc, x, flags=REASSOC) if U.is_float(dt) else b.add(acc, x)
     if name == "reduce_prod":
         return b.fmul(acc, x, flags=REASSOC) if U.is_float(dt) else b.mul(acc, x)
+    if U.is_float(dt):
+        # llvm.maximum/minimum propagate NaN like NumPy and vectorise as reductions
+        op = "llvm.maximum" if name == "reduce_max" else "llvm.minimum"
+        return U.call_intrinsic(b, op, [acc, x])
     return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
 
 
-def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
+def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) -> None:
     root = kernel.root
     (x,) = root.inputs
     (out,) = root.outputs
@@ -246,7 +250,7 @@ def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None) -> None:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
     dt = x.aval.dtype
-    with U.loop_nest(b, out_shape, "o", outer=outer) as oidx:
+    with U.loop_nest(b, out_shape, "o", outer=outer, fixed=fixed) as oidx:
         if name in ("argmax", "argmin"):
             res = convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
                           np.int64, out.aval.dtype)

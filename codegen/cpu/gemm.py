@@ -24,6 +24,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 import functools
+import math
 
 import llvmlite.ir as ir
 import numpy as np
@@ -209,13 +210,18 @@ def _pack_fn(module, et, tag, r, sr, sk):
     full = fn.append_basic_block("full")
     edge = fn.append_basic_block("edge")
     b.cbranch(b.icmp_signed("==", rows, _c(r)), full, edge)
-    b.position_at_end(full)          # k outer, rows unrolled: contiguous rows or columns
-    with _loop(b, 0, kc, 1, "k") as k:
-        s = b.mul(k, _c(sk)) if sk != 1 else k
-        d = b.mul(k, _c(r))
-        for i in range(r):
-            v = b.load(_gep(b, src, b.add(s, _c(i * sr)), et), typ=et)
-            b.store(v, _gep(b, dst, b.add(d, _c(i)), et))
+    b.position_at_end(full)
+    # k outer over groups of g rows (all r when a k step reads contiguous elements):
+    # a few source rows at a time, since rows at power-of-two strides share L1 sets
+    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
+    with _loop(b, 0, r, g, "i0") as i0:
+        s0 = b.mul(i0, _c(sr))
+        with _loop(b, 0, kc, 1, "k") as k:
+            s = b.add(s0, b.mul(k, _c(sk)) if sk != 1 else k)
+            d = b.add(b.mul(k, _c(r)), i0)
+            for i in range(g):
+                v = b.load(_gep(b, src, b.add(s, _c(i * sr)), et), typ=et)
+                b.store(v, _gep(b, dst, b.add(d, _c(i)), et))
     b.ret_void()
     b.position_at_end(edge)          # zero the panel, then copy the rows there are
     memset = module.declare_intrinsic("llvm.memset", [U.PTR, U.I64])

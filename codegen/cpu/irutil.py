@@ -123,13 +123,17 @@ def for_between(b: ir.IRBuilder, lo, hi, name: str = "i"):
 
 
 @contextmanager
-def loop_nest(b: ir.IRBuilder, shape, name: str = "i", outer=None):
+def loop_nest(b: ir.IRBuilder, shape, name: str = "i", outer=None, fixed=()):
     """Row-major loops over `shape` (all dims > 0); yields the index list. With
-    outer=(lo, hi) the first dim runs over [lo, hi) only (one parallel chunk)."""
-    idx: list = []
+    outer=(lo, hi) the first dim runs over [lo, hi) only (one parallel chunk);
+    `fixed` gives the values of the leading dims, which then get no loop (one row
+    of a row-fused group)."""
+    idx: list = list(fixed)
     stack = []
     try:
         for d, n in enumerate(shape):
+            if d < len(fixed):
+                continue
             cm = for_between(b, outer[0], outer[1], f"{name}{d}") \
                 if d == 0 and outer is not None else for_range(b, n, f"{name}{d}")
             idx.append(cm.__enter__())
@@ -174,3 +178,15 @@ def alloca_entry(b: ir.IRBuilder, typ: ir.Type, name: str = "") -> ir.Value:
         if entry.instructions:
             b.position_before(entry.instructions[0])
         return b.alloca(typ, name=name)
+
+
+def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None = None):
+    """Call an LLVM intrinsic overloaded on its first argument's type (e.g.
+    llvm.maximum.f32). llvmlite's declare_intrinsic knows only a few signatures."""
+    t = args[0].type
+    name = f"{base}.{t.intrinsic_name}" if not isinstance(t, ir.VectorType) else \
+        f"{base}.v{t.count}{t.element.intrinsic_name}"
+    fn = b.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ret or t, [a.type for a in args]), name)
+    return b.call(fn, args)

@@ -19,6 +19,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
+from .rowfuse import row_groups
 
 from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
 
@@ -170,6 +171,55 @@ class ModuleBuilder:
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
 
+    def group_function(self, members: list, rows: tuple) -> tuple:
+        """One function running a row-fused group: for each row, every member's
+        loops over that row (rows split over threads when the group is big)."""
+        produced = {id(v) for k in members for v in k.outputs}
+        ins, seen = [], set()
+        for k in members:
+            for v in k.inputs:
+                if id(v) not in produced and id(v) not in seen:
+                    seen.add(id(v))
+                    ins.append(v)
+        atoms = ins + [v for k in members for v in k.outputs]
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
+                         f"k{self.n_kernels}.rows_" + "_".join(k.root.prim.name for k in members))
+        self.n_kernels += 1
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        n_rows = 1
+        for r in rows:
+            n_rows *= r
+        work = sum(k.root.inputs[0].aval.size if k.kind == "reduce" else
+                   k.outputs[0].aval.size for k in members)
+
+        def emit_rows(bb, ptrs, lo, hi):
+            buffers = {id(a): p for a, p in zip(atoms, ptrs)}
+            with U.for_between(bb, lo, hi, "row") as r:
+                fixed = U.delinear(bb, r, rows)
+                for k in members:
+                    emit = emit_reduce if k.kind == "reduce" else emit_loop
+                    emit(bb, k, buffers, self.consts, fixed=fixed)
+
+        if self.parallel and n_rows > 1 and work >= PARALLEL_MIN_WORK:
+            body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                               f"{fn.name}.body")
+            body.linkage = "internal"
+            bb = ir.IRBuilder(body.append_basic_block("entry"))
+            ctx, lo, hi = body.args
+            ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
+                    for i in range(len(atoms))]
+            emit_rows(bb, ptrs, lo, hi)
+            bb.ret_void()
+            arr = b.alloca(U.PTR, U.i64(len(atoms)))
+            for i, a in enumerate(fn.args):
+                b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
+            b.call(self._parallel_for, [body, arr, U.i64(n_rows)])
+        else:
+            emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
+        b.ret(ir.Constant(U.I32, STATUS_OK))
+        return fn, atoms
+
     def _opaque_rule(self, kernel):
         rule = OPAQUE.get(kernel.root.prim.name)
         if rule is None:
@@ -237,8 +287,9 @@ class ModuleBuilder:
             for vid, off in offsets.items():
                 buffers[vid] = b.gep(allocated[0], [U.i64(off)], source_etype=U.I8,
                                      inbounds=True)
-        for k in program.kernels:
-            fn, atoms = self.kernel_function(k)
+        for rows, members in row_groups(program):
+            k = members[0]
+            fn, atoms = self.group_function(members, rows) if rows else self.kernel_function(k)
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
                                  else self.consts.array(a.val) for a in atoms])
             if k.kind == "opaque":

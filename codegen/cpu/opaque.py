@@ -49,10 +49,7 @@ def offset(b, idx_dims, shape):
 def multiply_add(b, a, c, acc, dt):
     """acc + a * c; floats may use an FMA (as BLAS does), ints wrap."""
     if U.is_float(dt):
-        name = f"llvm.fmuladd.{a.type.intrinsic_name}"
-        fn = b.module.globals.get(name) or ir.Function(
-            b.module, ir.FunctionType(a.type, [a.type] * 3), name)
-        return b.call(fn, [a, c, acc])
+        return U.call_intrinsic(b, "llvm.fmuladd", [a, c, acc])
     return SCALAR["add"](b, [acc, SCALAR["mul"](b, [a, c], dt, dt)], dt, dt)
 
 
