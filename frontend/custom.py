@@ -120,7 +120,7 @@ class _FlatJvp:
     def __call__(self, primals, tangents):
         ps = tree.unflatten(self.in_tree, primals)
         ts = tree.unflatten(self.in_tree, tangents)
-        out, t_out = self.jvp(self.static + tuple(ps), tuple(ts))
+        out, t_out = self.jvp(*self.static, tuple(ps), tuple(ts))   # JAX's convention
         try:
             return tree.flatten_up_to(self.out_tree, out), tree.flatten_up_to(self.out_tree,
                                                                                t_out)

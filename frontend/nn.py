@@ -11,6 +11,7 @@ import numpy as np
 from . import dtypes
 from . import numpy as jnp
 from .numpy import _util as u
+from .custom import custom_jvp
 from .prims import elementwise as ew
 
 
@@ -216,3 +217,73 @@ __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "
            "swish", "gelu", "elu", "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid",
            "hard_silu", "hard_swish", "logsumexp", "softmax", "log_softmax", "standardize",
            "normalize", "glu", "one_hot"]
+
+
+# ---- numerically stable derivatives (custom_jvp): the rules use the closed forms
+# (sigmoid, softmax) instead of differentiating through max-shifts and where().
+
+_softplus_plain = softplus
+_logsumexp_plain = logsumexp
+_log_softmax_plain = log_softmax
+
+
+@custom_jvp
+def softplus(x):
+    """log(1 + exp(x)), computed without overflow; derivative sigmoid(x)."""
+    return _softplus_plain(x)
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), jnp.multiply(t, sigmoid(x))
+
+
+def _lse_simple(a, axes, keepdims):
+    return _logsumexp_plain(a, axes, keepdims=keepdims)
+
+
+_lse = custom_jvp(_lse_simple, nondiff_argnums=(1, 2))
+
+
+@_lse.defjvp
+def _lse_jvp(axes, keepdims, primals, tangents):
+    (a,), (t,) = primals, tangents
+    out = _lse(a, axes, keepdims)
+    kept = out if keepdims else _logsumexp_plain(a, axes, keepdims=True)
+    weights = jnp.exp(jnp.subtract(a, kept))            # softmax along axes
+    return out, jnp.sum(jnp.multiply(weights, t), axis=axes, keepdims=keepdims)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """log(sum(b * exp(a))) over axis, shifted by the maximum so it cannot overflow.
+
+    With return_sign, returns (log|sum|, sign(sum)), so negative weights b work;
+    without it a negative sum gives NaN. The unweighted form has a custom
+    derivative (softmax times the tangent).
+    """
+    if b is not None or return_sign:
+        return _logsumexp_plain(a, axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    a = _float(a)
+    return _lse(a, tuple(_axes(a, axis)), keepdims)
+
+
+def _log_softmax_simple(x, axes):
+    return _log_softmax_plain(x, axes)
+
+
+_log_softmax = custom_jvp(_log_softmax_simple, nondiff_argnums=(1,))
+
+
+@_log_softmax.defjvp
+def _log_softmax_jvp(axes, primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = _log_softmax(x, axes)
+    p = jnp.exp(out)
+    return out, jnp.subtract(t, jnp.sum(jnp.multiply(p, t), axis=axes, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along axis, shifted by the maximum; derivative t - sum(softmax*t)."""
+    x = _float(x)
+    return _log_softmax(x, tuple(_axes(x, axis)))

@@ -64,6 +64,7 @@ def _host_vector_bytes() -> int:
 
 # Set by tests to small blocks, so small matrices cross every block boundary.
 OVERRIDE: dict = {}
+PACK_ALL = False
 
 
 def blocking(dtype) -> Blocking:
@@ -213,7 +214,7 @@ def _pack_fn(module, et, tag, r, sr, sk):
     b.position_at_end(full)
     # k outer over groups of g rows (all r when a k step reads contiguous elements):
     # a few source rows at a time, since rows at power-of-two strides share L1 sets
-    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
+    g = r if abs(sr) <= abs(sk) or PACK_ALL else math.gcd(r, 8)
     with _loop(b, 0, r, g, "i0") as i0:
         s0 = b.mul(i0, _c(sr))
         with _loop(b, 0, kc, 1, "k") as k:
