@@ -19,6 +19,7 @@ import jx
 from jx.runtime import cheader, manifest as manifest_mod, treespec
 from jx.runtime.abi import ABI_VERSION, entry_symbol
 
+from . import cache
 from .cache import cached_object
 from .module import ModuleBuilder
 
@@ -65,6 +66,22 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     return mb.text(), manifest
 
 
+def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -> str:
+    """Everything the artifact depends on, without building any IR: the fused
+    programs' text, the entries' trees and names, target and versions."""
+    from jx.passes.fuse_print import format_program
+    parts = [name, cpu, triple, str(runtime_obj)]
+    for e in entries:
+        parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
+                  format_program(e.program)]
+    return cache.cache_key("\0".join(parts), cpu, triple)
+
+
+def _manifest_of(so_path: str) -> dict:
+    from jx.runtime import load
+    return load(so_path).manifest
+
+
 def find_cc() -> str:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or \
         shutil.which("clang")
@@ -97,13 +114,19 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
     triple = triple or host_triple()
     from .parallel import object_file
     runtime_obj = object_file()            # the thread pool, linked in (None: serial code)
-    ir_text, manifest = build_module(name, entries, cpu, triple, parallel=bool(runtime_obj))
-    obj, hit = cached_object(ir_text, cpu, triple)
     os.makedirs(out_dir, exist_ok=True)
     so_path = os.path.join(out_dir, f"lib{name}.so")
     h_path = os.path.join(out_dir, f"{name}.h")
-    link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
-    with open(h_path, "w") as f:
-        f.write(cheader.header_text(manifest, os.path.basename(so_path)))
+    key = artifact_key(name, entries, cpu, triple, runtime_obj)
+    hit = cache.load_files(key, {"so": so_path, "h": h_path})
+    if hit:
+        manifest = _manifest_of(so_path)
+    else:
+        ir_text, manifest = build_module(name, entries, cpu, triple, parallel=bool(runtime_obj))
+        obj, _ = cached_object(ir_text, cpu, triple)
+        link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
+        with open(h_path, "w") as f:
+            f.write(cheader.header_text(manifest, os.path.basename(so_path)))
+        cache.store_files(key, {"so": so_path, "h": h_path})
     return {"library": so_path, "header": h_path, "manifest": manifest, "cache_hit": hit,
             "sha256": hashlib.sha256(open(so_path, "rb").read()).hexdigest()}

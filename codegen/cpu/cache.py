@@ -66,3 +66,33 @@ def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tu
     data = emit_object(ir_text, cpu, triple, reloc=reloc)
     store(key, data)
     return data, False
+
+
+def load_files(key: str, dests: dict) -> bool:
+    """Copy cached files {suffix: destination} out of the cache; False on a miss."""
+    import shutil
+    base = os.path.join(cache_dir(), "artifacts", key[:2], key)
+    if not all(os.path.exists(f"{base}.{sfx}") for sfx in dests):
+        return False
+    try:
+        for sfx, dst in dests.items():
+            shutil.copyfile(f"{base}.{sfx}", dst)
+    except OSError:
+        return False
+    return True
+
+
+def store_files(key: str, sources: dict) -> None:
+    """Store files {suffix: path} under key (atomically, best effort)."""
+    base = os.path.join(cache_dir(), "artifacts", key[:2], key)
+    try:
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+        for sfx, src in sources.items():
+            with open(src, "rb") as f:
+                data = f.read()
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(base), suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, f"{base}.{sfx}")
+    except OSError:
+        pass

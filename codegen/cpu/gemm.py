@@ -159,7 +159,8 @@ def _fn(module, name, ret, args):
         return None
     fn = ir.Function(module, ir.FunctionType(ret, args), name)
     fn.linkage = "internal"
-    return fn
+    fn.attributes.add("noinline")      # called per panel or tile: calls are cheap; keeps
+    return fn                          # the pieces apart in profiles
 
 
 def _declare(module, name, ret, args):
@@ -246,10 +247,11 @@ def _splat(b, x, vt):
                             ir.Constant(ir.VectorType(U.I32, vt.count), [0] * vt.count))
 
 
-def _micro_fn(module, et, tag, blk: Blocking, ldc: int):
-    """micro(kc, ap, bp, c, mr, nr, first): C[:mr, :nr] (+)= Ap^T Bp over kc."""
+def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
+    """micro(kc, ap, bp, c, mr, nr, first): C[:mr, :nr] (+)= A Bp over kc, where
+    A[i, k] = ap[i * sa_i + k * sa_k] (a packed panel, or A itself)."""
     mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
-    name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{ldc}"
+    name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{ldc}.{sa_i}.{sa_k}"
     fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1])
     if fn is None:
         return module.globals[name]
@@ -276,10 +278,10 @@ def _micro_fn(module, et, tag, blk: Blocking, ldc: int):
     boff = b.mul(k, _c(nr_))
     bv = [b.load(_gep(b, bp, b.add(boff, _c(v * vw)), et), typ=vt, align=valign)
           for v in range(nv)]
-    aoff = b.mul(k, _c(mr_))
+    aoff = b.mul(k, _c(sa_k)) if sa_k != 1 else k
     new = []
     for i in range(mr_):
-        a = _splat(b, b.load(_gep(b, ap, b.add(aoff, _c(i)), et), typ=et), vt)
+        a = _splat(b, b.load(_gep(b, ap, b.add(aoff, _c(i * sa_i)), et), typ=et), vt)
         new += [b.call(fma, [a, bv[v], accs[i * nv + v]]) for v in range(nv)]
     for p, v in zip(accs, new):
         p.add_incoming(v, loop)
@@ -346,7 +348,10 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     a, bmat, c, mlen, nlen, scratch = fn.args
     pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
     pack_b = _pack_fn(module, et, tag, blk.nr, p.bn, p.bk)
-    micro = _micro_fn(module, et, tag, blk, p.n)
+    micro = _micro_fn(module, et, tag, blk, p.n, 1, blk.mr)
+    direct = _direct_a(p, blk)
+    if direct:      # full row panels read A in place; only a last partial one is packed
+        micro_a = _micro_fn(module, et, tag, blk, p.n, p.am, 1)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
@@ -356,10 +361,18 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
         with _loop(b, 0, p.k, blk.kc, "pc") as pc:
             kc = _min(b, _c(blk.kc), b.sub(_c(p.k), pc))
             first = b.icmp_signed("==", pc, _c(0))
-            with _loop(b, 0, mc, blk.mr, "pa") as ir_:
-                src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)), b.mul(pc, _c(p.ak))), et)
-                b.call(pack_a, [_gep(b, ap, b.mul(ir_, kc), et), src,
-                                _min(b, mr, b.sub(mc, ir_)), kc])
+            if direct:
+                tail = b.srem(mc, mr)
+                with b.if_then(b.icmp_signed("!=", tail, _c(0))):
+                    row = b.add(ic, b.sub(mc, tail))
+                    src = _gep(b, a, b.add(b.mul(row, _c(p.am)), pc), et)
+                    b.call(pack_a, [ap, src, tail, kc])
+            else:
+                with _loop(b, 0, mc, blk.mr, "pa") as ir_:
+                    src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
+                                           b.mul(pc, _c(p.ak))), et)
+                    b.call(pack_a, [_gep(b, ap, b.mul(ir_, kc), et), src,
+                                    _min(b, mr, b.sub(mc, ir_)), kc])
             with _loop(b, 0, nlen, blk.nc, "jc") as jc:
                 nc = _min(b, _c(blk.nc), b.sub(nlen, jc))
                 with _loop(b, 0, nc, blk.nr, "pb") as jr:
@@ -369,14 +382,39 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                                     _min(b, nr, b.sub(nc, jr)), kc])
                 with _loop(b, 0, mc, blk.mr, "ir") as ir_:
                     rows = _min(b, mr, b.sub(mc, ir_))
-                    apan = _gep(b, ap, b.mul(ir_, kc), et)
                     crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
+                    if direct:
+                        full = b.icmp_signed("==", rows, mr)
+                        apan = b.select(full, _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
+                                                               pc), et), ap)
+                    else:
+                        apan = _gep(b, ap, b.mul(ir_, kc), et)
                     with _loop(b, 0, nc, blk.nr, "jr") as jr:
-                        b.call(micro, [kc, apan, _gep(b, bp, b.mul(jr, kc), et),
-                                       _gep(b, c, b.add(crow, jr), et), rows,
-                                       _min(b, nr, b.sub(nc, jr)), first])
+                        args = [kc, apan, _gep(b, bp, b.mul(jr, kc), et),
+                                _gep(b, c, b.add(crow, jr), et), rows,
+                                _min(b, nr, b.sub(nc, jr)), first]
+                        if direct:
+                            with b.if_else(full) as (then, other):
+                                with then:
+                                    b.call(micro_a, args)
+                                with other:
+                                    b.call(micro, args)
+                        else:
+                            b.call(micro, args)
     b.ret_void()
     return fn
+
+
+DIRECT_A = None      # tests/tuning: force reading A in place (True) or packing it (False)
+
+
+def _direct_a(p: Plan, blk: Blocking) -> bool:
+    """Read full MR-row panels of A in place instead of packing them: when A's rows
+    are contiguous along K, so packing means a transposing copy that costs about
+    as much as a micro-kernel call when few column tiles reuse each panel."""
+    if DIRECT_A is not None:
+        return DIRECT_A and p.ak == 1
+    return p.ak == 1 and p.am != 1
 
 
 # ------------------------------------------------------------------ the kernel
