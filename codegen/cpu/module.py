@@ -48,6 +48,7 @@ class ConstPool:
 
 
 ALIGN = 64
+STACK_WORKSPACE = 64 * 1024     # workspaces up to this size live on the stack
 PARALLEL_MIN_WORK = 1 << 17      # element-operations below which threads cost more than they save
 
 
@@ -282,11 +283,17 @@ class ModuleBuilder:
         allocated = []
         unwind = {0: fail_block}
         offsets, total = plan_buffers(program, buffers)
-        if total:         # one workspace for every intermediate, dead ones reused
-            allocated.append(self.alloc(b, total, fail_block))
-            for vid, off in offsets.items():
-                buffers[vid] = b.gep(allocated[0], [U.i64(off)], source_etype=U.I8,
-                                     inbounds=True)
+        workspace = None
+        if 0 < total <= STACK_WORKSPACE:     # small: on the stack, free to get in a loop body
+            with b.goto_block(b.function.entry_basic_block):
+                b.position_at_start(b.function.entry_basic_block)
+                workspace = b.alloca(ir.ArrayType(U.I8, total))
+                workspace.align = ALIGN
+        elif total:       # one workspace for every intermediate, dead ones reused
+            workspace = self.alloc(b, total, fail_block)
+            allocated.append(workspace)
+        for vid, off in offsets.items():
+            buffers[vid] = b.gep(workspace, [U.i64(off)], source_etype=U.I8, inbounds=True)
         for rows, members in row_groups(program):
             k = members[0]
             fn, atoms = self.group_function(members, rows) if rows else self.kernel_function(k)
