@@ -15,9 +15,9 @@ from .errors import CliError
 
 
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
-                  target: str, cpu: str | None, name: str | None) -> dict:
-    if target != "cpu":
-        raise CliError(f"unknown --target {target!r}; this build of jx compiles for 'cpu'.")
+                  target: str, cpu: str | None, name: str | None, arch: str | None = None) -> dict:
+    if target not in ("cpu", "cuda"):
+        raise CliError(f"unknown --target {target!r}; jx compiles for 'cpu' and 'cuda'.")
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries)
     loading.apply_shapes(selected, shapes)
@@ -34,6 +34,9 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],
                                      traced.out_tree, traced_names))
     try:
+        if target == "cuda":
+            from jx.codegen.cuda.artifact import build_artifact as build_cuda
+            return build_cuda(stem, programs, out_dir, arch=arch)
         return build_artifact(stem, programs, out_dir, cpu=cpu)
     except (BuildError, JxError) as err:
         raise CliError(f"compiling {shown} failed: {err}") from err
@@ -52,15 +55,20 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--cpu", default=None, metavar="NAME",
                   help="LLVM CPU name to compile for (default: this machine's).")
     @click.option("--name", default=None, help="Artifact name (default: the model's stem).")
+    @click.option("--arch", default=None, metavar="SM",
+                  help="GPU architecture for --target cuda (default sm_80; sm_90 for Hopper).")
     @reports_errors
-    def compile_cmd(model, out_dir, entries, shapes, target, cpu, name):
-        """Compile MODEL's entries into a shared object with a C ABI and a C header."""
+    def compile_cmd(model, out_dir, entries, shapes, target, cpu, name, arch):
+        """Compile MODEL's entries into a shared object with a C ABI and a C header
+        (--target cuda: PTX, cubin where ptxas exists, and a .cuda.json manifest)."""
         t0 = time.perf_counter()
-        res = compile_model(model, out_dir, entries, shapes, target, cpu, name)
+        res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch)
         dt = time.perf_counter() - t0
         names = ", ".join(e["name"] for e in res["manifest"]["entries"])
         click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
                    f"entries: {names})")
-        click.echo(f"wrote {res['header']}")
+        for extra in ("header", "ptx", "cubin"):
+            if res.get(extra):
+                click.echo(f"wrote {res[extra]}")
         click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
                    f"{'cache hit' if res['cache_hit'] else 'compiled'} in {dt:.2f} s")

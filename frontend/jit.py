@@ -34,17 +34,25 @@ def _fast_unflatten(out_tree):
 
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = "cpu"):
-    """Compile fun for the CPU on first call per input signature and cache it."""
+    """Compile fun for the CPU (or, with backend="cuda", an NVIDIA GPU through CuPy:
+    CuPy or NumPy arrays in, CuPy arrays out) on first call per input signature."""
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
-    if backend != "cpu":
-        raise ValueError(f"jx.jit: unknown backend {backend!r}; 'cpu' is supported in-process")
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"jx.jit: unknown backend {backend!r}; use 'cpu' or 'cuda'")
     cache: dict = {}
-    ndarray = np.ndarray
+    ndarray, aval_of = np.ndarray, leaf_aval
+    if backend == "cuda":             # device arrays key and trace by shape and dtype
+        from jx.codegen.cuda.jit import array_type, leaf_aval as aval_of
+        ndarray = array_type()
 
     def compile_for(args, kwargs, key):
-        from jx.codegen.cpu.jit import CompiledFunction
+        if backend == "cuda":
+            from jx.codegen.cuda.jit import CompiledFunction, abstract
+            args, kwargs = abstract(args), abstract(kwargs)
+        else:
+            from jx.codegen.cpu.jit import CompiledFunction
         from jx.passes.fuse import fuse
         from jx.passes.pipeline import run
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums)
@@ -72,7 +80,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         if any(isinstance(x, Tracer) for x in leaves):
             return fun(*merge_static(static, dynamic, len(args)), **kwargs)
         key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree,
-               tuple(leaf_aval(x) for x in leaves))
+               tuple(aval_of(x) for x in leaves))
         compiled = cache.get(key) or compile_for(args, kwargs, key)
         return compiled.unflatten(compiled.fn(*leaves))
 

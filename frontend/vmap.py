@@ -20,9 +20,11 @@ def _strip_axis(x, axis):
     return ShapeDtypeStruct(shape, a.dtype)
 
 
-def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
+def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
+         axis_name=None) -> Callable:
     """Map f over axis `in_axes` of its arguments (a pytree prefix of the args;
-    None for arguments shared by the whole batch) and stack at `out_axes`."""
+    None for arguments shared by the whole batch) and stack at `out_axes`.
+    With `axis_name`, collectives (jx.lax.psum, ...) in f run over the batch."""
 
     @functools.wraps(f)
     def batched(*args):
@@ -63,9 +65,11 @@ def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Ca
         n = sizes.pop()
         abstract = tree.unflatten(tree.tree_structure(tuple(args)),
                                   [_strip_axis(x, d) for x, d in zip(leaves, canon)])
-        graph, consts = trace_pytree(f, abstract, name="vmap")
-        outs, odims = vmap_eval(graph, list(consts) + leaves,
-                                [None] * len(consts) + canon, n)
+        from .pmap import named_axis    # f, or f with the axis index as a first input
+        fun, pre, pre_vals, pre_dims = named_axis(f, axis_name, n, leaves)
+        graph, consts = trace_pytree(fun, pre + abstract, name="vmap")
+        outs, odims = vmap_eval(graph, list(consts) + pre_vals + leaves,
+                                [None] * len(consts) + pre_dims + canon, n)
         out_axes_flat = tree.broadcast_prefix(out_axes, tree.unflatten(graph.out_tree, outs))
         final = []
         for o, d, oa in zip(outs, odims, out_axes_flat):

@@ -139,6 +139,9 @@ def load(path, expected_hash: str | None = None) -> Artifact:
     """Load a jx artifact. expected_hash, if given, must equal the manifest's
     content_hash (pin the exact build a deployment was tested with)."""
     path = os.fspath(path)
+    if path.endswith(".cuda.json"):           # a CUDA build: PTX/cubin + launch plans
+        from .cuda import load_cuda
+        return load_cuda(path, expected_hash)
     lib = _open_library(path)
     version_fn = _symbol(lib, abi.VERSION_SYMBOL, path, "the ABI version")
     version_fn.restype, version_fn.argtypes = ctypes.c_uint32, []

@@ -5,7 +5,7 @@ Every function is compiled into a loop kernel `void f(T* in, T* out, i64 n)`
 inputs spread over the whole finite range plus special values, and compared in
 ULPs: float32 against NumPy's float64 result rounded to float32, float64
 against NumPy's long double result (float64 itself where long double is no
-wider). The optimised IR must hold vector types in every kernel and call
+wider; erf: math.erf, in float64). The optimised IR must hold vector types in every kernel and call
 nothing but LLVM intrinsics: that is what proves the loops vectorised.
 """
 from __future__ import annotations
@@ -24,13 +24,21 @@ from jx.codegen.cpu import mathlib
 
 DTYPES = (np.float32, np.float64)
 N = 1 << 20
-# The bounds enforced: float32 must stay within 4 ulp everywhere (the accuracy contract);
-# the measured maxima are lower and listed in mathlib's docstring.
-MAX_ULP = {name: {np.float32: 4, np.float64: 4} for name in mathlib.UNARY | mathlib.BINARY}
-MAX_ULP["sqrt"] = {np.float32: 0, np.float64: 0}
-MAX_ULP["rsqrt"] = {np.float32: 1, np.float64: 1}
-
+# (float32, float64) bounds in ulp: the maxima measured by exhaustive / 1e8-sample runs
+# (mathlib's docstring) plus one; float32 must never exceed 4 (the accuracy contract).
+MAX_ULP = {"exp": (2, 2), "expm1": (2, 3), "log": (2, 2), "log1p": (3, 3), "tanh": (2, 2),
+           "logistic": (3, 3), "sin": (2, 2), "cos": (2, 2), "tan": (2, 4), "erf": (2, 3),
+           "rsqrt": (1, 1), "sqrt": (0, 0), "pow": (2, 3), "atan2": (3, 3)}
 WIDE = np.finfo(np.longdouble).nmant > 52     # long double is a finer float64 reference
+
+
+def tolerance(name, dtype):
+    f32, f64 = MAX_ULP[name]
+    if dtype == np.float32:
+        return f32
+    return f64 if WIDE or name == "sqrt" else f64 + 2   # NumPy float64 errs by itself
+
+
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -62,8 +70,8 @@ def reference(name, dtype, *args):
 def _kernel(module, name, dtype, arity):
     t = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
     ptr = ir.PointerType()
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (arity + 1) + [ir.IntType(64)]),
-                     name=f"{name}_{np.dtype(dtype).name}")
+    fnty = ir.FunctionType(ir.VoidType(), [ptr] * (arity + 1) + [ir.IntType(64)])
+    fn = ir.Function(module, fnty, name=f"{name}_{np.dtype(dtype).name}")
     for arg in fn.args[:-1]:
         arg.add_attribute("noalias")
     *ins, out, n = fn.args
@@ -213,8 +221,8 @@ TRIG_LIMIT64 = 2.0 ** 40       # float64 sin/cos/tan are accurate below this mag
 
 def near_multiples_of_pi_2(rng, dtype, n):
     """Floats nearest to k pi/2: the reduced argument is tiny, so every bit of the range
-    reduction shows in the result."""
-    top = 2.0 ** (36 if dtype == np.float64 else 100)
+    reduction shows in the result (k stays where floats are denser than pi/2)."""
+    top = 2.0 ** (36 if dtype == np.float64 else 22)
     k = np.floor(np.exp2(rng.uniform(0, np.log2(top), n)))
     x = (k.astype(np.longdouble) * (np.longdouble(np.pi) / 2)).astype(dtype)
     return np.concatenate([x, -x])
@@ -240,6 +248,8 @@ def test_interface():
     assert mathlib.UNARY == {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
                              "tan", "erf", "rsqrt", "sqrt"}
     assert mathlib.BINARY == {"pow", "atan2"}
+    assert set(MAX_ULP) == mathlib.UNARY | mathlib.BINARY
+    assert all(f32 <= 4 for f32, _ in MAX_ULP.values())     # the float32 contract
     b = ir.IRBuilder(ir.Function(ir.Module(), ir.FunctionType(ir.VoidType(), []), "f")
                      .append_basic_block())
     with pytest.raises(KeyError, match="no unary function 'sinh'"):
@@ -279,7 +289,7 @@ def test_unary_accuracy(kernels, name, dtype):
     rng = np.random.default_rng(zlib.crc32(f"{name}{np.dtype(dtype).name}".encode()))
     x = unary_inputs(rng, name, dtype)
     got = kernels(name, dtype, x)
-    assert_matches(name, dtype, got, reference(name, dtype, x), (x,), MAX_ULP[name][dtype])
+    assert_matches(name, dtype, got, reference(name, dtype, x), (x,), tolerance(name, dtype))
 
 
 def pow_inputs(rng, dtype):
@@ -319,7 +329,7 @@ def test_binary_accuracy(kernels, name, dtype):
     rng = np.random.default_rng(zlib.crc32(f"{name}{np.dtype(dtype).name}".encode()))
     a, b = (pow_inputs if name == "pow" else atan2_inputs)(rng, dtype)
     got = kernels(name, dtype, a, b)
-    assert_matches(name, dtype, got, reference(name, dtype, a, b), (a, b), MAX_ULP[name][dtype])
+    assert_matches(name, dtype, got, reference(name, dtype, a, b), (a, b), tolerance(name, dtype))
 
 
 # Edge cases spelled out (NumPy semantics), beyond agreeing with the reference.

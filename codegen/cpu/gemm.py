@@ -32,7 +32,7 @@ import numpy as np
 from . import irutil as U
 
 # Flops (multiply-adds) of work below which one more thread costs more than it saves.
-MIN_WORK_PER_THREAD = 1 << 18
+MIN_WORK_PER_THREAD = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -349,15 +349,16 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
     pack_b = _pack_fn(module, et, tag, blk.nr, p.bn, p.bk)
     micro = _micro_fn(module, et, tag, blk, p.n, 1, blk.mr)
-    direct = _direct_a(p, blk)
+    direct = _direct_a(p)
     if direct:      # full row panels read A in place; only a last partial one is packed
-        micro_a = _micro_fn(module, et, tag, blk, p.n, p.am, 1)
+        micro_a = _micro_fn(module, et, tag, blk, p.n, p.am, p.ak)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
     mr, nr = _c(blk.mr), _c(blk.nr)
-    with _loop(b, 0, mlen, blk.mc, "ic") as ic:
-        mc = _min(b, _c(blk.mc), b.sub(mlen, ic))
+    mcb = 1 << 40 if direct else blk.mc        # read in place, A needs no M blocks
+    with _loop(b, 0, mlen, mcb, "ic") as ic:
+        mc = _min(b, _c(mcb), b.sub(mlen, ic))
         with _loop(b, 0, p.k, blk.kc, "pc") as pc:
             kc = _min(b, _c(blk.kc), b.sub(_c(p.k), pc))
             first = b.icmp_signed("==", pc, _c(0))
@@ -365,7 +366,7 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                 tail = b.srem(mc, mr)
                 with b.if_then(b.icmp_signed("!=", tail, _c(0))):
                     row = b.add(ic, b.sub(mc, tail))
-                    src = _gep(b, a, b.add(b.mul(row, _c(p.am)), pc), et)
+                    src = _gep(b, a, b.add(b.mul(row, _c(p.am)), b.mul(pc, _c(p.ak))), et)
                     b.call(pack_a, [ap, src, tail, kc])
             else:
                 with _loop(b, 0, mc, blk.mr, "pa") as ir_:
@@ -385,8 +386,8 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                     crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
                     if direct:
                         full = b.icmp_signed("==", rows, mr)
-                        apan = b.select(full, _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
-                                                               pc), et), ap)
+                        off = b.add(b.mul(b.add(ic, ir_), _c(p.am)), b.mul(pc, _c(p.ak)))
+                        apan = b.select(full, _gep(b, a, off, et), ap)
                     else:
                         apan = _gep(b, ap, b.mul(ir_, kc), et)
                     with _loop(b, 0, nc, blk.nr, "jr") as jr:
@@ -406,23 +407,31 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
 
 
 DIRECT_A = None      # tests/tuning: force reading A in place (True) or packing it (False)
+SPLIT = None         # tests/tuning: "m" or "n" forces the dim that tasks split
 
 
-def _direct_a(p: Plan, blk: Blocking) -> bool:
-    """Read full MR-row panels of A in place instead of packing them: when A's rows
-    are contiguous along K, so packing means a transposing copy that costs about
-    as much as a micro-kernel call when few column tiles reuse each panel."""
+def _direct_a(p: Plan) -> bool:
+    """Read full MR-row panels of A in place instead of packing them, when A is
+    contiguous along K or M. Packing A means a transposing copy (for row-major A)
+    that costs about as much as a micro-kernel call when few column tiles reuse
+    each panel, and tasks that share A would each pack it again."""
     if DIRECT_A is not None:
-        return DIRECT_A and p.ak == 1
-    return p.ak == 1 and p.am != 1
+        return DIRECT_A
+    return p.ak == 1 or p.am == 1
 
 
 # ------------------------------------------------------------------ the kernel
+TASKS_PER_THREAD = 2     # more tasks than threads: a late or preempted thread's
+                         # share goes to the others
+
+
 def _split(p: Plan, blk: Blocking):
-    """(split M?, granule, granules per matrix): workers share the longer of M, N."""
-    if p.m >= p.n:
-        return True, blk.mr, -(-p.m // blk.mr)
-    return False, blk.nr, -(-p.n // blk.nr)
+    """(split M?, granule, granules per matrix). Tasks split N where they can: with
+    A read in place, column ranges share nothing, so nothing is packed twice; row
+    ranges would each pack all of B."""
+    gm, gn = -(-p.m // blk.mr), -(-p.n // blk.nr)
+    by_m = p.nbatch * gn < 8 and gm > gn if SPLIT is None else SPLIT == "m"
+    return (True, blk.mr, gm) if by_m else (False, blk.nr, gn)
 
 
 def emit(ctx, kernel, p: Plan) -> None:
@@ -446,7 +455,8 @@ def emit(ctx, kernel, p: Plan) -> None:
     by_m, gran, per = _split(p, blk)
     units = p.nbatch * per
     kc = min(blk.kc, p.k)
-    ap_elems = -(-min(blk.mc, -(-p.m // blk.mr) * blk.mr) * kc * item // 64) * 64 // item
+    arows = blk.mr if _direct_a(p) else min(blk.mc, -(-p.m // blk.mr) * blk.mr)
+    ap_elems = -(-arows * kc * item // 64) * 64 // item
     bp_elems = min(blk.nc, -(-p.n // blk.nr) * blk.nr) * kc
     slot = -(-(ap_elems + bp_elems) * item // 64) * 64
     work = p.nbatch * p.m * p.n * p.k
@@ -455,11 +465,13 @@ def emit(ctx, kernel, p: Plan) -> None:
     sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot)
 
-    # workers: the pool's threads, at most max_workers
+    # tasks: TASKS_PER_THREAD per thread of the pool, at most max_workers threads
     pool = ctx.module._parallel_for
     if pool is not None and max_workers > 1:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
-        workers = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_workers))
+        threads = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_workers))
+        workers = b.select(b.icmp_signed(">", threads, _c(1)),
+                           _min(b, b.mul(threads, _c(TASKS_PER_THREAD)), _c(units)), _c(1))
     else:
         workers = _c(1)
     malloc = _declare(mod, "malloc", U.PTR, [U.I64])
@@ -490,7 +502,7 @@ def emit(ctx, kernel, p: Plan) -> None:
 
 
 def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
-    """body(ctx, lo, hi): workers lo..hi-1 each run their share of the batch's
+    """body(ctx, lo, hi): tasks lo..hi-1 each run their share of the batch's
     M (or N) granules, in slot w of the scratch."""
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                      f"{kname}.gemm")

@@ -114,3 +114,4 @@ def _dot_extent(kernel):
 
 
 PARALLEL_OPAQUE["dot_general"] = _dot_extent
+from . import collectives  # noqa: F401  (jx.pmap's collective kernels)

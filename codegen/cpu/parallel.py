@@ -17,11 +17,16 @@ import tempfile
 from .cache import cache_dir
 
 SOURCE = os.path.join(os.path.dirname(__file__), "cruntime", "jx_parallel.c")
+# jx.pmap's collectives runtime is compiled into the same object and library.
+SOURCES = (SOURCE, os.path.join(os.path.dirname(__file__), "cruntime", "jx_collectives.c"))
 
 
 def _source_hash() -> str:
-    with open(SOURCE, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+    h = hashlib.sha256()
+    for path in SOURCES:
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
 
 
 def _build(kind: str) -> str | None:
@@ -35,11 +40,15 @@ def _build(kind: str) -> str | None:
         return out
     os.makedirs(out_dir, exist_ok=True)
     flags = ["-O2", "-fPIC", "-pthread"]
-    cmd = [cc, *flags, "-c", SOURCE] if kind == "object" else \
-        [cc, *flags, "-DJX_VISIBLE", "-shared", SOURCE]
     fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
     os.close(fd)
+    unity = tmp + ".c"                    # one translation unit including every source
+    with open(unity, "w") as f:
+        f.write("".join(f'#include "{path}"\n' for path in SOURCES))
+    cmd = [cc, *flags, "-c", unity] if kind == "object" else \
+        [cc, *flags, "-DJX_VISIBLE", "-shared", unity]
     proc = subprocess.run(cmd + ["-o", tmp], capture_output=True, text=True)
+    os.unlink(unity)
     if proc.returncode != 0:
         os.unlink(tmp)
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
+from . import mathlib
 from .irutil import compute_type, const, is_float, is_signed
 
 SCALAR: dict = {}
@@ -133,7 +134,6 @@ SCALAR["min"] = _extremum(False)
 def _pow(b, args, dt, out_dt):
     a, c = args
     if is_float(dt):
-        from . import mathlib
         return mathlib.emit_binary(b, "pow", a, c, np.dtype(dt) if dt != np.float16 else
                                    np.dtype(np.float32))
     return _int_pow(b, a, c, dt)
@@ -165,7 +165,6 @@ def _math_dtype(dt):
 
 def _unary_math(name):
     def lower(b, args, dt, out_dt):
-        from . import mathlib
         return mathlib.emit_unary(b, name, args[0], _math_dtype(dt))
     return lower
 
@@ -182,7 +181,6 @@ def _sqrt(b, args, dt, out_dt):
 
 @rule("atan2")
 def _atan2(b, args, dt, out_dt):
-    from . import mathlib
     return mathlib.emit_binary(b, "atan2", args[0], args[1], _math_dtype(dt))
 
 

@@ -16,7 +16,6 @@ FULL_MASK = ir.Constant(U.I32, -1)
 def declare_kernel(module: ir.Module, name: str, nparams: int, max_threads: int):
     """`void name(ptr addrspace(1) x nparams)` marked as a kernel entry point."""
     fn = ir.Function(module, ir.FunctionType(U.VOID, [GPTR] * nparams), name)
-    fn.calling_convention = "ptx_kernel"
     for arg in fn.args:
         arg.add_attribute("noalias")        # buffers never overlap (see plan.py)
         arg.attributes.align = 16           # the runtime passes 16-byte aligned data

@@ -7,3 +7,4 @@ from .ops import *  # noqa: F401,F403
 from .sorting import sort, sort_key_val  # noqa: F401
 from .control_flow import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .collectives import *  # noqa: F401,F403

@@ -4,3 +4,4 @@ from . import elementwise, structural, reductions, linalg, control  # noqa: F401
 from . import sorting, random_bits  # noqa: F401
 from . import indexing  # noqa: F401
 from . import autodiff  # noqa: F401
+from . import collectives  # noqa: F401

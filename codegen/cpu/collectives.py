@@ -1,0 +1,319 @@
+"""jx.pmap on the CPU: collective kernels, the per-device program, the launch,
+and the MPI hooks.
+
+Kernels. psum/pmax/pmin, all_gather, ppermute and all_to_all are opaque kernels
+calling the C runtime (cruntime/jx_collectives.c, built into the same library
+as the thread pool by parallel.py): `jx_coll_allreduce(in, out, count, dtype,
+op)` and friends. The runtime finds the device's team through thread-local
+state set by `jx_pmap_run`, which runs the per-device entry on one thread per
+device; a kernel returns a nonzero status when its team failed or timed out,
+and the message is read back with `jx_coll_last_error`.
+
+Processes. Under MPI the local leader calls hooks (`jx_set_collective_hooks`);
+`install_mpi` points them at the MPI library mpi4py uses, through ctypes
+function pointers, so the collective itself runs no Python.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import threading
+
+import llvmlite.ir as ir
+import numpy as np
+
+from jx import tree
+from jx.errors import JxError, MissingRuleError
+from jx.runtime.entry import _data_ptr as data_ptr
+
+from . import irutil as U
+from .opaque import opaque_rule
+
+DTYPE_CODES = {np.dtype(t): i for i, t in enumerate(
+    ["float32", "float64", "int32", "int64", "uint32", "uint64", "int8", "uint8", "int16",
+     "uint16", "bool"])}
+OPS = {"psum": 0, "pmax": 1, "pmin": 2}
+I32 = U.I32
+
+
+class CollectiveError(JxError):
+    """A collective failed at run time: a timeout, a failed device or process."""
+
+
+# ---------------------------------------------------------------- kernels
+
+def _extern(ctx, name: str, args: list):
+    mod = ctx.module.module
+    try:
+        return mod.get_global(name)
+    except KeyError:
+        return ir.Function(mod, ir.FunctionType(I32, args), name)
+
+
+def _call(ctx, name: str, args: list) -> None:
+    """Call a runtime function; a nonzero status leaves the kernel with it."""
+    b = ctx.b
+    status = b.call(_extern(ctx, name, [a.type for a in args]), args)
+    fail = b.function.append_basic_block(f"{name}.fail")
+    ok = b.function.append_basic_block(f"{name}.ok")
+    b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), fail, ok)
+    with b.goto_block(fail):
+        b.ret(status)
+    b.position_at_end(ok)
+
+
+def _nbytes(atom) -> int:
+    return atom.aval.size * atom.aval.dtype.itemsize
+
+
+@opaque_rule("psum", "pmax", "pmin")
+def _allreduce(ctx, kernel):
+    eqn = kernel.root
+    x, (out,) = eqn.inputs[0], eqn.outputs
+    code = DTYPE_CODES.get(x.aval.dtype)
+    if code is None:
+        raise MissingRuleError(f"cpu backend: {eqn.prim.name} of {x.aval.dtype} is not "
+                               "supported; convert to float32 first")
+    _call(ctx, "jx_coll_allreduce", [ctx.ptr(x), ctx.ptr(out), U.i64(x.aval.size),
+                                     ir.Constant(I32, code), ir.Constant(I32, OPS[eqn.prim.name])])
+
+
+@opaque_rule("all_gather")
+def _all_gather(ctx, kernel):
+    x, (out,) = kernel.root.inputs[0], kernel.root.outputs
+    _call(ctx, "jx_coll_allgather", [ctx.ptr(x), ctx.ptr(out), U.i64(_nbytes(x))])
+
+
+@opaque_rule("all_to_all")
+def _all_to_all(ctx, kernel):
+    x, (out,) = kernel.root.inputs[0], kernel.root.outputs
+    chunk = _nbytes(x) // kernel.root.params["size"]
+    _call(ctx, "jx_coll_alltoall", [ctx.ptr(x), ctx.ptr(out), U.i64(chunk)])
+
+
+@opaque_rule("ppermute")
+def _ppermute(ctx, kernel):
+    eqn = kernel.root
+    x, (out,) = eqn.inputs[0], eqn.outputs
+    src = np.full(eqn.params["size"], -1, np.int32)       # src[dst], by global device
+    for s, d in eqn.params["perm"]:
+        src[d] = s
+    _call(ctx, "jx_coll_ppermute", [ctx.ptr(x), ctx.ptr(out), U.i64(_nbytes(x)),
+                                    ctx.consts.array(src)])
+
+
+@opaque_rule("axis_index")
+def _axis_index(ctx, kernel):
+    (idx,), (out,) = kernel.root.inputs, kernel.root.outputs
+    U.store(ctx.b, U.load(ctx.b, ctx.ptr(idx), U.i64(0), np.int32), ctx.ptr(out), U.i64(0),
+            np.int32)
+
+
+# ---------------------------------------------------------------- the C runtime
+
+@functools.lru_cache(maxsize=None)
+def runtime() -> ctypes.CDLL:
+    from . import parallel
+    path = parallel.jit_library()
+    if path is None:
+        raise JxError("jx.pmap needs a C compiler to build its runtime (cc, gcc or clang, "
+                      "or set CC); without one use pmap(..., backend='reference')")
+    lib = ctypes.CDLL(path)
+    lib.jx_pmap_run.restype = ctypes.c_int32
+    lib.jx_pmap_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                                ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32]
+    lib.jx_coll_last_error.restype = ctypes.c_char_p
+    lib.jx_coll_set_timeout.argtypes = [ctypes.c_double]
+    return lib
+
+
+_RUN_LOCK = threading.Lock()       # one pmap step at a time (hooks and errors are global)
+
+
+def launch(entry: int, n: int, in_table: np.ndarray, out_table: np.ndarray) -> None:
+    """Run the compiled per-device entry on n threads; raise on failure."""
+    lib = runtime()
+    with _RUN_LOCK:
+        status = lib.jx_pmap_run(entry, n, data_ptr(in_table), in_table.shape[1],
+                                 data_ptr(out_table), out_table.shape[1])
+        if status:
+            message = lib.jx_coll_last_error().decode()
+            lib.jx_coll_clear_error()
+    if status:
+        if message:
+            raise CollectiveError(message)
+        from jx.runtime.abi import STATUS
+        name, meaning = STATUS.get(status, ("?", "unknown status"))
+        raise CollectiveError(f"a device of the pmap failed with status {status} ({name}: "
+                              f"{meaning})")
+
+
+def set_timeout(seconds: float | None) -> None:
+    """Seconds a device waits at a collective before failing (None: the default,
+    JX_COLLECTIVE_TIMEOUT or 300)."""
+    runtime().jx_coll_set_timeout(-1.0 if seconds is None else float(seconds))
+
+
+# ---------------------------------------------------------------- MPI
+
+class _MpiApi(ctypes.Structure):
+    _fields_ = [("allreduce", ctypes.c_void_p), ("allgather", ctypes.c_void_p),
+                ("alltoall", ctypes.c_void_p), ("comm", ctypes.c_ssize_t),
+                ("byte_type", ctypes.c_ssize_t),
+                ("types", ctypes.c_ssize_t * len(DTYPE_CODES)),
+                ("ops", ctypes.c_ssize_t * 3), ("rank", ctypes.c_int32),
+                ("size", ctypes.c_int32)]
+
+
+def _mpi_library(MPI) -> ctypes.CDLL:
+    """The MPI shared library mpi4py loaded (found in this process's mappings)."""
+    try:
+        lib = ctypes.CDLL(None)
+        lib.MPI_Allreduce
+        return lib
+    except (AttributeError, OSError):
+        pass
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if "mpi" in os.path.basename(path) and ".so" in path and path not in paths:
+                    paths.append(path)
+    except OSError:
+        pass
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.MPI_Allreduce
+            return lib
+        except (AttributeError, OSError):
+            continue
+    raise JxError(f"could not find the MPI library mpi4py uses ({MPI.Get_library_version()[:60]}"
+                  "...) in this process; jx needs its MPI_Allreduce to run pmap over ranks")
+
+
+_installed: dict = {}
+
+
+def install_mpi(comm) -> None:
+    """Point the runtime's cross-process hooks at MPI on `comm` (once per comm)."""
+    if _installed.get("comm") is comm:
+        return
+    from mpi4py import MPI
+    if MPI._sizeof(MPI.Comm) not in (4, 8):
+        raise JxError("unsupported MPI handle size; jx's MPI hooks expect int or pointer "
+                      "handles")
+    lib = _mpi_library(MPI)
+    api = _MpiApi()
+    for name in ("allreduce", "allgather", "alltoall"):
+        fn = getattr(lib, "MPI_" + name.capitalize())
+        setattr(api, name, ctypes.cast(fn, ctypes.c_void_p).value)
+    api.comm = MPI._handleof(comm)
+    api.byte_type = MPI._handleof(MPI.BYTE)
+    mpi_types = [MPI.FLOAT, MPI.DOUBLE, MPI.INT32_T, MPI.INT64_T, MPI.UINT32_T,
+                 MPI.UINT64_T, MPI.INT8_T, MPI.UINT8_T, MPI.INT16_T, MPI.UINT16_T, MPI.UINT8_T]
+    for i, t in enumerate(mpi_types):
+        api.types[i] = MPI._handleof(t)
+    for i, op in enumerate((MPI.SUM, MPI.MAX, MPI.MIN)):
+        api.ops[i] = MPI._handleof(op)
+    api.rank, api.size = comm.Get_rank(), comm.Get_size()
+    runtime().jx_use_mpi(ctypes.byref(api))
+    _installed["comm"] = comm
+
+
+def _agree(comm, signature: str) -> None:
+    """Every rank must run the same per-device program on the same shapes: compare a
+    hash of it first, so a mismatch is an error on every rank, not a hang or garbage."""
+    mine = np.frombuffer(hashlib.sha256(signature.encode()).digest()[:8], np.int64).copy()
+    every = np.empty(comm.Get_size(), np.int64)
+    comm.Allgather(mine, every)
+    if (every == every[0]).all():
+        return
+    texts = comm.allgather(signature)
+    lines = "\n".join(f"  rank {r}: {t}" for r, t in enumerate(texts))
+    raise CollectiveError("pmap: the MPI ranks disagree on what to run (every process must "
+                          "call the pmapped function with the same shapes, dtypes and static "
+                          f"arguments, in the same order):\n{lines}")
+
+
+# ---------------------------------------------------------------- pmap
+
+class Step:
+    """One compiled per-device program, with what a call needs precomputed."""
+
+    def __init__(self, compiled, graph, in_avals, dims, out_tree, n, rank, signature):
+        self.compiled = compiled          # keeps the JIT module (and the entry) alive
+        self.entry = ctypes.cast(compiled.fn, ctypes.c_void_p).value
+        self.in_avals, self.dims, self.n = in_avals, dims, n
+        self.out_avals = graph.out_avals
+        self.out_tree = out_tree
+        self.signature = signature
+        dev = np.arange(n, dtype=np.uintp)
+        self.index = np.arange(rank * n, (rank + 1) * n, dtype=np.int32)
+        self.in_steps = [None if d is None else dev * np.uintp(a.size // max(a.shape[d], 1)
+                                                                * a.dtype.itemsize)
+                         for a, d in zip(in_avals, dims)]
+        self.out_steps = [dev * np.uintp(a.size * a.dtype.itemsize) for a in self.out_avals]
+        self.in_table = np.empty((n, 1 + len(in_avals)), np.uintp)
+        self.in_table[:, 0] = data_ptr(self.index) + 4 * dev
+        self.out_table = np.empty((n, max(1, len(self.out_avals))), np.uintp)
+
+
+def compile_step(fn, axis_name, args, dims, n: int) -> Step:
+    """Trace fn per device (the axis bound to its index), fuse and compile it."""
+    from jx.api import ShapeDtypeStruct, leaf_aval, trace_pytree
+    from jx.passes.fuse import fuse
+    from jx.passes.pipeline import run
+    from jx.pmap import axis_bound, mpi_comm
+
+    from .jit import CompiledFunction
+    comm = mpi_comm()
+    ranks, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
+    leaves, treedef = tree.flatten(tuple(args))
+    in_avals = [leaf_aval(x) for x in leaves]
+    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
+             for a, d in zip(in_avals, dims)]
+    g = axis_bound(fn, axis_name, n * ranks)
+    graph, consts = trace_pytree(g, (ShapeDtypeStruct((), np.int32),) +
+                                 tuple(tree.unflatten(treedef, shard)), name="pmap")
+    assert not consts
+    out_tree = graph.out_tree
+    graph = run(graph, check=False)
+    name = "pmap_" + "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "f"))
+    compiled = CompiledFunction(fuse(graph), name)
+    sig = (f"{n} local devices, inputs ({', '.join(f'{s.aval}@{d}' for s, d in zip(shard, dims))})"
+           f", program {hashlib.sha256(str(graph).encode()).hexdigest()[:12]}")
+    return Step(compiled, graph, in_avals, list(dims), out_tree, n, rank, sig)
+
+
+def run_step(step: Step, leaves, out_axes):
+    """Run one pmap step on the flat argument leaves (concrete arrays)."""
+    from jx.pmap import mpi_comm
+    comm = mpi_comm()
+    if comm is not None:
+        install_mpi(comm)
+        _agree(comm, step.signature)
+    n, in_table, out_table = step.n, step.in_table, step.out_table
+    keep = []
+    for k, (x, d, aval, offs) in enumerate(zip(leaves, step.dims, step.in_avals,
+                                               step.in_steps), start=1):
+        if type(x) is not np.ndarray or x.dtype != aval.dtype or not x.flags.c_contiguous \
+                or (d is not None and d != 0):
+            x = np.asarray(x, dtype=aval.dtype)
+            x = np.ascontiguousarray(x if d in (None, 0) else np.moveaxis(x, d, 0))
+            keep.append(x)
+        in_table[:, k] = data_ptr(x) if offs is None else data_ptr(x) + offs
+    outs = [np.empty((n,) + a.shape, a.dtype) for a in step.out_avals]
+    for k, (o, offs) in enumerate(zip(outs, step.out_steps)):
+        out_table[:, k] = data_ptr(o) + offs
+    launch(step.entry, n, in_table, out_table)
+    del keep
+    if out_axes == 0:
+        return tree.unflatten(step.out_tree, outs)
+    spec = tree.broadcast_prefix(out_axes, tree.unflatten(step.out_tree, outs))
+    final = [o[0] if a is None else np.moveaxis(o, 0, a % o.ndim) if a else o
+             for o, a in zip(outs, spec)]
+    return tree.unflatten(step.out_tree, final)

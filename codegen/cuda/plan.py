@@ -1,0 +1,157 @@
+"""Launch plans: a fused Program -> ordered steps over numbered buffers (JSON).
+
+    {"buffers": [{"kind": "in"|"out"|"tmp"|"const", "index"|"offset"|"const": n,
+                  "shape": [...], "dtype": "float32"}, ...],
+     "workspace": bytes, "status": bool,
+     "steps": [{"op": "launch", "kernel": name, "grid": g, "block": t, "args": [buf...]},
+               {"op": "matmul", "lhs": buf, "rhs": buf, "out": buf,
+                "dimension_numbers": [[lc, rc], [lb, rb]]},
+               {"op": "copy", "dst": buf, "src": buf}]}
+
+Graph inputs are the caller's arrays, graph outputs are written in place where a
+kernel produces them (copied otherwise), intermediates live in one workspace
+laid out by the CPU backend's plan_buffers (dead values' memory reused, never
+within one launch: a launch is one unit). Offset 0 of the workspace holds the
+status word of the serial kernels when there are any.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import numpy as np
+
+from jx.ir import Literal, Var
+
+from jx.codegen.cpu.module import plan_buffers
+from jx.codegen.cpu.rowfuse import row_groups
+
+from .kernels import GpuModule, Launch
+
+STATUS_BYTES = 256        # the status word's slot, keeping the rest aligned
+
+
+class ConstTable:
+    """Array literals that steps read from device memory (matmul operands, outputs)."""
+
+    def __init__(self):
+        self.items: list = []
+        self._index: dict = {}
+
+    def add(self, val) -> int:
+        val = np.ascontiguousarray(val)
+        key = (val.dtype.str, val.shape, val.tobytes())
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(val)
+        return self._index[key]
+
+    def manifest(self) -> list:
+        return [{"shape": list(v.shape), "dtype": v.dtype.name,
+                 "data": base64.b64encode(v.astype(np.uint8) if v.dtype == np.bool_
+                                          else v).decode("ascii")} for v in self.items]
+
+
+@dataclass(eq=False)
+class _Unit:
+    inputs: list
+    outputs: list
+    step: object            # Launch or a matmul dict with atoms
+
+
+@dataclass(eq=False)
+class _Units:
+    graph: object
+    kernels: list
+
+
+def _matmul(kernel) -> _Unit:
+    eqn = kernel.root
+    lhs, rhs = eqn.inputs
+    (out,) = eqn.outputs
+    dn = [[list(x) for x in pair] for pair in eqn.params["dimension_numbers"]]
+    step = {"op": "matmul", "lhs": lhs, "rhs": rhs, "out": out, "dimension_numbers": dn}
+    return _Unit([a for a in (lhs, rhs) if isinstance(a, Var)], [out], step)
+
+
+def program_units(gm: GpuModule, program) -> list:
+    units = []
+    for rows, members in row_groups(program):
+        k = members[0]
+        if rows:
+            launches = gm.rows(members, rows)
+        elif k.kind == "loop":
+            launches = gm.loop(k)
+        elif k.kind == "reduce":
+            launches = gm.reduce(k)
+        elif k.root.prim.name == "dot_general":
+            units.append(_matmul(k))
+            continue
+        else:
+            launches = gm.serial(k)
+        units += [_Unit(list(ln.reads), list(ln.writes), ln) for ln in launches]
+    return units
+
+
+def _record(atom, **where) -> dict:
+    return {**where, "shape": list(atom.aval.shape), "dtype": np.dtype(atom.aval.dtype).name}
+
+
+def plan_program(gm: GpuModule, program, consts: ConstTable) -> dict:
+    g = program.graph
+    units = program_units(gm, program)
+    buffers: list = []
+    index: dict = {}
+
+    def add(atom, rec) -> int:
+        buffers.append(rec)
+        index[id(atom)] = len(buffers) - 1
+        return index[id(atom)]
+
+    for i, v in enumerate(g.inputs):
+        add(v, _record(v, kind="in", index=i))
+    out_bufs, copies = [], []
+    for j, a in enumerate(g.outputs):
+        rec = _record(a, kind="out", index=j)
+        if isinstance(a, Var) and id(a) not in index:
+            out_bufs.append(add(a, rec))          # kernels write this output in place
+        else:
+            buffers.append(rec)
+            out_bufs.append(len(buffers) - 1)
+            copies.append((len(buffers) - 1, a))
+    status = any(isinstance(u.step, Launch) and gm.status in u.step.args for u in units)
+    fixed = {vid: True for vid in index}
+    fixed[id(gm.status)] = True
+    offsets, total = plan_buffers(_Units(g, units), fixed)
+    pad = STATUS_BYTES if status else 0
+    if status:
+        add(gm.status, _record(gm.status, kind="tmp", offset=0))
+    for u in units:
+        for v in u.outputs:
+            if id(v) not in index:
+                add(v, _record(v, kind="tmp", offset=offsets[id(v)] + pad))
+
+    def ref(atom) -> int:
+        if isinstance(atom, Literal):
+            key = ("const", consts.add(np.asarray(atom.val, dtype=atom.aval.dtype)))
+            if key not in index:
+                add_const = _record(atom, kind="const", const=key[1])
+                buffers.append(add_const)
+                index[key] = len(buffers) - 1
+            return index[key]
+        return index[id(atom)]
+
+    steps = []
+    for u in units:
+        s = u.step
+        if isinstance(s, Launch):
+            steps.append({"op": "launch", "kernel": s.kernel, "grid": s.grid,
+                          "block": s.block, "args": [ref(a) for a in s.args]})
+        else:
+            steps.append({**s, "lhs": ref(s["lhs"]), "rhs": ref(s["rhs"]),
+                          "out": ref(s["out"])})
+    for dst, a in copies:
+        if a.aval.size:
+            steps.append({"op": "copy", "dst": dst, "src": ref(a)})
+    return {"buffers": buffers, "workspace": total + pad, "status": status, "steps": steps,
+            "outputs": out_bufs}

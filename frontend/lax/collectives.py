@@ -1,0 +1,142 @@
+"""Collectives over named axes (JAX's jax.lax.psum & co.).
+
+Each works inside a function mapped with `jx.pmap(f, axis_name=...)` or
+`jx.vmap(f, axis_name=...)` and names the axis it combines over; a name that is
+not bound raises an error naming it. Array arguments may be pytrees.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import tree
+from ..core import Tracer
+from ..errors import JxError
+from ..numpy import _util as U
+from ..pmap import lookup_axis
+from ..prims import collectives as C
+
+
+def _names(axis_name) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _reduce(prim, x, axis_name):
+    def one(leaf):
+        for name in _names(axis_name):
+            size, index = lookup_axis(name, prim.name)
+            if not isinstance(leaf, Tracer):       # the same value on every device
+                leaf = np.asarray(leaf)
+                leaf = leaf * np.asarray(size, leaf.dtype) if prim is C.psum else leaf
+                continue
+            leaf = U.bind1(prim, leaf, index, axis_name=name, size=size)
+        return leaf
+    return tree.tree_map(one, x)
+
+
+def psum(x, axis_name):
+    """Sum of x over the devices of `axis_name` (a name or a tuple of names)."""
+    return _reduce(C.psum, x, axis_name)
+
+
+def pmax(x, axis_name):
+    """Elementwise maximum of x over the devices of `axis_name` (NaN propagates)."""
+    return _reduce(C.pmax, x, axis_name)
+
+
+def pmin(x, axis_name):
+    """Elementwise minimum of x over the devices of `axis_name` (NaN propagates)."""
+    return _reduce(C.pmin, x, axis_name)
+
+
+def axis_size(axis_name) -> int:
+    """Number of devices along `axis_name` (the product, for a tuple of names)."""
+    n = 1
+    for name in _names(axis_name):
+        n *= lookup_axis(name, "axis_size")[0]
+    return n
+
+
+def pmean(x, axis_name):
+    """Mean of x over the devices of `axis_name`: psum(x) / axis size."""
+    n = axis_size(axis_name)
+    from .. import numpy as jnp
+    return tree.tree_map(lambda s: jnp.true_divide(s, n), psum(x, axis_name))
+
+
+def axis_index(axis_name):
+    """This device's position along `axis_name`, an int32 scalar in [0, size)."""
+    size, index = lookup_axis(axis_name, "axis_index")
+    return U.bind1(C.axis_index, index, axis_name=axis_name)
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """Every device's x, stacked along a new axis `axis` (ordered by device), or
+    concatenated along the existing `axis` when tiled."""
+    from .. import numpy as jnp
+
+    def one(leaf):
+        size, index = lookup_axis(axis_name, "all_gather")
+        leaf = U.as_value(leaf)
+        nd = len(U.shape_of(leaf))
+        if tiled and nd == 0:
+            raise JxError("all_gather(tiled=True) of a scalar: there is no axis to "
+                          "concatenate along; use tiled=False")
+        ax = U.canonical_axis(axis, nd if tiled else nd + 1)
+        g = U.bind1(C.all_gather, leaf, index, axis_name=axis_name, size=size)
+        g = jnp.moveaxis(g, 0, ax)
+        if tiled:
+            shape = U.shape_of(g)
+            g = jnp.reshape(g, shape[:ax] + (shape[ax] * shape[ax + 1],) + shape[ax + 2:])
+        return g
+    return tree.tree_map(one, x)
+
+
+def ppermute(x, axis_name, perm):
+    """Send x from device src to device dst for each (src, dst) in perm; a device
+    that receives nothing gets zeros."""
+    try:
+        pairs = tuple((int(s), int(d)) for s, d in perm)
+    except (TypeError, ValueError):
+        raise JxError(f"ppermute: perm must be a sequence of (source, destination) device "
+                      f"index pairs, got {perm!r}") from None
+
+    def one(leaf):
+        size, index = lookup_axis(axis_name, "ppermute")
+        return U.bind1(C.ppermute, U.as_value(leaf), index, axis_name=axis_name,
+                       size=size, perm=pairs)
+    return tree.tree_map(one, x)
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Split x along split_axis into one chunk per device, send chunk j to device j,
+    and put the received chunks (ordered by sender) along concat_axis: a new axis
+    there (tiled=False, split_axis must have the axis size) or concatenated."""
+    from .. import numpy as jnp
+
+    def one(leaf):
+        size, index = lookup_axis(axis_name, "all_to_all")
+        leaf = U.as_value(leaf)
+        shape = tuple(U.shape_of(leaf))
+        s = U.canonical_axis(split_axis, len(shape))
+        if tiled:
+            if shape[s] % size:
+                raise JxError(f"all_to_all(tiled=True): split axis {s} of {shape} is not "
+                              f"divisible by the axis size {size}")
+            leaf = jnp.reshape(leaf, shape[:s] + (size, shape[s] // size) + shape[s + 1:])
+        elif shape[s] != size:
+            raise JxError(f"all_to_all: split axis {s} of {shape} must have the size of "
+                          f"axis {axis_name!r} ({size}), or pass tiled=True")
+        y = U.bind1(C.all_to_all, jnp.moveaxis(leaf, s, 0), index, axis_name=axis_name,
+                    size=size)
+        rest = len(U.shape_of(y)) - 1
+        c = U.canonical_axis(concat_axis, rest if tiled else rest + 1)
+        y = jnp.moveaxis(y, 0, c)
+        if tiled:
+            ys = U.shape_of(y)
+            y = jnp.reshape(y, ys[:c] + (ys[c] * ys[c + 1],) + ys[c + 2:])
+        return y
+    return tree.tree_map(one, x)
+
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "ppermute", "all_to_all",
+           "axis_index", "axis_size"]

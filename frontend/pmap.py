@@ -1,0 +1,334 @@
+"""jx.pmap: data parallelism over the CPU's devices, within a process and over MPI.
+
+    step = jx.pmap(update, axis_name="batch")     # f sees one device's shard
+    params = step(params, xs)                     # xs: (n_devices, ...) per process
+
+Devices. One process splits the CPU into N *local devices* (N from the
+JX_NUM_CPU_DEVICES environment variable, else the core count). Started by
+`mpirun -n P` with mpi4py installed, jx spans P processes: `device_count()` is
+N x P, each process passes its local shards (leading axis of at most N) and
+pmap's named axis has size n_local x P, global device g = rank x n_local + local.
+
+Semantics are JAX's: the reference (eager) semantics of pmap are those of
+`jx.vmap(f, axis_name=...)`, which is also what pmap does when it is called
+inside a trace (jit, grad, vmap). Called on concrete arrays it compiles the
+per-device function once per shapes, then runs every shard on its own thread
+through the C runtime (codegen/cpu/cruntime/jx_collectives.c): collectives are
+compiled kernels meeting in shared memory (and, across processes, the process
+leader calls MPI through the hooks installed from mpi4py); no Python runs
+between the start and the end of a step.
+
+The axis environment: while a mapped function is being traced, each named axis
+is bound to (size, index value); the collectives in jx.lax read it. The index is
+a traced int32 scalar that the collectives take as an operand (see
+prims/collectives.py for why).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import tree
+from .core import Tracer, get_aval
+from .errors import JxError
+
+# ---------------------------------------------------------------- axis environment
+
+_ENV = threading.local()
+
+
+def _frames() -> list:
+    if not hasattr(_ENV, "frames"):
+        _ENV.frames = []
+    return _ENV.frames
+
+
+@contextlib.contextmanager
+def axis_frame(name, size: int, index):
+    """Bind axis `name` (of `size` devices, this device's position `index`)."""
+    frames = _frames()
+    frames.append((name, int(size), index))
+    try:
+        yield
+    finally:
+        frames.pop()
+
+
+def lookup_axis(name, what: str) -> tuple:
+    """(size, index value) of the innermost binding of axis `name`."""
+    if isinstance(name, (tuple, list)):
+        raise JxError(f"{what}: give one axis name here, got {name!r}")
+    for n, size, index in reversed(_frames()):
+        if n == name:
+            return size, index
+    bound = [repr(n) for n, _, _ in _frames()]
+    where = (f"the axes bound here are {', '.join(bound)}" if bound else
+             "no axis is bound here: it is called outside any jx.pmap / jx.vmap "
+             "with an axis_name")
+    raise JxError(f"{what}: unbound axis name {name!r} ({where}). Collectives run inside "
+                  f"jx.pmap(f, axis_name={name!r}) or jx.vmap(f, axis_name={name!r}); "
+                  "check the spelling of the axis name.")
+
+
+def axis_bound(f: Callable, axis_name, axis_size: int) -> Callable:
+    """g(index, *args) = f(*args) with `axis_name` bound to the traced `index`;
+    vmap traces g instead of f, with index = arange(axis_size) mapped at 0."""
+    def g(index, *args, **kwargs):
+        with axis_frame(axis_name, axis_size, index):
+            return f(*args, **kwargs)
+    g.__name__ = getattr(f, "__name__", "mapped")
+    return g
+
+
+def named_axis(f: Callable, axis_name, axis_size: int, leaves: Sequence) -> tuple:
+    """What vmap traces for `axis_name`: (function, extra leading abstract args,
+    their values, their batch dims); nothing extra when axis_name is None."""
+    if axis_name is None:
+        return f, (), [], []
+    from .api import ShapeDtypeStruct
+    from jx.passes.zeros import stage_like
+    index = stage_like(np.arange(axis_size, dtype=np.int32), list(leaves))
+    return axis_bound(f, axis_name, axis_size), (ShapeDtypeStruct((), np.int32),), [index], [0]
+
+
+# ---------------------------------------------------------------- devices and processes
+
+@dataclass(frozen=True)
+class Device:
+    """A CPU device: a thread of one process with its share of the cores."""
+    id: int
+    process_index: int
+    platform: str = "cpu"
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id}, process_index={self.process_index})"
+
+
+_MPI_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE",
+                  "MPI_LOCALNRANKS", "SLURM_NTASKS")
+_mpi_state: dict = {}
+
+
+def _launched_size() -> int:
+    """The world size a launcher (mpirun, mpiexec, srun) announces, else 1."""
+    for var in _MPI_SIZE_VARS[:-1]:
+        v = os.environ.get(var)
+        if v and v.isdigit():
+            return int(v)
+    return 1
+
+
+def mpi_comm():
+    """The MPI communicator pmap spans, or None in a single process.
+
+    MPI is used when the process was started by an MPI launcher with more than
+    one rank (or JX_MPI=1); JX_MPI=0 turns it off. Importing mpi4py initialises
+    MPI, so it is imported only then.
+    """
+    if "comm" in _mpi_state:
+        return _mpi_state["comm"]
+    flag = os.environ.get("JX_MPI", "")
+    comm = None
+    if flag != "0" and (flag == "1" or _launched_size() > 1):
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise JxError("this process was started by an MPI launcher with "
+                          f"{_launched_size()} ranks, but mpi4py is not installed: "
+                          "`pip install 'jx[mpi]'` (or set JX_MPI=0 to run each rank "
+                          "alone)") from None
+        comm = MPI.COMM_WORLD
+    _mpi_state["comm"] = comm
+    return comm
+
+
+def process_index() -> int:
+    comm = mpi_comm()
+    return 0 if comm is None else comm.Get_rank()
+
+
+def process_count() -> int:
+    comm = mpi_comm()
+    return 1 if comm is None else comm.Get_size()
+
+
+def local_device_count() -> int:
+    """JX_NUM_CPU_DEVICES, else the number of cores this process may use."""
+    v = os.environ.get("JX_NUM_CPU_DEVICES")
+    if v:
+        try:
+            n = int(v)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise JxError(f"JX_NUM_CPU_DEVICES={v!r}: give a positive number of devices")
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:           # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def device_count() -> int:
+    return local_device_count() * process_count()
+
+
+def local_devices() -> list:
+    n, p = local_device_count(), process_index()
+    return [Device(p * n + i, p) for i in range(n)]
+
+
+def devices() -> list:
+    n = local_device_count()
+    return [Device(p * n + i, p) for p in range(process_count()) for i in range(n)]
+
+
+# ---------------------------------------------------------------- pmap
+
+_names = itertools.count()
+
+
+def _in_dims(in_axes, args) -> list:
+    """Per-leaf mapped axis (canonical int or None) of the dynamic args."""
+    spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+    if isinstance(spec, tuple) and len(spec) != len(args):
+        raise JxError(f"pmap: in_axes has {len(spec)} entries but the function got "
+                      f"{len(args)} (non-static) arguments; give one per argument")
+    try:
+        dims = tree.broadcast_prefix(spec if isinstance(spec, tuple) else (spec,) * len(args),
+                                     tuple(args))
+    except ValueError as e:
+        raise JxError(f"pmap: in_axes {in_axes!r} does not match the arguments ({e})") from None
+    out = []
+    for x, d in zip(tree.tree_leaves(tuple(args)), dims):
+        if d is None:
+            out.append(None)
+            continue
+        if not isinstance(d, int):
+            raise JxError(f"pmap: in_axes entries must be int or None, got {d!r}")
+        nd = get_aval(x).ndim
+        if not -nd <= d < max(nd, 1) or nd == 0:
+            raise JxError(f"pmap: in_axes={d} for an argument of shape {get_aval(x).shape}; a "
+                          "mapped argument needs that axis (use None for unmapped ones)")
+        out.append(d % nd)
+    return out
+
+
+def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices=None,
+         backend: str | None = None, axis_size: int | None = None) -> Callable:
+    """Map f over the leading (or `in_axes`) axis of its arguments, one slice per
+    device, in parallel; collectives over `axis_name` combine the devices.
+
+    in_axes/out_axes: as jx.vmap (None = the same value on every device; for an
+    output, None returns device 0's value, meant for replicated results).
+    static_broadcasted_argnums: arguments passed to f as Python values (they key
+    the compilation cache). devices: the local devices (or device ids) to run on;
+    their number must equal the mapped size. backend: None or "cpu" compiles;
+    "reference" evaluates with NumPy as jx.vmap(f, axis_name=...) does.
+    """
+    name = axis_name if axis_name is not None else f"_pmap{next(_names)}"
+    statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
+        else tuple(static_broadcasted_argnums)
+    if backend not in (None, "cpu", "reference"):
+        raise JxError(f"pmap: unknown backend {backend!r}; use None/'cpu' (compiled, one "
+                      "thread per device) or 'reference' (NumPy, as jx.vmap)")
+    cache: dict = {}
+    fast: dict = {}            # (shape, dtype) of each NumPy argument -> compiled step
+
+    @functools.wraps(f)
+    def mapped(*args, **kwargs):
+        if not kwargs and not statics and in_axes == 0:
+            try:                              # the fast path: plain NumPy arrays
+                step = fast.get(tuple([(a.shape, a.dtype) for a in args
+                                       if type(a) is np.ndarray]))
+            except AttributeError:
+                step = None
+            if step is not None and len(step.dims) == len(args):
+                from jx.codegen.cpu.collectives import run_step
+                return run_step(step, args, out_axes)
+        if kwargs:
+            raise JxError("pmap: pass arguments positionally (keyword arguments are not "
+                          "mapped); wrap f in a lambda to bind keywords")
+        from .api import merge_static, split_static
+        static, dyn = split_static(args, [s % max(len(args), 1) for s in statics])
+        axes = in_axes
+        if isinstance(axes, (tuple, list)) and len(axes) == len(args) and static:
+            axes = tuple(a for i, a in enumerate(axes) if i not in static)
+        dims = _in_dims(axes, dyn)
+        leaves = tree.tree_leaves(tuple(dyn))
+        sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if not sizes:
+            raise JxError("pmap: no argument is mapped (all in_axes are None); pass "
+                          "axis_size or map at least one argument")
+        if len(sizes) > 1:
+            raise JxError(f"pmap: mapped axes have different sizes {sorted(sizes)}; every "
+                          "mapped argument needs the same leading size (one slice per device)")
+        n = sizes.pop()
+        n_dev = len(devices) if devices is not None else local_device_count()
+        if devices is not None and n != n_dev:
+            raise JxError(f"pmap: the mapped axis has size {n} but devices= lists {n_dev} "
+                          "devices; give one device per slice")
+        if n > n_dev:
+            raise JxError(f"pmap: the mapped axis has size {n} but this process has only "
+                          f"{n_dev} local devices; map at most {n_dev} slices (reshape the "
+                          "batch to (devices, per_device, ...)) or set JX_NUM_CPU_DEVICES")
+
+        def fixed(*d):
+            return f(*merge_static(static, d, len(args)))
+        fixed.__name__ = getattr(f, "__name__", "mapped")
+
+        traced = any(isinstance(x, Tracer) for x in leaves)
+        if traced or backend == "reference" or not _compiled_available():
+            if process_count() > 1:
+                why = "inside a trace (jit, grad, vmap)" if traced else \
+                    "without the compiled runtime"
+                raise JxError(f"pmap over {process_count()} MPI processes cannot run {why}: "
+                              "call the pmapped function at top level on NumPy arrays "
+                              "(put jit/grad inside the mapped function)")
+            from .vmap import vmap
+            return vmap(fixed, in_axes=tuple(axes) if isinstance(axes, list) else axes,
+                        out_axes=out_axes, axis_name=name)(*dyn)
+        from jx.codegen.cpu.collectives import compile_step, run_step
+        key = (tuple(sorted((i, _hashable(v)) for i, v in static.items())),
+               tree.tree_structure(tuple(dyn)),
+               tuple((get_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)), n)
+        step = cache.get(key)
+        if step is None:
+            step = cache[key] = compile_step(fixed, name, dyn, dims, n)
+            if all(type(a) is np.ndarray for a in args) and not static and in_axes == 0:
+                fast[tuple((a.shape, a.dtype) for a in args)] = step
+        return run_step(step, leaves, out_axes)
+
+    mapped._cache = cache
+    return mapped
+
+
+def _hashable(v):
+    try:
+        hash(v)
+    except TypeError:
+        raise JxError(f"pmap: static argument {v!r} must be hashable (it keys the "
+                      "compilation cache); pass a tuple instead of a list") from None
+    return v
+
+
+def _compiled_available() -> bool:
+    try:
+        from jx.codegen.cpu import parallel
+    except ImportError:                 # no llvmlite: NumPy reference only
+        return False
+    return parallel.available()
+
+
+__all__ = ["pmap", "Device", "devices", "local_devices", "device_count", "local_device_count",
+           "process_index", "process_count", "axis_frame", "lookup_axis", "axis_bound"]
