@@ -1,0 +1,210 @@
+"""The CPU backend's blocked GEMM (codegen/cpu/gemm.py) against NumPy: awkward
+shapes, strided (transposed) operands, batch dims, every block boundary (with
+small blocks), the packed-A path, both work splits, other vector widths, with
+the thread pool on, off and oversubscribed. No timing here: see the report of
+issue 7 for speed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jx
+import jx.lax as lax
+import jx.numpy as jnp
+
+pytest.importorskip("llvmlite")
+
+from jx.codegen.cpu import gemm, parallel  # noqa: E402
+from jx.codegen.cpu.jit import CompiledFunction  # noqa: E402
+
+COVERED = {"dot_general"}
+
+FLOATS = [np.float32, np.float64]
+
+
+def _dg(lc, rc, lb=(), rb=()):
+    return lambda x, y: lax.dot_general(x, y, ((lc, rc), (lb, rb)))
+
+
+def _check(got, f, args):
+    """got against f in float64, within the rounding bound of any summation order:
+    |err| <= 2 k eps (|a| |b|)."""
+    want = np.asarray(f(*[x.astype(np.float64) for x in args]))
+    bound = np.asarray(f(*[np.abs(x).astype(np.float64) for x in args]))
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == args[0].dtype
+    k = max(args[0].shape + args[1].shape + (1,))        # at least the contraction length
+    eps = np.finfo(args[0].dtype).eps
+    err = np.abs(got - want)
+    assert np.all(err <= 2 * k * eps * bound + np.finfo(args[0].dtype).tiny), err.max()
+
+
+def _compiled(f, args):
+    """A CompiledFunction of f (built now, so monkeypatched settings apply)."""
+    prog = jx.jit(f).lower(*args)
+    return CompiledFunction(prog, "gemm_test")
+
+
+def _rand(rng, shape, dt):
+    return rng.standard_normal(shape).astype(dt)
+
+
+MKN = [(1, 1, 1), (1, 9, 1), (1, 5, 40), (40, 5, 1), (7, 1, 3), (13, 17, 19), (12, 8, 32),
+       (25, 31, 65), (97, 3, 101), (5, 0, 4), (0, 4, 5), (4, 5, 0)]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_awkward_shapes(rng, dt):
+    for m, k, n in MKN:
+        a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt)
+        _check(jx.jit(jnp.matmul)(a, b), jnp.matmul, (a, b))
+
+
+def test_the_gemm_is_used_for_floats_only(rng):
+    a, b = _rand(rng, (8, 8), np.float32), _rand(rng, (8, 8), np.float32)
+    assert "jx.gemm.micro" in _compiled(jnp.matmul, (a, b)).ir_text
+    ints = rng.integers(-9, 9, (6, 7)).astype(np.int32)
+    cf = _compiled(jnp.matmul, (ints, ints.T.copy()))
+    assert "jx.gemm" not in cf.ir_text
+    np.testing.assert_array_equal(cf(ints, ints.T.copy())[0], ints @ ints.T)
+    i64 = rng.integers(-9, 9, (5, 3)).astype(np.int64)
+    np.testing.assert_array_equal(jx.jit(jnp.matmul)(i64, i64.T), i64 @ i64.T)
+    h = rng.standard_normal((5, 6)).astype(np.float16)
+    f = _dg((1,), (0,))
+    np.testing.assert_allclose(jx.jit(f)(h, h.T.copy()), f(h, h.T.copy()), rtol=2e-3, atol=2e-3)
+
+
+# (lhs shape, rhs shape, dimension numbers): each free/contracting group strided
+STRIDED = [
+    ((9, 14), (9, 23), ((0,), (0,))),               # x.T @ w
+    ((14, 9), (23, 9), ((1,), (1,))),               # x @ w.T
+    ((9, 14), (23, 9), ((0,), (1,))),               # x.T @ w.T
+    ((3, 4, 6), (6, 5), ((2,), (0,))),              # free dims merge: (3 * 4) x 6
+    ((7, 3, 4), (3, 4, 5), ((1, 2), (0, 1))),       # two contracting dims
+    ((7, 3, 4), (3, 4, 5), ((2, 1), (1, 0))),       # contracting pairs listed out of order
+    ((1, 6, 1), (6, 1, 4), ((1,), (0,))),           # unit dims anywhere
+]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", STRIDED, ids=lambda c: f"{c[0]}.{c[1]}")
+def test_strided_operands(rng, dt, case):
+    ls, rs, (lc, rc) = case
+    f = _dg(lc, rc)
+    a, b = _rand(rng, ls, dt), _rand(rng, rs, dt)
+    cf = _compiled(f, (a, b))
+    assert "jx.gemm.micro" in cf.ir_text
+    _check(cf(a, b)[0], f, (a, b))
+
+
+BATCHED = [
+    ((4, 13, 8), (4, 8, 11), ((2,), (1,)), ((0,), (0,))),             # batched matmul
+    ((2, 3, 17, 8), (2, 3, 19, 8), ((3,), (3,)), ((0, 1), (0, 1))),   # attention q k^T
+    ((13, 5, 8), (8, 5, 11), ((2,), (0,)), ((1,), (1,))),             # batch dim not leading
+    ((6, 13, 1), (6, 1, 9), ((2,), (1,)), ((0,), (0,))),              # outer product
+    ((3, 0, 4), (3, 4, 5), ((2,), (1,)), ((0,), (0,))),
+    ((3, 6, 0), (3, 0, 5), ((2,), (1,)), ((0,), (0,))),
+]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", BATCHED, ids=lambda c: f"{c[0]}.{c[1]}")
+def test_batch_dims(rng, dt, case):
+    ls, rs, (lc, rc), (lb, rb) = case
+    f = _dg(lc, rc, lb, rb)
+    a, b = _rand(rng, ls, dt), _rand(rng, rs, dt)
+    _check(jx.jit(f)(a, b), f, (a, b))
+
+
+def test_layouts_that_fall_back(rng):
+    """Free dims that are not one strided dim take the general loop nest."""
+    f = _dg((1,), (0,))                     # lhs free dims 0 and 2 are split by dim 1
+    a, b = _rand(rng, (3, 5, 4), np.float32), _rand(rng, (5, 6), np.float32)
+    cf = _compiled(f, (a, b))
+    assert "jx.gemm" not in cf.ir_text
+    _check(cf(a, b)[0], f, (a, b))
+
+
+def test_numpy_frontend_forms(rng):
+    x, w = _rand(rng, (2, 5, 7), np.float32), _rand(rng, (7, 3), np.float32)
+    _check(jx.jit(lambda x, w: x @ w)(x, w), lambda x, w: x @ w, (x, w))
+    _check(jx.jit(lambda x, w: x.T @ w.T)(w, x[0]), lambda x, w: x.T @ w.T, (w, x[0]))
+    q, k = _rand(rng, (3, 10, 4), np.float64), _rand(rng, (3, 12, 4), np.float64)
+    f = lambda q, k: jnp.einsum("bqd,bkd->bqk", q, k)  # noqa: E731
+    _check(jx.jit(f)(q, k), f, (q, k))
+
+
+LARGE = [(257, 300, 129), (130, 77, 300)]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_large_default_blocks(rng, dt):
+    for m, k, n in LARGE:
+        a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt)
+        _check(jx.jit(jnp.matmul)(a, b), jnp.matmul, (a, b))
+
+
+SMALL_BLOCKS = {"kc": 8, "mc": 24, "nc": 64}
+
+
+@pytest.mark.parametrize("split", ["m", "n"])
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("threads", [True, False])
+def test_every_block_boundary(rng, monkeypatch, split, direct, threads):
+    """Small blocks so modest shapes cross KC, MC and NC; packed and in-place A;
+    row and column task splits; pool on and off."""
+    monkeypatch.setattr(gemm, "OVERRIDE", dict(SMALL_BLOCKS))
+    monkeypatch.setattr(gemm, "DIRECT_A", direct)
+    monkeypatch.setattr(gemm, "SPLIT", split)
+    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    if not threads:
+        monkeypatch.setattr(parallel, "available", lambda: False)
+    for dt in FLOATS:
+        cases = [((67, 45), (45, 150), _dg((1,), (0,))),
+                 ((45, 67), (150, 45), _dg((0,), (1,))),           # both operands transposed
+                 ((3, 29, 19), (3, 19, 70), _dg((2,), (1,), (0,), (0,)))]
+        for ls, rs, f in cases:
+            a, b = _rand(rng, ls, dt), _rand(rng, rs, dt)
+            cf = _compiled(f, (a, b))
+            assert ("jx_parallel_for" in cf.ir_text) == threads
+            _check(cf(a, b)[0], f, (a, b))
+
+
+@pytest.mark.parametrize("vw,mr", [(8, 6), (4, 6), (16, 5)])
+def test_other_vector_widths(rng, monkeypatch, vw, mr):
+    """The AVX2 and SSE register blockings (and an odd MR), on this host."""
+    monkeypatch.setattr(gemm, "OVERRIDE", {"vw": vw, "mr": mr, "kc": 16, "nc": 4 * vw})
+    for dt in FLOATS:
+        a, b = _rand(rng, (31, 40), dt), _rand(rng, (40, 3 * vw + 5), dt)
+        cf = _compiled(jnp.matmul, (a, b))
+        assert f"x{2 * vw}." in cf.ir_text
+        _check(cf(a, b)[0], jnp.matmul, (a, b))
+
+
+def test_thread_counts(rng, monkeypatch):
+    """One thread, and more threads than cores (more tasks than granules)."""
+    if not parallel.available():
+        pytest.skip("no C compiler: no thread pool")
+    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    a, b = _rand(rng, (50, 33), np.float32), _rand(rng, (33, 70), np.float32)
+    cf = _compiled(jnp.matmul, (a, b))
+    try:
+        for n in (1, 3, 7):
+            parallel.set_num_threads(n)
+            _check(cf(a, b)[0], jnp.matmul, (a, b))
+    finally:
+        import os
+        parallel.set_num_threads(int(os.environ.get("JX_NUM_THREADS", os.cpu_count() or 1)))
+
+
+def test_repeated_calls_and_values(rng):
+    """Scratch is allocated per call; NaN and inf propagate as in NumPy."""
+    f = jx.jit(jnp.matmul)
+    a, b = _rand(rng, (20, 30), np.float32), _rand(rng, (30, 40), np.float32)
+    for _ in range(3):
+        _check(f(a, b), jnp.matmul, (a, b))
+    a[3, 4] = np.nan
+    b[5, 6] = np.inf
+    got, want = f(a, b), a @ b
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
