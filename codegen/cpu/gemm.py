@@ -528,7 +528,7 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
         b.position_at_end(step)
         bi = b.sdiv(u, _c(per))
         s0 = b.srem(u, _c(per))
-        s1 = _min(b, _c(per), b.add(s0, b.sub(u1, u0)))
+        s1 = _min(b, _c(per), b.add(s0, b.sub(u1, u)))
         aoff, boff = _c(0), _c(0)
         for (size, sa, sb), q in zip(p.batch, _delinear(b, bi, [s for s, _, _ in p.batch])):
             aoff = b.add(aoff, b.mul(q, _c(sa)))

@@ -40,19 +40,19 @@ def _build(kind: str) -> str | None:
         return out
     os.makedirs(out_dir, exist_ok=True)
     flags = ["-O2", "-fPIC", "-pthread"]
-    fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
-    os.close(fd)
-    unity = tmp + ".c"                    # one translation unit including every source
-    with open(unity, "w") as f:
-        f.write("".join(f'#include "{path}"\n' for path in SOURCES))
-    cmd = [cc, *flags, "-c", unity] if kind == "object" else \
-        [cc, *flags, "-DJX_VISIBLE", "-shared", unity]
-    proc = subprocess.run(cmd + ["-o", tmp], capture_output=True, text=True)
-    os.unlink(unity)
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        return None
-    os.replace(tmp, out)
+    # Fixed file names in a private folder: the object records its source's name,
+    # and a random temp name there would make artifacts differ between caches.
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp_dir:
+        unity = os.path.join(tmp_dir, "jx_runtime.c")   # one unit including every source
+        with open(unity, "w") as f:
+            f.write("".join(f'#include "{path}"\n' for path in SOURCES))
+        tmp = os.path.join(tmp_dir, os.path.basename(out))
+        cmd = [cc, *flags, "-c", unity] if kind == "object" else \
+            [cc, *flags, "-DJX_VISIBLE", "-shared", unity]
+        proc = subprocess.run(cmd + ["-o", tmp], capture_output=True, text=True)
+        if proc.returncode != 0:
+            return None
+        os.replace(tmp, out)
     return out
 
 
