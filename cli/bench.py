@@ -241,8 +241,16 @@ def register(main: click.Group, reports_errors) -> None:
                   remeasure, model, no_jax, cold, quick):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
+        if target == "cuda":
+            # the GPU suite: fused kernels vs JAX on the GPU and the device copy bandwidth
+            from jx.codegen.cuda.bench import main as cuda_bench
+            try:
+                raise SystemExit(cuda_bench(["--quick"] if quick else []))
+            except ImportError as e:
+                raise CliError(f"jx bench --target cuda needs CuPy and an NVIDIA GPU ({e}); "
+                               "install the extra: pip install 'jx[cuda]'.") from None
         if target != "cpu":
-            raise CliError(f"unknown --target {target!r}; this build of jx benchmarks 'cpu'.")
+            raise CliError(f"unknown --target {target!r}; choose cpu or cuda.")
         _sub("machine").ensure_threads(threads, "jx.cli.main")
         debug = bool(click.get_current_context().params.get("debug"))
         run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,

@@ -20,7 +20,7 @@ from .verify import verify
 from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
                          value_and_grad, vjp)
 from .vmap import vmap  # noqa: F401
-from .pmap import (Device, device_count, devices, local_device_count,  # noqa: F401
+from .pmap import (Device, bind_axis, device_count, devices, local_device_count,  # noqa: F401
                    local_devices, pmap, process_count, process_index)
 from .jit import jit  # noqa: F401
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401

@@ -77,6 +77,29 @@ def lookup_axis(name, what: str) -> tuple:
                   "check the spelling of the axis name.")
 
 
+@contextlib.contextmanager
+def bind_axis(axis_name, size: int, index):
+    """Bind a named axis of `size` devices while tracing a per-device (SPMD)
+    function whose device index is the traced int32 scalar `index`. For entries
+    compiled with `jx compile`, whose collectives then run on the devices and
+    processes of the C runtime (jx_pmap_run, jx_set_collective_hooks):
+
+        @jx.export(index=jx.i32[()], x=jx.f32[64, 784])
+        def step(index, x):
+            with jx.bind_axis("batch", 8, index):
+                return jx.lax.pmean(grad_of(x), "batch")
+    """
+    from .ir import ShapedArray
+    if not isinstance(index, Tracer) or index.aval.strip_weak() != ShapedArray((), np.int32):
+        raise JxError(f"bind_axis({axis_name!r}): index must be a traced int32 scalar (an "
+                      f"entry argument declared jx.i32[()]), got {index!r}; use jx.pmap to "
+                      "map a function over concrete arrays")
+    if int(size) < 1:
+        raise JxError(f"bind_axis({axis_name!r}): size must be positive, got {size}")
+    with axis_frame(axis_name, size, index):
+        yield
+
+
 def axis_bound(f: Callable, axis_name, axis_size: int) -> Callable:
     """g(index, *args) = f(*args) with `axis_name` bound to the traced `index`;
     vmap traces g instead of f, with index = arange(axis_size) mapped at 0."""
@@ -331,4 +354,5 @@ def _compiled_available() -> bool:
 
 
 __all__ = ["pmap", "Device", "devices", "local_devices", "device_count", "local_device_count",
-           "process_index", "process_count", "axis_frame", "lookup_axis", "axis_bound"]
+           "process_index", "process_count", "axis_frame", "lookup_axis", "axis_bound",
+           "bind_axis"]

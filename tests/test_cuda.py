@@ -210,7 +210,9 @@ def test_reductions_on_gpu(shape, axes, red):
         got = _host(jx.jit(g, backend="cuda")(x))[0]
         want = np.asarray(g(x))
         if np.dtype(dt).kind == "f":
-            np.testing.assert_allclose(got, want, rtol=2e-5 if dt == "float32" else 1e-11)
+            # (a float32 product can underflow to a denormal in one order and 0 in another)
+            np.testing.assert_allclose(got, want, rtol=2e-5 if dt == "float32" else 1e-11,
+                                       atol=1e-30 if red == "prod" else 0)
         else:
             np.testing.assert_array_equal(got, want)
 
@@ -259,7 +261,7 @@ def test_samples_on_gpu():
     ys = (s.RNG.random(32) < 0.5).astype(np.float32)
     _close(jx.jit(train.per_example_grads, backend="cuda")(w, b, xs, ys),
            train.per_example_grads(w, b, xs, ys), 1e-4, 1e-6)
-    t, g, bt = s.f32(32, attention.WIDTH), s.f32(attention.WIDTH), s.f32(attention.WIDTH)
+    t = s.f32(32, attention.WIDTH)
     params = jx.tree_util.tree_map(lambda q: s.f32(*q.shape, scale=0.1), attention.PARAMS)
     _close(jx.jit(attention.attention_block, backend="cuda")(params, t),
            attention.attention_block(params, t), 1e-3, 1e-4)
@@ -297,8 +299,7 @@ def test_artifacts_on_gpu_and_errors(tmp_path):
         art.layernorm(x, g)
     with pytest.raises(rt.EntryNotFoundError):
         art["nope"]
-    # the cubin (when built for this GPU) and the PTX path agree
-    assert "nvptx64" in art.target
+    assert "nvptx64" in art.target and "sm_80" in art.target
 
 
 @needs_gpu

@@ -370,7 +370,7 @@ def test_collective_timeout_raises_instead_of_hanging():
         if len(calls) == 1:
             return lib.jx_coll_allreduce(ctypes.c_void_p(buf.ctypes.data),
                                          ctypes.c_void_p(buf.ctypes.data),
-                                         ctypes.c_int64(4), 0, 0)
+                                         ctypes.c_int64(4), 0, 0, 2)
         return 0
     fn = ENTRY(entry)
     coll.set_timeout(0.3)
@@ -392,7 +392,7 @@ def test_failed_device_aborts_its_team_at_once():
         state["n"] += 1
         if state["n"] == 1:
             return lib.jx_coll_allgather(ctypes.c_void_p(buf.ctypes.data),
-                                         ctypes.c_void_p(buf.ctypes.data), ctypes.c_int64(0))
+                                         ctypes.c_void_p(buf.ctypes.data), ctypes.c_int64(0), 2)
         time.sleep(0.05)
         return 1                 # this device fails (out of memory)
     fn = ENTRY(entry)
@@ -402,3 +402,55 @@ def test_failed_device_aborts_its_team_at_once():
     finally:
         coll.set_timeout(None)
     assert elapsed < 10 and "status" in msg
+
+
+# ---------------------------------------------------------------- artifacts and C
+
+MODEL = '''
+import jx
+from jx import lax
+
+@jx.export(index=jx.i32[()], x=jx.f32[3])
+def step(index, x):
+    with jx.bind_axis("d", 2, index):
+        return lax.psum(x, "d") * 10 + lax.axis_index("d"), lax.all_gather(x, "d")
+'''
+
+
+def test_compiled_artifact_runs_per_device_entries_from_c(tmp_path, rng):
+    """`jx compile` of an SPMD entry; the artifact's own jx_pmap_run runs it on two
+    device threads, as a C program would (no jx Python in the loop)."""
+    from jx.cli.compile import compile_model
+    model = tmp_path / "spmd.py"
+    model.write_text(MODEL)
+    res = compile_model(str(model), str(tmp_path / "build"), (), (), "cpu", None, None)
+    lib = ctypes.CDLL(res["library"])
+    header = open(res["header"]).read()
+    assert "jx_step" in header
+    xs = rand(rng, (2, 3), np.float32)
+    index = np.arange(2, dtype=np.int32)
+    outs = [np.empty((2, 3), np.float32), np.empty((2, 2, 3), np.float32)]
+    ins = np.array([[index[d:].ctypes.data, xs[d].ctypes.data] for d in range(2)], np.uintp)
+    out_t = np.array([[outs[0][d].ctypes.data, outs[1][d].ctypes.data] for d in range(2)],
+                     np.uintp)
+    entry = ctypes.cast(lib.jx_step, ctypes.c_void_p).value
+    lib.jx_pmap_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                                ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32]
+    lib.jx_coll_last_error.restype = ctypes.c_char_p
+    status = lib.jx_pmap_run(entry, 2, ins.ctypes.data, 2, out_t.ctypes.data, 2)
+    assert status == 0, lib.jx_coll_last_error()
+    np.testing.assert_allclose(outs[0], xs.sum(0) * 10 + np.arange(2)[:, None], rtol=1e-6)
+    np.testing.assert_array_equal(outs[1][1], xs)
+    # called directly (one device, no hooks): the axis of 2 devices does not fit
+    import jx.runtime as rt
+    with pytest.raises(rt.ArtifactError):
+        rt.load(res["library"]).step(np.int32(0), xs[0])
+    lib.jx_coll_last_error.restype = ctypes.c_char_p
+    assert b"compiled for an axis of 2 devices" in lib.jx_coll_last_error()
+    lib.jx_coll_clear_error()
+
+
+def test_bind_axis_needs_a_traced_index():
+    with pytest.raises(jx.JxError, match="traced int32 scalar"):
+        with jx.bind_axis("d", 2, 0):
+            pass

@@ -2,22 +2,24 @@
 
 A dot_general whose lhs free dims, contracting dims and rhs free dims each
 collapse to one strided dim becomes a batch of C[M, N] = A[M, K] B[K, N] with
-arbitrary element strides for A and B (C is the row-major output). Per worker:
+arbitrary element strides for A and B (C is the row-major output). One task:
 
-    for ic in M step MC:                 A block (MC x KC), packed: L3
-      for pc in K step KC:               C += A[:, pc] B[pc, :] (stored on pc == 0)
-        pack A into MR x KC micro-panels (k-major, zero-padded rows)
-        for jc in N step NC:             B block (KC x NC), packed: L2
-          pack B into KC x NR micro-panels (zero-padded columns)
-          for ir in MC step MR:          A micro-panel stays in L1
-            for jr in NC step NR:        B micro-panels stream from L2
-              micro-kernel: MR x NR tile in MR * NR / VW vector registers
+    for pc in K step KC:                 C (+)= A[:, pc] B[pc, :] (stored on pc == 0)
+      A: read in place when its rows are contiguous along K (a partial last row
+         panel is packed), else packed in MC-row blocks of MR x KC micro-panels
+      for jc in N step NC:               B block (KC x NC): packed, stays in L2
+        pack B into KC x NR micro-panels (k-major, zero-padded columns)
+        for ir in M step MR:             the A micro-panel stays in L1
+          for jr in NC step NR:          B micro-panels stream from L2
+            micro-kernel: an MR x NR tile in MR * NR / VW vector registers
 
-The micro-kernel broadcasts one element of A per row and multiplies it with NR
-/ VW vectors of B by FMA (vectors along N, so C tiles store as rows). Edge
-tiles store through masks. Workers split M (or N, whichever is longer) over the
-batch in MR (NR) granules; each packs its own panels in its own slot of one
-scratch allocation made by the kernel, sized by the thread count at run time.
+The micro-kernel broadcasts one element of A per row and multiplies it into
+NR / VW vectors of B with FMAs (vectors along N, so C tiles store as rows);
+edge tiles store through masked loads and stores. Tasks split N (or M, when
+too few column granules) over the batch in NR (MR) granules, a few per thread
+of the pool so that a late thread's share goes to the others; each packs into
+its own slot of one scratch allocation made by the kernel. One fork-join per
+kernel call: the pool costs tens of microseconds per join on a loaded machine.
 """
 from __future__ import annotations
 
@@ -31,8 +33,17 @@ import numpy as np
 
 from . import irutil as U
 
-# Flops (multiply-adds) of work below which one more thread costs more than it saves.
+# Multiply-adds per thread below which another thread costs more than it saves.
 MIN_WORK_PER_THREAD = 1 << 22
+TASKS_PER_THREAD = 2     # more tasks than threads: a late or preempted thread's
+                         # share goes to the others
+PREFETCH_C = True        # prefetch each C tile before its k loop
+# For tests and tuning: blocking fields to override (small blocks make small
+# matrices cross every block boundary), A read in place (True) or packed
+# (False), and the split dim ("m" or "n"); None chooses.
+OVERRIDE: dict = {}
+DIRECT_A = None
+SPLIT = None
 
 
 @dataclass(frozen=True)
@@ -62,25 +73,23 @@ def _host_vector_bytes() -> int:
     return 16
 
 
-# Set by tests to small blocks, so small matrices cross every block boundary.
-OVERRIDE: dict = {}
-PACK_ALL = False
 
-
-def blocking(dtype) -> Blocking:
-    """Register and cache blocking for the host's widest vectors."""
+def blocking(dtype, n: int = 1 << 30) -> Blocking:
+    """Register and cache blocking for the host's widest vectors (n: columns of C)."""
     vbytes = _host_vector_bytes()
     item = np.dtype(dtype).itemsize
     vw = vbytes // item
     # 32 vector registers with AVX-512: 12 x 2 accumulators + 2 of B (+1 broadcast);
-    # 16 otherwise: 6 x 2 + 2 (+1)
-    mr = 12 if vbytes == 64 else 6
+    # 16 otherwise: 6 x 2 + 2 (+1). One vector per row when C is that narrow, with
+    # rows enough to cover the FMA latency.
+    nv = 1 if n <= vw else 2
+    mr = (12 if vbytes == 64 else 6) if nv == 2 else 8
     # KC: the A micro-panel (MR x KC) fills a third of L1; NC: the B block
-    # (KC x NC) about half a 2 MiB L2; MC: A block about 2 MiB.
+    # (KC x NC) about half a 2 MiB L2; MC: the A block (when A is packed) 2 MiB.
     kc = (16384 // (mr * item)) // 8 * 8
-    nc = max(2 * vw, (1 << 20) // (kc * item) // (2 * vw) * (2 * vw))
+    nc = max(nv * vw, (1 << 20) // (kc * item) // (nv * vw) * (nv * vw))
     mc = max(mr, (2 << 20) // (kc * item) // mr * mr)
-    blk = Blocking(vw, mr, 2, kc, mc, nc)
+    blk = Blocking(vw, mr, nv, kc, mc, nc)
     if OVERRIDE:
         blk = Blocking(**{**blk.__dict__, **OVERRIDE})
     return blk
@@ -215,7 +224,7 @@ def _pack_fn(module, et, tag, r, sr, sk):
     b.position_at_end(full)
     # k outer over groups of g rows (all r when a k step reads contiguous elements):
     # a few source rows at a time, since rows at power-of-two strides share L1 sets
-    g = r if abs(sr) <= abs(sk) or PACK_ALL else math.gcd(r, 8)
+    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
     with _loop(b, 0, r, g, "i0") as i0:
         s0 = b.mul(i0, _c(sr))
         with _loop(b, 0, kc, 1, "k") as k:
@@ -262,6 +271,13 @@ def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
     fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
     valign = vw * _size(et)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if PREFETCH_C:       # the C tile is read after the k loop: start fetching it now
+        pf = _declare(module, "llvm.prefetch.p0", U.VOID, [U.PTR, U.I32, U.I32, U.I32])
+        for i in range(mr_):
+            for v in range(0, nr_ * _size(et), 64):
+                ptr = b.gep(c, [_c(i * ldc * _size(et) + v)], source_etype=U.I8)
+                b.call(pf, [ptr, ir.Constant(U.I32, 1), ir.Constant(U.I32, 3),
+                            ir.Constant(U.I32, 1)])
     entry = b.block
     loop = fn.append_basic_block("k")
     done = fn.append_basic_block("done")
@@ -406,25 +422,19 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     return fn
 
 
-DIRECT_A = None      # tests/tuning: force reading A in place (True) or packing it (False)
-SPLIT = None         # tests/tuning: "m" or "n" forces the dim that tasks split
-
 
 def _direct_a(p: Plan) -> bool:
-    """Read full MR-row panels of A in place instead of packing them, when A is
-    contiguous along K or M. Packing A means a transposing copy (for row-major A)
-    that costs about as much as a micro-kernel call when few column tiles reuse
-    each panel, and tasks that share A would each pack it again."""
+    """Read full MR-row panels of A in place instead of packing them, when A's rows
+    are contiguous along K: packing them is a transposing copy that costs about as
+    much as a micro-kernel call when few column tiles reuse each panel, and tasks
+    that share A would each pack it again. (Column-major A packs by cheap
+    contiguous copies, and read in place its k steps may all hit one L1 set.)"""
     if DIRECT_A is not None:
         return DIRECT_A
-    return p.ak == 1 or p.am == 1
+    return p.ak == 1 and p.am != 1
 
 
 # ------------------------------------------------------------------ the kernel
-TASKS_PER_THREAD = 2     # more tasks than threads: a late or preempted thread's
-                         # share goes to the others
-
-
 def _split(p: Plan, blk: Blocking):
     """(split M?, granule, granules per matrix). Tasks split N where they can: with
     A read in place, column ranges share nothing, so nothing is packed twice; row
@@ -450,7 +460,7 @@ def emit(ctx, kernel, p: Plan) -> None:
         b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
                         ir.Constant(U.I1, 0)])
         return
-    blk = blocking(p.dtype)
+    blk = blocking(p.dtype, p.n)
     tag = f"{_vname(et)}.v{blk.vw}"
     by_m, gran, per = _split(p, blk)
     units = p.nbatch * per
@@ -460,37 +470,42 @@ def emit(ctx, kernel, p: Plan) -> None:
     bp_elems = min(blk.nc, -(-p.n // blk.nr) * blk.nr) * kc
     slot = -(-(ap_elems + bp_elems) * item // 64) * 64
     work = p.nbatch * p.m * p.n * p.k
-    max_workers = max(1, min(units, work // MIN_WORK_PER_THREAD))
+    max_threads = max(1, min(units, work // MIN_WORK_PER_THREAD))
 
     sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot)
 
-    # tasks: TASKS_PER_THREAD per thread of the pool, at most max_workers threads
+    # tasks: TASKS_PER_THREAD per thread of the pool, at most max_threads threads
     pool = ctx.module._parallel_for
-    if pool is not None and max_workers > 1:
+    threaded = pool is not None and max_threads > 1
+    if threaded:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
-        threads = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_workers))
-        workers = b.select(b.icmp_signed(">", threads, _c(1)),
-                           _min(b, b.mul(threads, _c(TASKS_PER_THREAD)), _c(units)), _c(1))
+        threads = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_threads))
+        tasks = b.select(b.icmp_signed(">", threads, _c(1)),
+                         _min(b, b.mul(threads, _c(TASKS_PER_THREAD)), _c(units)), _c(1))
     else:
-        workers = _c(1)
+        tasks = _c(1)
     malloc = _declare(mod, "malloc", U.PTR, [U.I64])
     free = _declare(mod, "free", U.VOID, [U.PTR])
-    mem = b.call(malloc, [b.add(b.mul(workers, _c(slot)), _c(64))])
+    mem = b.call(malloc, [b.add(b.mul(tasks, _c(slot)), _c(64))])
     ok = b.function.append_basic_block("gemm.alloc.ok")
     b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), ctx.fail_block, ok)
     b.position_at_end(ok)
     base = b.inttoptr(b.and_(b.add(b.ptrtoint(mem, U.I64), _c(63)), _c(-64)), U.PTR)
-    args = b.alloca(U.PTR, _c(5), name="gemm.ctx")      # A, B, C, scratch, workers
-    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(workers, U.PTR)]):
+    entry = b.function.entry_basic_block
+    with b.goto_block(entry):        # a static alloca: A, B, C, scratch, tasks
+        if entry.instructions:
+            b.position_before(entry.instructions[0])
+        args = b.alloca(U.PTR, _c(5), name="gemm.ctx")
+    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR)]):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
-    if pool is not None and max_workers > 1:
+    if threaded:
         many = b.function.append_basic_block("gemm.parallel")
         one = b.function.append_basic_block("gemm.serial")
         join = b.function.append_basic_block("gemm.done")
-        b.cbranch(b.icmp_signed(">", workers, _c(1)), many, one)
+        b.cbranch(b.icmp_signed(">", tasks, _c(1)), many, one)
         b.position_at_end(many)
-        b.call(pool, [body, args, workers])
+        b.call(pool, [body, args, tasks])
         b.branch(join)
         b.position_at_end(one)
         b.call(body, [args, _c(0), _c(1)])
@@ -502,20 +517,20 @@ def emit(ctx, kernel, p: Plan) -> None:
 
 
 def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
-    """body(ctx, lo, hi): tasks lo..hi-1 each run their share of the batch's
-    M (or N) granules, in slot w of the scratch."""
+    """body(ctx, lo, hi): tasks w in lo..hi-1 each run their contiguous share of
+    the batch's M (or N) granules, in slot w of the scratch."""
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                      f"{kname}.gemm")
     fn.linkage = "internal"
     args, lo, hi = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    a, bm, c, scratch, workers = (
+    a, bm, c, scratch, tasks = (
         b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(5))
-    workers = b.ptrtoint(workers, U.I64)
+    tasks = b.ptrtoint(tasks, U.I64)
     with _loop(b, lo, hi, 1, "w") as w:
         mine = b.gep(scratch, [b.mul(w, _c(slot))], source_etype=U.I8, inbounds=True)
-        u0 = b.sdiv(b.mul(w, _c(units)), workers)
-        u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(units)), workers)
+        u0 = b.sdiv(b.mul(w, _c(units)), tasks)
+        u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(units)), tasks)
         pre = b.block
         head = fn.append_basic_block("u.head")
         step = fn.append_basic_block("u.step")
@@ -528,9 +543,9 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
         b.position_at_end(step)
         bi = b.sdiv(u, _c(per))
         s0 = b.srem(u, _c(per))
-        s1 = _min(b, _c(per), b.add(s0, b.sub(u1, u)))
+        s1 = _min(b, _c(per), b.add(s0, b.sub(u1, u)))      # to the end of this matrix
         aoff, boff = _c(0), _c(0)
-        for (size, sa, sb), q in zip(p.batch, _delinear(b, bi, [s for s, _, _ in p.batch])):
+        for (_, sa, sb), q in zip(p.batch, _delinear(b, bi, [s for s, _, _ in p.batch])):
             aoff = b.add(aoff, b.mul(q, _c(sa)))
             boff = b.add(boff, b.mul(q, _c(sb)))
         coff = b.mul(bi, _c(p.m * p.n))
@@ -555,6 +570,7 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
 
 
 def _delinear(b, flat, sizes):
+    """Row-major indices of flat in sizes."""
     out = []
     stride = int(np.prod(sizes, dtype=np.int64))
     for n in sizes:

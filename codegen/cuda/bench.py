@@ -130,6 +130,20 @@ def main(argv=None) -> int:
         tj = _time_jax(jax, lambda: jf(j3), 20000)
         line += f"; jax {tj * 1e6:.1f} us/call"
     print(line)
+    # the same through a compiled artifact and the runtime (jx compile --target cuda)
+    import os
+    import tempfile
+
+    import jx.runtime
+    from jx.cli.compile import compile_model
+    models = os.path.join(os.path.dirname(jx.__file__), os.pardir, "benchmarks", "models.py")
+    if os.path.isfile(models):
+        with tempfile.TemporaryDirectory() as tmp:
+            res = compile_model(models, tmp, ("dispatch",), (), "cuda", None, None,
+                                "sm_" + dev.compute_capability)
+            art = jx.runtime.load(res["library"])
+            t = _time(lambda: art.dispatch(x3), lambda: _sync(cp), 20000)
+            print(f"dispatch (3 f32, jx.runtime artifact) {t * 1e6:.1f} us/call")
     return 0
 
 

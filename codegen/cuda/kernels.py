@@ -37,7 +37,7 @@ from . import nvvm as N
 
 BLOCK = 256              # threads per block of loop and partial-reduce kernels
 VEC = 4                  # consecutive elements per thread per loop iteration
-MAX_GRID = 1 << 16       # grid-stride loops cover the rest
+MAX_GRID = 1 << 20       # grid-stride loops cover the rest
 TWO_PASS_MIN = 1 << 15   # a full reduction at least this long runs on many blocks
 PARTIAL_BLOCKS = 1024
 ROW_BLOCK_MIN = 32       # reduced length from which a block per output pays
@@ -300,6 +300,7 @@ class GpuModule:
         threads = 32
         while threads < 256 and threads * 4 < inner:
             threads *= 2
+        self._threads = threads
         tag = "rows_" + "_".join(k.root.prim.name for k in members)
         name, fn, b = self._begin(tag[:60], len(atoms), threads)
         buffers = {id(a): p for a, p in zip(atoms, fn.args)}
@@ -318,6 +319,26 @@ class GpuModule:
         return [Launch(name, min(n_rows, MAX_GRID) or 1, threads, atoms, group.inputs,
                        group.outputs)] if n_rows else []
 
+    def _row_elements(self, b, length: int, body) -> None:
+        """body(e) for the row's elements e in [0, length): VEC consecutive ones per
+        thread and iteration when they divide the row (adjacent loads merge into
+        vector loads), else one. When the block's threads divide the row evenly the
+        iterations are unrolled, so a thread's loads are all in flight at once."""
+        vec = VEC if length % VEC == 0 and length >= VEC * 32 else 1
+        chunks, threads = length // vec, self._threads
+        if chunks % threads == 0 and chunks // threads <= 8:
+            t_id = N.tid(b)
+            for i in range(chunks // threads):
+                q = b.add(t_id, U.i64(i * threads), flags=["nuw", "nsw"]) if i else t_id
+                base = b.mul(q, U.i64(vec), flags=["nuw", "nsw"]) if vec > 1 else q
+                body([b.add(base, U.i64(j), flags=["nuw", "nsw"]) if j else base
+                      for j in range(vec)])
+            return
+        with N.stride_loop(b, N.tid(b), N.ntid(b), U.i64(chunks), "e") as q:
+            base = b.mul(q, U.i64(vec), flags=["nuw", "nsw"]) if vec > 1 else q
+            body([b.add(base, U.i64(j), flags=["nuw", "nsw"]) if j else base
+                  for j in range(vec)])
+
     def _row_loop(self, b, kernel, buffers, fixed, r, nrow):
         (out,) = kernel.outputs
         shape = out.aval.shape
@@ -325,12 +346,17 @@ class GpuModule:
         length = _size(inner)
         if length == 0:
             return
-        with N.stride_loop(b, N.tid(b), N.ntid(b), U.i64(length), "e") as e:
+        row0 = b.mul(r, U.i64(length))
+
+        def body(es):
             em = self._emitter(b, kernel, buffers)
-            idx = list(fixed) + U.delinear(b, e, inner)
-            flat = b.add(b.mul(r, U.i64(length)), e)
-            em.at(idx, flat, shape)
-            U.store(b, em.value(out, idx), buffers[id(out)], flat, out.aval.dtype)
+            for e in es:
+                idx = list(fixed) + U.delinear(b, e, inner)
+                flat = b.add(row0, e)
+                em.at(idx, flat, shape)
+                U.store(b, em.value(out, idx), buffers[id(out)], flat, out.aval.dtype)
+
+        self._row_elements(b, length, body)
 
     def _row_reduce(self, b, kernel, buffers, fixed, r, nrow):
         root = kernel.root
@@ -356,12 +382,17 @@ class GpuModule:
         acc = U.alloca_entry(b, U.compute_type(dt), "acc")
         b.store(init, acc)
         contiguous = kept == list(range(nrow))
-        with N.stride_loop(b, N.tid(b), N.ntid(b), U.i64(length), "re") as e:
+        row0 = b.mul(r, U.i64(length))
+
+        def body(es):
             em = self._emitter(b, kernel, buffers)
-            full = _merge(kept, fixed, axes, U.delinear(b, e, red_shape), x.aval.ndim)
-            if contiguous:
-                em.at(full, b.add(b.mul(r, U.i64(length)), e), x.aval.shape)
-            b.store(_combine(b, name, b.load(acc), em.value(x, full), dt), acc)
+            for e in es:
+                full = _merge(kept, fixed, axes, U.delinear(b, e, red_shape), x.aval.ndim)
+                if contiguous:
+                    em.at(full, b.add(row0, e), x.aval.shape)
+                b.store(_combine(b, name, b.load(acc), em.value(x, full), dt), acc)
+
+        self._row_elements(b, length, body)
         total = N.block_reduce(b, b.load(acc), lambda a, c: _combine(b, name, a, c, dt), init)
         with b.if_then(b.icmp_unsigned("==", N.tid(b), U.i64(0))):
             U.store(b, total, buffers[id(out)], r, out.aval.dtype)

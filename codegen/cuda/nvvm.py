@@ -114,10 +114,13 @@ def shuffle_xor(b, v, lanemask: int):
     t = v.type
     n = to_bits(b, v)
     w = n.type.width
-    if w == 64:
-        lo = _shfl32(b, b.trunc(n, U.I32), lanemask)
-        hi = _shfl32(b, b.trunc(b.lshr(n, ir.Constant(U.I64, 32)), U.I32), lanemask)
-        n = b.or_(b.zext(lo, U.I64), b.shl(b.zext(hi, U.I64), ir.Constant(U.I64, 32)))
+    if w == 64:        # two 32-bit halves, unpacked and repacked as CUDA's headers do
+        v2 = ir.VectorType(U.I32, 2)
+        pair = b.bitcast(n, v2)
+        for k in (0, 1):
+            half = _shfl32(b, b.extract_element(pair, ir.Constant(U.I32, k)), lanemask)
+            pair = b.insert_element(pair, half, ir.Constant(U.I32, k))
+        n = b.bitcast(pair, U.I64)
     elif w == 32:
         n = _shfl32(b, n, lanemask)
     else:
@@ -149,6 +152,8 @@ def block_reduce(b, v, combine, init):
     """Reduce v over the block (blockDim a multiple of 32, <= 1024). The result is
     valid in thread 0. Ends with a barrier, so it can be called again at once."""
     t = v.type
+    if to_bits(b, init).type.width == 64:
+        return _tree_reduce(b, v, combine)
     v = warp_reduce(b, v, combine)
     slots = _shared_slots(b.module)
     t_id = tid(b)
@@ -160,11 +165,11 @@ def block_reduce(b, v, combine, init):
 
     with b.if_then(b.icmp_unsigned("==", lane, U.i64(0))):
         n = to_bits(b, v)
-        b.store(n if n.type.width == 64 else b.zext(n, U.I64), slot(warp))
+        b.store(n if n.type.width == 64 else b.zext(n, U.I64), slot(warp), align=8)
     barrier(b)
     nwarps = b.lshr(ntid(b), U.i64(5))
     safe = b.select(b.icmp_unsigned("<", t_id, nwarps), t_id, U.i64(0))
-    raw = b.load(slot(safe), typ=U.I64)
+    raw = b.load(slot(safe), typ=U.I64, align=8)
     bits = to_bits(b, init) if not isinstance(init.type, ir.IntType) else init
     width = bits.type.width
     raw = raw if width == 64 else b.trunc(raw, ir.IntType(width))
@@ -172,3 +177,42 @@ def block_reduce(b, v, combine, init):
     w = warp_reduce(b, w, combine)
     barrier(b)
     return w
+
+
+def _tree_reduce(b, v, combine):
+    """64-bit values: a shared-memory tree, no shuffles (split 64-bit shuffles
+    gave wrong low words on an H100 with this toolchain)."""
+    name = "jx.smem64"
+    slots = b.module.globals.get(name)
+    if slots is None:
+        typ = ir.ArrayType(U.I64, 1024)
+        slots = ir.GlobalVariable(b.module, typ, name, addrspace=SHARED)
+        slots.linkage = "internal"
+        slots.initializer = ir.Constant(typ, ir.Undefined)
+        slots.align = 8
+        slots.type = ir.PointerType(addrspace=SHARED)
+    t = v.type
+    t_id, n = tid(b), ntid(b)
+
+    def slot(i):
+        return b.gep(slots, [i], source_etype=U.I64)
+
+    def put(i, x):
+        b.store(to_bits(b, x), slot(i), align=8)
+
+    def get(i):
+        return from_bits(b, b.load(slot(i), typ=U.I64, align=8), t)
+
+    put(t_id, v)
+    barrier(b)
+    s = 512
+    while s >= 1:
+        other = b.add(t_id, U.i64(s))
+        with b.if_then(b.and_(b.icmp_unsigned("<", t_id, U.i64(s)),
+                              b.icmp_unsigned("<", other, n))):
+            put(t_id, combine(get(t_id), get(other)))
+        barrier(b)
+        s //= 2
+    out = get(U.i64(0))
+    barrier(b)
+    return out

@@ -49,7 +49,7 @@ enum { JXC_F32, JXC_F64, JXC_I32, JXC_I64, JXC_U32, JXC_U64, JXC_I8, JXC_U8, JXC
 enum { JXC_SUM, JXC_MAX, JXC_MIN };
 enum { JXC_OK = 0, JXC_ERR = 6 };
 #define JXC_MAX_DEVICES 1024
-#define JXC_SPINS 4000
+#define JXC_SPINS 512
 
 typedef struct jx_collective_hooks {
     void *user;
@@ -147,7 +147,7 @@ static int jxc_barrier(jxc_team *t, const char *what) {
     for (int i = 0; i < JXC_SPINS; i++) {
         if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen) return JXC_OK;
         if (__atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) return JXC_ERR;
-        if ((i & 63) == 63) sched_yield();
+        if ((i & 15) == 15) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -204,6 +204,17 @@ static int jxc_scratch(jxc_team *t, size_t bytes) {
 static int jxc_hook_failed(jxc_team *t, const char *what, int32_t status) {
     jxc_error("jx collective %s: the cross-process hook failed with status %d (rank %d)",
               what, (int)status, (int)jxc_hooks.rank);
+    jxc_team_abort(t);
+    return JXC_ERR;
+}
+
+/* The axis a kernel was compiled for must span this run's devices exactly. */
+static int jxc_check_size(jxc_team *t, const char *what, int32_t size) {
+    if ((int64_t)t->n * jxc_hooks.nranks == size) return JXC_OK;
+    jxc_error("jx collective %s: the program was compiled for an axis of %d devices, but it "
+              "runs on %d device thread(s) x %d process(es); run it with jx_pmap_run on "
+              "that many devices (and the hooks of that many ranks)", what, (int)size, t->n,
+              (int)jxc_hooks.nranks);
     jxc_team_abort(t);
     return JXC_ERR;
 }
@@ -267,11 +278,15 @@ static void jxc_share(int64_t count, int itemsize, int n, int d, int64_t *lo, in
 
 /* psum / pmax / pmin: every device's out = op over devices (and ranks) of in. */
 JXC_API int32_t jx_coll_allreduce(const void *in, void *out, int64_t count, int32_t dtype,
-                                  int32_t op) {
+                                  int32_t op, int32_t size) {
     jxc_team *t = jxc_team_here();
-    if (!t) return JXC_ERR;
+    if (!t || jxc_check_size(t, "allreduce", size)) return JXC_ERR;
     int n = t->n, d = jxc_dev, sz = jxc_size[dtype];
     int ranks = jxc_hooks.nranks > 1;
+    if (ranks && n == 1) {           /* one device per process: straight to the hook */
+        int32_t s = count ? jxc_hooks.allreduce(jxc_hooks.user, in, out, count, dtype, op) : 0;
+        return s ? jxc_hook_failed(t, "allreduce", s) : JXC_OK;
+    }
     if (ranks && jxc_scratch(t, (size_t)count * sz)) return JXC_ERR;
     t->ins[d] = in;
     t->outs[d] = out;
@@ -297,11 +312,15 @@ JXC_API int32_t jx_coll_allreduce(const void *in, void *out, int64_t count, int3
 }
 
 /* all_gather: out = [in of device 0, in of device 1, ...] over every device. */
-JXC_API int32_t jx_coll_allgather(const void *in, void *out, int64_t bytes) {
+JXC_API int32_t jx_coll_allgather(const void *in, void *out, int64_t bytes, int32_t size) {
     jxc_team *t = jxc_team_here();
-    if (!t) return JXC_ERR;
+    if (!t || jxc_check_size(t, "all_gather", size)) return JXC_ERR;
     int n = t->n, d = jxc_dev;
     int ranks = jxc_hooks.nranks > 1;
+    if (ranks && n == 1) {
+        int32_t s = bytes ? jxc_hooks.allgather(jxc_hooks.user, in, out, bytes) : 0;
+        return s ? jxc_hook_failed(t, "all_gather", s) : JXC_OK;
+    }
     if (ranks && jxc_scratch(t, (size_t)bytes * n)) return JXC_ERR;
     t->ins[d] = in;
     t->outs[d] = out;
@@ -323,9 +342,9 @@ JXC_API int32_t jx_coll_allgather(const void *in, void *out, int64_t bytes) {
 }
 
 /* all_to_all on (devices, chunk) arrays: out[j] = in_j[me] for every device j. */
-JXC_API int32_t jx_coll_alltoall(const void *in, void *out, int64_t chunk) {
+JXC_API int32_t jx_coll_alltoall(const void *in, void *out, int64_t chunk, int32_t size) {
     jxc_team *t = jxc_team_here();
-    if (!t) return JXC_ERR;
+    if (!t || jxc_check_size(t, "all_to_all", size)) return JXC_ERR;
     int n = t->n, d = jxc_dev, p = jxc_hooks.nranks;
     size_t c = (size_t)chunk, block = c * n * n;     /* bytes one rank sends another */
     if (p > 1 && jxc_scratch(t, 2 * block * p)) return JXC_ERR;
@@ -355,9 +374,9 @@ JXC_API int32_t jx_coll_alltoall(const void *in, void *out, int64_t chunk) {
 /* ppermute: out = in of device src[me] (global indices), zeros where src[me] < 0.
  * Across processes every rank gathers all inputs (simple; costs bandwidth). */
 JXC_API int32_t jx_coll_ppermute(const void *in, void *out, int64_t bytes,
-                                 const int32_t *src) {
+                                 const int32_t *src, int32_t size) {
     jxc_team *t = jxc_team_here();
-    if (!t) return JXC_ERR;
+    if (!t || jxc_check_size(t, "ppermute", size)) return JXC_ERR;
     int n = t->n, d = jxc_dev, p = jxc_hooks.nranks;
     int me = jxc_hooks.rank * n + d, from = src[me];
     if (p > 1 && jxc_scratch(t, (size_t)bytes * n * (p + 1))) return JXC_ERR;
