@@ -44,6 +44,23 @@ def _with_static(fun, static, n):
     return call
 
 
+class _CustomCall:
+    """What custom_jvp and custom_vjp share at call time: the static/traced split of
+    the arguments and the traced primal function."""
+
+    def __init__(self, custom, args):
+        static, dyn = _nondiff_split(args, custom.nondiff_argnums)
+        self.static, self.n_args = static, len(args)
+        self.n_static = tuple(static[i] for i in sorted(static))
+        self.leaves, self.in_tree = tree.flatten(dyn)
+        self.avals = [leaf_aval(x) for x in self.leaves]
+        self.call, self.call_consts, self.out_tree = _trace_flat(
+            self.with_static(custom.fun), self.in_tree, self.avals, custom.__name__)
+
+    def with_static(self, fn):
+        return _with_static(fn, self.static, self.n_args)
+
+
 class custom_jvp:
     """f = custom_jvp(fun); @f.defjvp def f_jvp(primals, tangents): return out, t_out."""
 
@@ -61,13 +78,10 @@ class custom_jvp:
         if self.jvp is None:
             raise JxError(f"custom_jvp function {self.__name__!r} has no jvp rule; "
                           "define one with @f.defjvp")
-        static, dyn = _nondiff_split(args, self.nondiff_argnums)
-        leaves, in_tree = tree.flatten(dyn)
-        avals = [leaf_aval(x) for x in leaves]
-        call, call_consts, out_tree = _trace_flat(
-            _with_static(self.fun, static, len(args)), in_tree, avals, self.__name__)
-        n_static = tuple(static[i] for i in sorted(static))
-        jvp = _FlatJvp(self.jvp, n_static, in_tree, out_tree)
+        c = _CustomCall(self, args)
+        leaves, in_tree, out_tree, call, call_consts = \
+            c.leaves, c.in_tree, c.out_tree, c.call, c.call_consts
+        jvp = _FlatJvp(self.jvp, c.n_static, in_tree, out_tree)
         outs = bind(ad.custom_jvp_call, *call_consts, *leaves, call=call, jvp=jvp,
                     num_consts=len(call_consts))
         return tree.unflatten(out_tree, outs)
@@ -90,19 +104,15 @@ class custom_vjp:
         if self.fwd is None:
             raise JxError(f"custom_vjp function {self.__name__!r} has no rule; define "
                           "one with f.defvjp(fwd, bwd)")
-        static, dyn = _nondiff_split(args, self.nondiff_argnums)
-        leaves, in_tree = tree.flatten(dyn)
-        avals = [leaf_aval(x) for x in leaves]
-        call, call_consts, out_tree = _trace_flat(
-            _with_static(self.fun, static, len(args)), in_tree, avals, self.__name__)
-        fwd, fwd_consts, fwd_tree = _trace_flat(
-            _with_static(self.fwd, static, len(args)), in_tree, avals,
-            f"{self.__name__}_fwd")
+        c = _CustomCall(self, args)
+        leaves, in_tree, out_tree, call, call_consts = \
+            c.leaves, c.in_tree, c.out_tree, c.call, c.call_consts
+        fwd, fwd_consts, fwd_tree = _trace_flat(c.with_static(self.fwd), in_tree, c.avals,
+                                                f"{self.__name__}_fwd")
         if fwd_tree.kind is not tuple or len(fwd_tree.children) != 2:
             raise JxError(f"custom_vjp fwd of {self.__name__!r} must return (output, "
                           "residuals)")
-        n_static = tuple(static[i] for i in sorted(static))
-        bwd = _FlatBwd(self.bwd, n_static, fwd_tree.children[1], out_tree, in_tree)
+        bwd = _FlatBwd(self.bwd, c.n_static, fwd_tree.children[1], out_tree, in_tree)
         outs = bind(ad.custom_vjp_call, *call_consts, *fwd_consts, *leaves, call=call, fwd=fwd,
                     bwd=bwd, num_consts=len(call_consts), num_fwd_consts=len(fwd_consts))
         return tree.unflatten(out_tree, outs)
