@@ -134,14 +134,16 @@ class Device:
         return f"CpuDevice(id={self.id}, process_index={self.process_index})"
 
 
+# What launchers announce (srun through PMI sets PMI_SIZE; SLURM_NTASKS alone is
+# also set for plain jobs in an allocation, so it does not count).
 _MPI_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE",
-                  "MPI_LOCALNRANKS", "SLURM_NTASKS")
+                  "MPI_LOCALNRANKS")
 _mpi_state: dict = {}
 
 
 def _launched_size() -> int:
     """The world size a launcher (mpirun, mpiexec, srun) announces, else 1."""
-    for var in _MPI_SIZE_VARS[:-1]:
+    for var in _MPI_SIZE_VARS:
         v = os.environ.get(var)
         if v and v.isdigit():
             return int(v)
@@ -168,6 +170,12 @@ def mpi_comm():
                           "`pip install 'jx[mpi]'` (or set JX_MPI=0 to run each rank "
                           "alone)") from None
         comm = MPI.COMM_WORLD
+        if comm.Get_size() == 1 and _launched_size() > 1:
+            raise JxError(f"the MPI launcher started {_launched_size()} ranks but mpi4py's "
+                          f"MPI ({MPI.get_vendor()[0]}) sees only this one: the launcher "
+                          "belongs to another MPI implementation. Use the mpiexec of the "
+                          "MPI mpi4py was built with (for `pip install 'jx[mpi]'`: the one "
+                          "installed beside python)")
     _mpi_state["comm"] = comm
     return comm
 

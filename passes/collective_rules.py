@@ -159,7 +159,7 @@ vjp_rules["pmin"] = _extremum_vjp
 
 def _all_gather_vjp(cts, ins, outs, axis_name, size):
     from jx.lax import dynamic_index_in_dim
-    (ct,), (x, idx) = cts, ins
+    (ct,), (_, idx) = cts, ins
     return [dynamic_index_in_dim(ct, idx, 0, keepdims=False), None]
 
 

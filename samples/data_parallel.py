@@ -21,7 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jx  # noqa: E402
 from jx import lax  # noqa: E402
-from mlp import loss  # noqa: E402
+from mlp import PARAMS, loss  # noqa: E402
+
+LEARNING_RATE = 0.1
 
 
 def init_params(rng, sizes):
@@ -39,14 +41,27 @@ def synthetic_data(rng, n, n_in, n_classes=10):
     return x, np.argmax(x @ teacher, axis=1).astype(np.int32)
 
 
+def sgd_step(params, x, y, lr=LEARNING_RATE):
+    """One device's step on its shard of the batch (inside a "batch" axis)."""
+    value, grads = jx.value_and_grad(loss)(params, x, y)
+    grads = lax.pmean(grads, "batch")         # the all-reduce of data parallelism
+    new = jx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+    return new, lax.pmean(value, "batch")
+
+
 def make_step(lr):
-    def step(params, x, y):                   # runs on one device, on its shard
-        value, grads = jx.value_and_grad(loss)(params, x, y)
-        grads = lax.pmean(grads, "batch")     # the all-reduce of data parallelism
-        new = jx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
-        return new, lax.pmean(value, "batch")
     # params replicated (in_axes None, out_axes None); x and y split over devices
-    return jx.pmap(step, axis_name="batch", in_axes=(None, 0, 0), out_axes=None)
+    return jx.pmap(lambda p, x, y: sgd_step(p, x, y, lr), axis_name="batch",
+                   in_axes=(None, 0, 0), out_axes=None)
+
+
+@jx.export(index=jx.i32[()], params=PARAMS, x=jx.f32[16, 784], y=jx.i32[16])
+def device_step(index, params, x, y):
+    """The per-device step for `jx compile` (8 devices x 16 examples): a C program
+    runs it on its devices with jx_pmap_run, across processes through its MPI
+    hooks (README, "Data parallelism")."""
+    with jx.bind_axis("batch", 8, index):
+        return sgd_step(params, x, y)
 
 
 def reference_sgd(params, batches, lr):
@@ -62,7 +77,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=128, help="global batch size")
     ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--lr", type=float, default=LEARNING_RATE)
     ap.add_argument("--check", action="store_true",
                     help="compare with one-device SGD on the whole batch")
     args = ap.parse_args(argv)

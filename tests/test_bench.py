@@ -148,8 +148,12 @@ def test_machine_prints_the_cached_limits(workdir):
 def test_bad_invocations_are_clear_errors(workdir):
     r = jx_bench(workdir, "missing.py")
     assert r.returncode == 1 and "missing.py does not exist" in r.stderr
-    r = jx_bench(workdir, "model.py", "--target", "cuda")
-    assert r.returncode == 1 and "unknown --target 'cuda'" in r.stderr
+    r = jx_bench(workdir, "model.py", "--target", "tpu")
+    assert r.returncode == 1 and "unknown --target 'tpu'" in r.stderr
+    import importlib.util
+    if importlib.util.find_spec("cupy") is None:
+        r = jx_bench(workdir, "model.py", "--target", "cuda")
+        assert r.returncode == 1 and "needs CuPy" in r.stderr
     r = jx_bench(workdir, "model.py", "--entry", "nope")
     assert r.returncode == 1 and "has no entry 'nope'" in r.stderr
 

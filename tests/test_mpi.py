@@ -27,11 +27,21 @@ def launcher():
 
 def mpi_missing():
     try:
-        import mpi4py  # noqa: F401
+        import mpi4py  # noqa: F401  (only whether it imports)
     except ImportError:
         return "mpi4py is not installed (pip install 'jx[mpi]')"
     if launcher() is None:
         return "no MPI launcher (mpiexec/mpirun) found"
+    # mpi4py's MPI (asked in a subprocess: importing mpi4py.MPI initialises MPI here)
+    vendor = subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
+                             "print(MPI.get_vendor()[0])"], capture_output=True, text=True)
+    found = subprocess.run([launcher(), "--version"], capture_output=True, text=True)
+    text = found.stdout + found.stderr
+    kind = "Open MPI" if ("Open MPI" in text or "OpenRTE" in text) else \
+        "MPICH" if "HYDRA" in text.upper() else None
+    if kind is not None and kind not in vendor.stdout:
+        return (f"the launcher {launcher()} is {kind}'s but mpi4py uses "
+                f"{vendor.stdout.strip() or 'another MPI'}")
     return None
 
 

@@ -454,3 +454,35 @@ def test_bind_axis_needs_a_traced_index():
     with pytest.raises(jx.JxError, match="traced int32 scalar"):
         with jx.bind_axis("d", 2, 0):
             pass
+
+
+def test_data_parallel_sample_locally(capsys):
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "samples" / "data_parallel.py"
+    spec = importlib.util.spec_from_file_location("data_parallel_sample", path)
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    sample.main(["--steps", "3", "--hidden", "32", "--batch", "32", "--check"])
+    out = capsys.readouterr().out
+    assert "1 process(es) x 4 device(s), global batch 32 (8 per device)" in out
+    assert "max |data-parallel - one device|" in out
+
+
+def test_collectives_of_an_outer_axis_inside_vmap(rng):
+    """vmap over 'j' re-binds collectives over the pmap axis 'i' per batch element."""
+    n, b = 4, 3
+    xs = rand(rng, (n, b, 2), np.float32)
+    zs = rand(rng, (n, b, n, 2), np.float32)
+
+    def per(x, z):
+        return (lax.all_gather(x, "i"), lax.ppermute(x, "i", ring(n)),
+                lax.all_to_all(z, "i", 0, 0), lax.pmin(x, "i"))
+    f = lambda x, z: jx.vmap(per, axis_name="j")(x, z)            # noqa: E731
+    for run in both(f):
+        g, p, a, m = run(xs, zs)
+        np.testing.assert_array_equal(g, np.broadcast_to(
+            np.moveaxis(xs, 0, 1)[None], (n, b, n, 2)))
+        np.testing.assert_array_equal(p, np.roll(xs, 1, axis=0))
+        np.testing.assert_array_equal(a, np.einsum("kjid->ijkd", zs))   # a[i,j,k] = z[k,j,i]
+        np.testing.assert_array_equal(m, np.broadcast_to(xs.min(0), xs.shape))

@@ -8,7 +8,8 @@ arbitrary element strides for A and B (C is the row-major output). One task:
       A: read in place when its rows are contiguous along K (a partial last row
          panel is packed), else packed in MC-row blocks of MR x KC micro-panels
       for jc in N step NC:               B block (KC x NC): packed, stays in L2
-        pack B into KC x NR micro-panels (k-major, zero-padded columns)
+        pack B into KC x NR micro-panels (k-major, zero-padded columns; for
+          row-major B a whole row of the block at a time, for the prefetchers)
         for ir in M step MR:             the A micro-panel stays in L1
           for jr in NC step NR:          B micro-panels stream from L2
             micro-kernel: an MR x NR tile in MR * NR / VW vector registers
@@ -24,6 +25,7 @@ kernel call: the pool costs tens of microseconds per join on a loaded machine.
 from __future__ import annotations
 
 from contextlib import contextmanager
+import dataclasses
 from dataclasses import dataclass
 import functools
 import math
@@ -246,6 +248,44 @@ def _pack_fn(module, et, tag, r, sr, sk):
     return fn
 
 
+def _pack_rows_fn(module, et, tag, r, sk):
+    """pack_rows(dst, src, cols, kc): the pack of all ceil(cols / r) panels of a
+    block whose rows are contiguous (sr == 1), a row at a time: each k reads one
+    contiguous row segment, which the prefetchers follow (panel by panel, every k
+    would touch another page). A partial last panel goes through a masked load."""
+    name = f"jx.gemm.packrows.{tag}.{r}.{sk}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64])
+    if fn is None:
+        return module.globals[name]
+    dst, src, cols, kc = fn.args
+    for a in (dst, src):
+        a.add_attribute("noalias")
+    vt = ir.VectorType(et, r)
+    mt = ir.VectorType(U.I1, r)
+    mload = _declare(module, f"llvm.masked.load.v{r}{_vname(et)}.p0", vt,
+                     [U.PTR, U.I32, mt, vt])
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    full = b.sdiv(cols, _c(r))
+    tail = b.srem(cols, _c(r))
+    panel = b.mul(kc, _c(r))
+    it = ir.VectorType(U.I64, r)
+    mask = b.icmp_signed("<", ir.Constant(it, [_c(j) for j in range(r)]), _splat(b, tail, it))
+    zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * r)
+    al = _size(et)
+    with _loop(b, 0, kc, 1, "k") as k:
+        row = _gep(b, src, b.mul(k, _c(sk)) if sk != 1 else k, et)
+        out = _gep(b, dst, b.mul(k, _c(r)), et)
+        with _loop(b, 0, full, 1, "p") as p:
+            v = b.load(_gep(b, row, b.mul(p, _c(r)), et), typ=vt, align=al)
+            b.store(v, _gep(b, out, b.mul(p, panel), et), align=al)
+        with b.if_then(b.icmp_signed("!=", tail, _c(0))):
+            v = b.call(mload, [b.gep(row, [b.mul(full, _c(r))], source_etype=et),
+                               ir.Constant(U.I32, al), mask, zero])
+            b.store(v, _gep(b, out, b.mul(full, panel), et), align=al)
+    b.ret_void()
+    return fn
+
+
 def _size(et) -> int:
     return 4 if et == U.F32 else 8
 
@@ -363,7 +403,8 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
         return module.globals[name]
     a, bmat, c, mlen, nlen, scratch = fn.args
     pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
-    pack_b = _pack_fn(module, et, tag, blk.nr, p.bn, p.bk)
+    pack_b = (_pack_rows_fn(module, et, tag, blk.nr, p.bk) if p.bn == 1 else
+              _pack_fn(module, et, tag, blk.nr, p.bn, p.bk))
     micro = _micro_fn(module, et, tag, blk, p.n, 1, blk.mr)
     direct = _direct_a(p)
     if direct:      # full row panels read A in place; only a last partial one is packed
@@ -392,11 +433,15 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                                     _min(b, mr, b.sub(mc, ir_)), kc])
             with _loop(b, 0, nlen, blk.nc, "jc") as jc:
                 nc = _min(b, _c(blk.nc), b.sub(nlen, jc))
-                with _loop(b, 0, nc, blk.nr, "pb") as jr:
-                    src = _gep(b, bmat, b.add(b.mul(b.add(jc, jr), _c(p.bn)),
-                                              b.mul(pc, _c(p.bk))), et)
-                    b.call(pack_b, [_gep(b, bp, b.mul(jr, kc), et), src,
-                                    _min(b, nr, b.sub(nc, jr)), kc])
+                if p.bn == 1:
+                    src = _gep(b, bmat, b.add(jc, b.mul(pc, _c(p.bk))), et)
+                    b.call(pack_b, [bp, src, nc, kc])
+                else:
+                    with _loop(b, 0, nc, blk.nr, "pb") as jr:
+                        src = _gep(b, bmat, b.add(b.mul(b.add(jc, jr), _c(p.bn)),
+                                                  b.mul(pc, _c(p.bk))), et)
+                        b.call(pack_b, [_gep(b, bp, b.mul(jr, kc), et), src,
+                                        _min(b, nr, b.sub(nc, jr)), kc])
                 with _loop(b, 0, mc, blk.mr, "ir") as ir_:
                     rows = _min(b, mr, b.sub(mc, ir_))
                     crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
@@ -461,6 +506,8 @@ def emit(ctx, kernel, p: Plan) -> None:
                         ir.Constant(U.I1, 0)])
         return
     blk = blocking(p.dtype, p.n)
+    nk = -(-p.k // blk.kc)               # equal K blocks: no short last block
+    blk = dataclasses.replace(blk, kc=-(-p.k // nk))
     tag = f"{_vname(et)}.v{blk.vw}"
     by_m, gran, per = _split(p, blk)
     units = p.nbatch * per

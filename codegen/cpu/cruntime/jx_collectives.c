@@ -2,8 +2,9 @@
  * exchanged in shared memory; across processes the local leader (device 0)
  * calls hooks (MPI by default when jx runs under mpirun).
  *
- * A pmap step is jx_pmap_run(entry, n, ...): n threads each run the compiled
- * per-device entry on their own shard; a collective kernel in the entry calls
+ * A pmap step is jx_pmap_run(entry, n, ...): n threads (device 0 is the caller,
+ * the others persist between steps) each run the compiled per-device entry on
+ * their own shard; a collective kernel in the entry calls
  * jx_coll_* below, which find the team and the device through thread-local
  * state. Every collective is "publish buffer pointers, barrier, copy/reduce a
  * share of the data directly between the devices' buffers, barrier", so the
@@ -11,7 +12,9 @@
  * briefly, then sleep on a condition variable with a deadline: a device that
  * never arrives (a bug, a failed device, a rank that took another path) makes
  * the collective fail after JX_COLLECTIVE_TIMEOUT seconds (default 300) with
- * a message instead of hanging; a failed device aborts its team at once.
+ * a message instead of hanging; a failed device aborts its team at once. Each
+ * kernel passes the axis size it was compiled for, checked against devices x
+ * ranks. An entry called outside jx_pmap_run is one device of its process.
  *
  * The C ABI for multi-process use (see the README, "Data parallelism"):
  *
@@ -42,7 +45,11 @@
 #include <string.h>
 #include <time.h>
 
-#define JXC_API __attribute__((visibility("default")))
+/* Exported (C users of an artifact call jx_pmap_run and the hook setters), but
+ * protected: the artifact's own calls bind to its own copy even when another
+ * library exporting the same names (the JIT's runtime, another model) was loaded
+ * first into the global namespace. */
+#define JXC_API __attribute__((visibility("protected")))
 
 enum { JXC_F32, JXC_F64, JXC_I32, JXC_I64, JXC_U32, JXC_U64, JXC_I8, JXC_U8, JXC_I16,
        JXC_U16, JXC_BOOL, JXC_NTYPES };
@@ -221,6 +228,9 @@ static int jxc_check_size(jxc_team *t, const char *what, int32_t size) {
 
 /* ------------------------------------------------------------ reductions */
 
+/* NaN propagates through max/min, as in the NumPy reference (a != a: a NaN). */
+#define JXC_GT(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
+#define JXC_LT(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 #define JXC_REDUCE(T)                                                                 \
     static void jxc_reduce_##T(void *dst, const void *const *srcs, int n, int64_t lo, \
                                int64_t hi, int op) {                                  \
@@ -232,9 +242,9 @@ static int jxc_check_size(jxc_team *t, const char *what, int32_t size) {
             if (op == JXC_SUM)                                                        \
                 for (int64_t i = 0; i < m; i++) o[i] = (T)(o[i] + s[i]);              \
             else if (op == JXC_MAX)                                                   \
-                for (int64_t i = 0; i < m; i++) o[i] = (o[i] > s[i] || o[i] != o[i]) ? o[i] : s[i]; \
+                for (int64_t i = 0; i < m; i++) o[i] = JXC_GT(o[i], s[i]);            \
             else                                                                      \
-                for (int64_t i = 0; i < m; i++) o[i] = (o[i] < s[i] || o[i] != o[i]) ? o[i] : s[i]; \
+                for (int64_t i = 0; i < m; i++) o[i] = JXC_LT(o[i], s[i]);            \
         }                                                                             \
     }
 typedef unsigned char jxc_u8;
@@ -455,7 +465,19 @@ static void *jxc_worker(void *arg) {
     return NULL;
 }
 
+/* A forked child has none of the parent's device threads: start afresh. */
+static void jxc_pool_after_fork(void) {
+    pthread_mutex_init(&jxc_run_mu, NULL);
+    pthread_mutex_init(&jxc_pool_mu, NULL);
+    pthread_cond_init(&jxc_pool_start, NULL);
+    pthread_cond_init(&jxc_pool_done, NULL);
+    jxc_pool_size = 1;
+    jxc_pool_n = jxc_pool_pending = 0;
+}
+
 static int jxc_pool_grow(int n) {
+    static int fork_handler = 0;
+    if (!fork_handler && n > 1) fork_handler = !pthread_atfork(NULL, NULL, jxc_pool_after_fork);
     while (jxc_pool_size < n) {
         pthread_t th;
         pthread_attr_t attr;
