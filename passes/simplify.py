@@ -124,7 +124,42 @@ def _compose_broadcast(eqn, defs):
     return (inner.inputs[0],), {"shape": eqn.params["shape"], "broadcast_dimensions": dims}
 
 
+def _free_dims(ndim, *used):
+    taken = set(used[0]) | set(used[1])
+    return [d for d in range(ndim) if d not in taken]
+
+
+def _fold_dot_transpose(eqn, defs):
+    """dot_general of a transposed operand reads the operand directly with remapped
+    dimension numbers (when its free dims keep their order, so the output is the
+    same), instead of materialising the transpose."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    ins = list(eqn.inputs)
+    changed = False
+    for side in (0, 1):
+        inner = defs.get(id(ins[side]))
+        if inner is None or inner.prim.name != "transpose":
+            continue
+        perm = inner.params["permutation"]
+        c, b = dims[side]
+        free = _free_dims(len(perm), c, b)
+        mapped_free = [perm[d] for d in free]
+        if mapped_free != sorted(mapped_free):
+            continue
+        dims[side] = [tuple(perm[d] for d in c), tuple(perm[d] for d in b)]
+        ins[side] = inner.inputs[0]
+        changed = True
+    if not changed:
+        return None
+    params = dict(eqn.params)
+    params["dimension_numbers"] = ((tuple(dims[0][0]), tuple(dims[1][0])),
+                                   (tuple(dims[0][1]), tuple(dims[1][1])))
+    return tuple(ins), params
+
+
 COMPOSE = {
+    "dot_general": _fold_dot_transpose,
     "transpose": _compose_transpose,
     "reshape": _compose_reshape,
     "broadcast_in_dim": _compose_broadcast,

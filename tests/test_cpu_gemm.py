@@ -78,6 +78,7 @@ def test_the_gemm_is_used_for_floats_only(rng):
 STRIDED = [
     ((9, 14), (9, 23), ((0,), (0,))),               # x.T @ w
     ((14, 9), (23, 9), ((1,), (1,))),               # x @ w.T
+    ((40, 100), (70, 100), ((1,), (1,))),           # x @ w.T: 8 x 8 transposes + a tail
     ((9, 14), (23, 9), ((0,), (1,))),               # x.T @ w.T
     ((3, 4, 6), (6, 5), ((2,), (0,))),              # free dims merge: (3 * 4) x 6
     ((7, 3, 4), (3, 4, 5), ((1, 2), (0, 1))),       # two contracting dims

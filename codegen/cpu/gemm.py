@@ -224,12 +224,23 @@ def _pack_fn(module, et, tag, r, sr, sk):
     edge = fn.append_basic_block("edge")
     b.cbranch(b.icmp_signed("==", rows, _c(r)), full, edge)
     b.position_at_end(full)
+    k_lo = _c(0)
+    if sk == 1 and sr != 1 and r % 8 == 0:    # rows along k: 8 x 8 in-register transposes
+        k_lo = b.mul(b.sdiv(kc, _c(8)), _c(8))
+        with _loop(b, 0, k_lo, 8, "k8") as k0:
+            for i0 in range(0, r, 8):
+                vt = ir.VectorType(et, 8)
+                block = [b.load(_gep(b, src, b.add(k0, _c((i0 + i) * sr)), et), typ=vt,
+                                align=_size(et)) for i in range(8)]
+                for kk, v in enumerate(_transpose8(b, block)):
+                    d = b.add(b.mul(b.add(k0, _c(kk)), _c(r)), _c(i0))
+                    b.store(v, _gep(b, dst, d, et), align=_size(et))
     # k outer over groups of g rows (all r when a k step reads contiguous elements):
     # a few source rows at a time, since rows at power-of-two strides share L1 sets
     g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
     with _loop(b, 0, r, g, "i0") as i0:
         s0 = b.mul(i0, _c(sr))
-        with _loop(b, 0, kc, 1, "k") as k:
+        with _loop(b, k_lo, kc, 1, "k") as k:
             s = b.add(s0, b.mul(k, _c(sk)) if sk != 1 else k)
             d = b.add(b.mul(k, _c(r)), i0)
             for i in range(g):
@@ -284,6 +295,25 @@ def _pack_rows_fn(module, et, tag, r, sk):
             b.store(v, _gep(b, out, b.mul(full, panel), et), align=al)
     b.ret_void()
     return fn
+
+
+def _transpose8(b, rows):
+    """The columns of an 8 x 8 block given as 8 row vectors (unpack, shuffle and
+    128-bit permute stages, as x86 does it)."""
+    def shuf(x, y, mask):
+        return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(U.I32, 8), mask))
+    lo, hi = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
+    t = []
+    for i in range(0, 8, 2):
+        t += [shuf(rows[i], rows[i + 1], lo), shuf(rows[i], rows[i + 1], hi)]
+    even, odd = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+    s_ = []
+    for q in (0, 4):
+        s_ += [shuf(t[q], t[q + 2], even), shuf(t[q], t[q + 2], odd),
+               shuf(t[q + 1], t[q + 3], even), shuf(t[q + 1], t[q + 3], odd)]
+    first, second = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+    return ([shuf(s_[j], s_[j + 4], first) for j in range(4)]
+            + [shuf(s_[j], s_[j + 4], second) for j in range(4)])
 
 
 def _size(et) -> int:
