@@ -62,6 +62,9 @@ def _free(ndim, *used):
 def _dot_general(ctx, kernel):
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n], loops ordered b, m, k, n so the
     innermost loop streams rows of rhs and out (vectorised by LLVM)."""
+    if _is_matvec(kernel):
+        _dot_reduce(ctx, kernel)
+        return
     gp = gemm.plan(kernel)
     if gp is not None and ctx.outer is None:      # float GEMM: blocked, packed, threaded
         gemm.emit(ctx, kernel, gp)
@@ -101,7 +104,52 @@ from . import opaque_scan  # noqa: F401
 from . import opaque_sort  # noqa: F401
 
 
+def _is_matvec(kernel) -> bool:
+    """One output column (matrix-vector products, e.g. in an ODE step): a register
+    accumulator and a vectorised sum over k beat packing panels for a GEMM."""
+    lhs, rhs = kernel.root.inputs
+    (lc, rc), (lb, rb) = kernel.root.params["dimension_numbers"]
+    n = 1
+    for d in _free(rhs.aval.ndim, rc, rb):
+        n *= rhs.aval.shape[d]
+    return n == 1 and U.is_float(lhs.aval.dtype) and kernel.outputs[0].aval.size > 0
+
+
+def _dot_reduce(ctx, kernel):
+    b = ctx.b
+    eqn = kernel.root
+    lhs, rhs = eqn.inputs
+    (out,) = eqn.outputs
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lf, rf = _free(lhs.aval.ndim, lc, lb), _free(rhs.aval.ndim, rc, rb)
+    ls, rs = lhs.aval.shape, rhs.aval.shape
+    dt, odt = lhs.aval.dtype, out.aval.dtype
+    lp, rp, op = ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)
+    nb = len(lb)
+    ksizes = [ls[d] for d in lc]
+    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
+        bi, mi = bm[:nb], bm[nb:]
+        acc = U.alloca_entry(b, U.compute_type(odt), "acc")
+        b.store(U.const(odt, 0), acc)
+        if 0 not in ksizes:
+            with U.loop_nest(b, ksizes, "k") as ki:
+                a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)), ls)
+                r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) +
+                               [(d, U.i64(0)) for d in rf], rs)
+                a = convert(b, U.load(b, lp, a_off, dt), dt, odt)
+                r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
+                prod = b.fmul(a, r)
+                b.store(b.fadd(b.load(acc), prod, flags=("reassoc", "nsz", "contract")), acc)
+        o_off = U.linear(b, list(bi) + list(mi), [ls[d] for d in lb] + [ls[d] for d in lf])
+        U.store(b, b.load(acc), op, o_off, odt)
+
+
 def _dot_extent(kernel):
+    if _is_matvec(kernel):
+        lhs = kernel.root.inputs[0]
+        (lc, _), (lb, _) = kernel.root.params["dimension_numbers"]
+        return [lhs.aval.shape[d] for d in list(lb) + _free(lhs.aval.ndim, lc, lb)], \
+            lhs.aval.size
     if gemm.plan(kernel) is not None:      # the GEMM splits its own work over threads
         return [], 0
     lhs, rhs = kernel.root.inputs
