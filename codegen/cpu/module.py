@@ -19,7 +19,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from .rowfuse import row_groups
+from .rowfuse import group_buffers, row_groups
 
 from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
 
@@ -175,14 +175,8 @@ class ModuleBuilder:
     def group_function(self, members: list, rows: tuple) -> tuple:
         """One function running a row-fused group: for each row, every member's
         loops over that row (rows split over threads when the group is big)."""
-        produced = {id(v) for k in members for v in k.outputs}
-        ins, seen = [], set()
-        for k in members:
-            for v in k.inputs:
-                if id(v) not in produced and id(v) not in seen:
-                    seen.add(id(v))
-                    ins.append(v)
-        atoms = ins + [v for k in members for v in k.outputs]
+        ins, outs = group_buffers(members)
+        atoms = ins + outs
         fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
                          f"k{self.n_kernels}.rows_" + "_".join(k.root.prim.name for k in members))
         self.n_kernels += 1
@@ -203,23 +197,33 @@ class ModuleBuilder:
                     emit(bb, k, buffers, self.consts, fixed=fixed)
 
         if self.parallel and n_rows > 1 and work >= PARALLEL_MIN_WORK:
-            body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
-                               f"{fn.name}.body")
-            body.linkage = "internal"
-            bb = ir.IRBuilder(body.append_basic_block("entry"))
-            ctx, lo, hi = body.args
-            ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
-                    for i in range(len(atoms))]
+            body, bb, ptrs, lo, hi = self._outline(fn.name, len(atoms))
             emit_rows(bb, ptrs, lo, hi)
             bb.ret_void()
-            arr = b.alloca(U.PTR, U.i64(len(atoms)))
-            for i, a in enumerate(fn.args):
-                b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
-            b.call(self._parallel_for, [body, arr, U.i64(n_rows)])
+            self._run_parallel(b, body, list(fn.args), n_rows)
         else:
             emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
+
+    def _outline(self, name: str, n_ctx: int) -> tuple:
+        """A body `void(ptr ctx, i64 lo, i64 hi)` for jx_parallel_for; returns it, its
+        builder, the n_ctx buffer pointers it loads from ctx, and lo, hi."""
+        body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                           f"{name}.body")
+        body.linkage = "internal"
+        bb = ir.IRBuilder(body.append_basic_block("entry"))
+        ctx, lo, hi = body.args
+        ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
+                for i in range(n_ctx)]
+        return body, bb, ptrs, lo, hi
+
+    def _run_parallel(self, b, body, slots: list, n: int) -> None:
+        """jx_parallel_for(body, {slots...}, n)."""
+        arr = b.alloca(U.PTR, U.i64(len(slots)))
+        for i, a in enumerate(slots):
+            b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
+        b.call(self._parallel_for, [body, arr, U.i64(n)])
 
     def _opaque_rule(self, kernel):
         rule = OPAQUE.get(kernel.root.prim.name)
@@ -236,13 +240,7 @@ class ModuleBuilder:
         parts = reduce_parts(kernel) if kernel.kind == "reduce" else 0
         ct = U.compute_type(kernel.root.inputs[0].aval.dtype) if parts else None
         n_ctx = len(atoms) + (1 if parts else 0)
-        body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
-                           f"{b.function.name}.body")
-        body.linkage = "internal"
-        bb = ir.IRBuilder(body.append_basic_block("entry"))
-        ctx, lo, hi = body.args
-        ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
-                for i in range(n_ctx)]
+        body, bb, ptrs, lo, hi = self._outline(b.function.name, n_ctx)
         buffers = {id(a): p for a, p in zip(atoms, ptrs)}
         if parts:
             emit_reduce_part(bb, kernel, buffers, self.consts, lo, hi, parts, ptrs[-1])
@@ -255,15 +253,12 @@ class ModuleBuilder:
             context.outer = (lo, hi)
             self._opaque_rule(kernel)(context, kernel)
         bb.ret_void()
-        arr = b.alloca(U.PTR, U.i64(n_ctx))
         slots = list(args)
         partials = None
         if parts:
             partials = b.alloca(ct, U.i64(parts))
             slots.append(partials)
-        for i, a in enumerate(slots):
-            b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
-        b.call(self._parallel_for, [body, arr, U.i64(chunks)])
+        self._run_parallel(b, body, slots, chunks)
         if parts:
             buffers = {id(a): p for a, p in zip(atoms, args)}
             emit_reduce_combine(b, kernel, buffers, parts, partials)

@@ -124,6 +124,18 @@ def row_groups(program) -> list:
     return groups
 
 
+def group_buffers(members: list) -> tuple:
+    """(inputs read from outside the group, outputs written) of a row group."""
+    produced = {id(v) for k in members for v in k.outputs}
+    ins, seen = [], set()
+    for k in members:
+        for v in k.inputs:
+            if id(v) not in produced and id(v) not in seen:
+                seen.add(id(v))
+                ins.append(v)
+    return ins, [v for k in members for v in k.outputs]
+
+
 def _row_local(kernel, produced: set, nrow: int) -> bool:
     for vid, idxs in _reads(kernel, nrow).items():
         if vid in produced and any(tuple(ix[:nrow]) != tuple(_row(d) for d in range(nrow))
@@ -139,4 +151,4 @@ def _count(rows) -> int:
     return n
 
 
-__all__ = ["row_groups", "Var"]
+__all__ = ["row_groups", "group_buffers", "Var"]

@@ -31,6 +31,7 @@ from jx.codegen.cpu import irutil as U
 from jx.codegen.cpu.fused import _REDUCE_INIT, FusedEmitter, _arg_reduce, _combine, _merge
 from jx.codegen.cpu.module import ModuleBuilder
 from jx.codegen.cpu.opaque import OPAQUE
+from jx.codegen.cpu.rowfuse import group_buffers
 from jx.codegen.cpu.scalar import convert
 
 from . import nvvm as N
@@ -106,15 +107,7 @@ class _Group:
     """A row group's members as one unit (CPU rowfuse semantics)."""
 
     def __init__(self, members):
-        produced = {id(v) for k in members for v in k.outputs}
-        ins, seen = [], set()
-        for k in members:
-            for v in k.inputs:
-                if id(v) not in produced and id(v) not in seen:
-                    seen.add(id(v))
-                    ins.append(v)
-        self.inputs = ins
-        self.outputs = [v for k in members for v in k.outputs]
+        self.inputs, self.outputs = group_buffers(members)
 
 
 class GpuModule:
