@@ -44,6 +44,14 @@ def copy_bandwidth(cp, nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / t
 
 
+def gemm_peak(cp, n: int = 8192, dtype=np.float32) -> float:
+    """FLOP/s of an n^3 matrix product through CuPy (cuBLAS): the GPU's GEMM limit."""
+    a = cp.ones((n, n), dtype)
+    b = cp.ones((n, n), dtype)
+    t = _time(lambda: a @ b, lambda: _sync(cp), 10)
+    return 2 * n ** 3 / t
+
+
 def chain(m, x):
     y = m.tanh(x * 0.5 + 1.0)
     y = m.exp(-m.abs(y)) * 2.0
@@ -99,8 +107,10 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     bw = copy_bandwidth(cp)
     dev = cp.cuda.Device()
+    peak = gemm_peak(cp, 2048 if quick else 8192)
     print(f"device {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()} "
-          f"sm_{dev.compute_capability}; copy bandwidth {bw / 1e9:.0f} GB/s (read+write)")
+          f"sm_{dev.compute_capability}; copy bandwidth {bw / 1e9:.0f} GB/s (read+write); "
+          f"GEMM f32 {peak / 1e12:.1f} TFLOP/s (cuBLAS via CuPy)")
     print(f"{'case':24s} {'jx ms':>9s} {'jx GB/s':>9s} {'% copy':>7s} {'jax ms':>9s} "
           f"{'jx/jax':>7s}")
     for name, fn, shapes, bytes_per in _cases(quick):
