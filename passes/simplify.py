@@ -166,6 +166,32 @@ COMPOSE = {
 }
 
 
+# Rewrites into another primitive: rule(eqn, defs) -> a replacement Eqn with the
+# same outputs, or None.
+def _transpose_of_dot(eqn, defs):
+    """transpose(dot_general(a, b)) that swaps the two free-dim groups is
+    dot_general(b, a): the product is written in the wanted layout directly
+    (gradients of matmuls produce exactly this pattern)."""
+    inner = defs.get(id(eqn.inputs[0]))
+    if inner is None or inner.prim.name != "dot_general":
+        return None
+    lhs, rhs = inner.inputs
+    (lc, rc), (lb, rb) = inner.params["dimension_numbers"]
+    nb = len(lb)
+    n_lf = lhs.aval.ndim - len(lc) - nb
+    n_rf = rhs.aval.ndim - len(rc) - nb
+    swapped = list(range(nb)) + [nb + n_lf + i for i in range(n_rf)] + \
+        [nb + i for i in range(n_lf)]
+    if tuple(eqn.params["permutation"]) != tuple(swapped):
+        return None
+    params = dict(inner.params)
+    params["dimension_numbers"] = ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))
+    return Eqn(inner.prim, (rhs, lhs), params, eqn.outputs, eqn.source)
+
+
+REWRITE = {"transpose": _transpose_of_dot}
+
+
 # ---------------------------------------------------------------- the passes
 
 def _substituted(eqn: Eqn, subst: dict) -> Eqn:
@@ -182,6 +208,10 @@ def algebraic(graph: Graph) -> Graph:
         eqn = _substituted(eqn, subst)
         eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, algebraic), eqn.outputs,
                   eqn.source)
+        rewrite = REWRITE.get(eqn.prim.name)
+        new_eqn = rewrite(eqn, defs) if rewrite is not None else None
+        if new_eqn is not None:
+            eqn = new_eqn
         compose = COMPOSE.get(eqn.prim.name)
         while compose is not None:
             new = compose(eqn, defs)

@@ -433,6 +433,10 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
         return module.globals[name]
     a, bmat, c, mlen, nlen, scratch = fn.args
     pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
+    # A stored transposed (contiguous along M, e.g. h.T @ g in a gradient): pack the
+    # whole block a k-row at a time; panel by panel, every k step would land in the
+    # same L1 set (rows 4 KB apart) and thrash.
+    pack_a_rows = _pack_rows_fn(module, et, tag, blk.mr, p.ak) if p.am == 1 else None
     pack_b = (_pack_rows_fn(module, et, tag, blk.nr, p.bk) if p.bn == 1 else
               _pack_fn(module, et, tag, blk.nr, p.bn, p.bk))
     micro = _micro_fn(module, et, tag, blk, p.n, 1, blk.mr)
@@ -455,6 +459,9 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                     row = b.add(ic, b.sub(mc, tail))
                     src = _gep(b, a, b.add(b.mul(row, _c(p.am)), b.mul(pc, _c(p.ak))), et)
                     b.call(pack_a, [ap, src, tail, kc])
+            elif pack_a_rows is not None:
+                src = _gep(b, a, b.add(ic, b.mul(pc, _c(p.ak))), et)
+                b.call(pack_a_rows, [ap, src, mc, kc])
             else:
                 with _loop(b, 0, mc, blk.mr, "pa") as ir_:
                     src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
