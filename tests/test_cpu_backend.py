@@ -258,3 +258,19 @@ def test_random_programs_match_reference():
         got, want = jx.jit(f)(x, y), f(x, y)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5)
+
+
+def test_jit_composes_with_vmap_and_grad_in_both_orders():
+    rng = np.random.default_rng(9)
+    w, xs = rng.standard_normal(4), rng.standard_normal((6, 4))
+
+    def f(w, x):
+        return jnp.tanh(jnp.dot(x, w)) ** 2
+    want = np.stack([f(w, x) for x in xs])
+    np.testing.assert_allclose(jx.vmap(jx.jit(f), in_axes=(None, 0))(w, xs), want, rtol=1e-12)
+    np.testing.assert_allclose(jx.jit(jx.vmap(f, in_axes=(None, 0)))(w, xs), want, rtol=1e-12)
+    g_ref = jx.grad(f)(w, xs[0])
+    np.testing.assert_allclose(jx.grad(jx.jit(f))(w, xs[0]), g_ref, rtol=1e-12)
+    np.testing.assert_allclose(jx.jit(jx.grad(f))(w, xs[0]), g_ref, rtol=1e-12)
+    pe = jx.jit(jx.vmap(jx.grad(f), in_axes=(None, 0)))(w, xs)
+    np.testing.assert_allclose(pe, np.stack([jx.grad(f)(w, x) for x in xs]), rtol=1e-12)
