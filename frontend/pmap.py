@@ -296,15 +296,9 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         dims = _in_dims(axes, dyn)
         leaves = tree.tree_leaves(tuple(dyn))
         sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
-        if axis_size is not None:
-            sizes.add(axis_size)
-        if not sizes:
-            raise JxError("pmap: no argument is mapped (all in_axes are None); pass "
-                          "axis_size or map at least one argument")
-        if len(sizes) > 1:
-            raise JxError(f"pmap: mapped axes have different sizes {sorted(sizes)}; every "
-                          "mapped argument needs the same leading size (one slice per device)")
-        n = sizes.pop()
+        from .vmap import mapped_size      # (vmap imports this module: import late)
+        n = mapped_size(sizes, axis_size, "pmap",
+                        "the same leading size (one slice per device)")
         n_dev = len(devices) if devices is not None else local_device_count()
         if devices is not None and n != n_dev:
             raise JxError(f"pmap: the mapped axis has size {n} but devices= lists {n_dev} "

@@ -20,6 +20,18 @@ def _strip_axis(x, axis):
     return ShapeDtypeStruct(shape, a.dtype)
 
 
+def mapped_size(sizes: set, axis_size, what: str, same: str) -> int:
+    """The one size of the mapped axes (and axis_size), or a clear error."""
+    sizes = set(sizes) | ({axis_size} if axis_size is not None else set())
+    if not sizes:
+        raise JxError(f"{what}: no argument is mapped (all in_axes are None); pass "
+                      "axis_size or map at least one argument")
+    if len(sizes) > 1:
+        raise JxError(f"{what}: mapped axes have different sizes {sorted(sizes)}; every "
+                      f"mapped argument needs {same}")
+    return sizes.pop()
+
+
 def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
          axis_name=None) -> Callable:
     """Map f over axis `in_axes` of its arguments (a pytree prefix of the args;
@@ -54,15 +66,7 @@ def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
             c = canonical_axis(d, a.ndim)
             canon.append(c)
             sizes.add(a.shape[c])
-        if axis_size is not None:
-            sizes.add(axis_size)
-        if not sizes:
-            raise JxError("vmap: no argument is mapped (all in_axes are None); pass "
-                          "axis_size or map at least one argument")
-        if len(sizes) > 1:
-            raise JxError(f"vmap: mapped axes have different sizes {sorted(sizes)}; every "
-                          "mapped argument needs the same batch size")
-        n = sizes.pop()
+        n = mapped_size(sizes, axis_size, "vmap", "the same batch size")
         abstract = tree.unflatten(tree.tree_structure(tuple(args)),
                                   [_strip_axis(x, d) for x, d in zip(leaves, canon)])
         from .pmap import named_axis    # f, or f with the axis index as a first input

@@ -194,9 +194,10 @@ REWRITE = {"transpose": _transpose_of_dot}
 
 # ---------------------------------------------------------------- the passes
 
-def _substituted(eqn: Eqn, subst: dict) -> Eqn:
+def _substituted(eqn: Eqn, subst: dict, sub_pass) -> Eqn:
+    """eqn with replaced inputs and its sub-graphs run through sub_pass."""
     ins = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in eqn.inputs)
-    return Eqn(eqn.prim, ins, eqn.params, eqn.outputs, eqn.source)
+    return Eqn(eqn.prim, ins, _rebuild_params(eqn.params, sub_pass), eqn.outputs, eqn.source)
 
 
 def algebraic(graph: Graph) -> Graph:
@@ -205,9 +206,7 @@ def algebraic(graph: Graph) -> Graph:
     defs: dict = {}
     eqns = []
     for eqn in graph.eqns:
-        eqn = _substituted(eqn, subst)
-        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, algebraic), eqn.outputs,
-                  eqn.source)
+        eqn = _substituted(eqn, subst, algebraic)
         rewrite = REWRITE.get(eqn.prim.name)
         new_eqn = rewrite(eqn, defs) if rewrite is not None else None
         if new_eqn is not None:
@@ -263,9 +262,7 @@ def cse(graph: Graph) -> Graph:
     seen: dict = {}
     eqns = []
     for eqn in graph.eqns:
-        eqn = _substituted(eqn, subst)
-        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, cse), eqn.outputs,
-                  eqn.source)
+        eqn = _substituted(eqn, subst, cse)
         key = (eqn.prim.name, tuple(_atom_key(a) for a in eqn.inputs),
                tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())))
         try:
