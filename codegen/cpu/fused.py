@@ -209,9 +209,22 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) ->
     if 0 in shape:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
-    with U.loop_nest(b, shape, outer=outer, fixed=fixed) as idx:
+    transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
+        shape[-1] >= TILE and shape[-2] >= TILE
+    nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
+        U.loop_nest(b, shape, outer=outer, fixed=fixed)
+    with nest as idx:
         v = em.value(out, idx)
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
+
+
+TILE = 16
+
+
+def _transposes_last_dim(kernel) -> bool:
+    """Does the kernel read some input with its last output index on another dim?"""
+    return any(e.prim.name == "transpose" and e.params["permutation"][-1] !=
+               len(e.params["permutation"]) - 1 for e in kernel.eqns)
 
 
 _REDUCE_INIT = {

@@ -190,3 +190,44 @@ def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None =
     if fn is None:
         fn = ir.Function(b.module, ir.FunctionType(ret or t, [a.type for a in args]), name)
     return b.call(fn, args)
+
+
+@contextmanager
+def for_step(b: ir.IRBuilder, lo, hi, step: int, name: str = "s"):
+    """for (i = lo; i < hi; i += step) with run-time bounds."""
+    fn = b.function
+    pre = b.block
+    body = fn.append_basic_block(f"{name}.body")
+    end = fn.append_basic_block(f"{name}.end")
+    b.cbranch(b.icmp_signed("<", lo, hi), body, end)
+    b.position_at_end(body)
+    i = b.phi(I64, name=name)
+    i.add_incoming(lo, pre)
+    yield i
+    nxt = b.add(i, i64(step), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
+    b.position_at_end(end)
+
+
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+@contextmanager
+def tiled_loop_nest(b: ir.IRBuilder, shape, tile: int, outer=None, fixed=()):
+    """loop_nest with the last two dims walked in tile x tile blocks: a transposing
+    copy then reads and writes whole cache lines instead of one element per line.
+    outer=(lo, hi) restricts the first dim, whichever loop it is."""
+    lead = list(shape[:-2])
+    n0, n1 = shape[-2], shape[-1]
+    lead_outer = outer if lead else None
+    rows = outer if (outer is not None and not lead) else (i64(0), i64(n0))
+    with loop_nest(b, lead, "t", lead_outer, fixed) as lix:
+        with for_step(b, rows[0], rows[1], tile, "ti0") as i0:
+            with for_step(b, i64(0), i64(n1), tile, "tj0") as j0:
+                hi0 = _min(b, b.add(i0, i64(tile)), rows[1])
+                hi1 = _min(b, b.add(j0, i64(tile)), i64(n1))
+                with for_between(b, i0, hi0, "ti") as i:
+                    with for_between(b, j0, hi1, "tj") as j:
+                        yield list(lix) + [i, j]
