@@ -274,3 +274,13 @@ def test_jit_composes_with_vmap_and_grad_in_both_orders():
     np.testing.assert_allclose(jx.jit(jx.grad(f))(w, xs[0]), g_ref, rtol=1e-12)
     pe = jx.jit(jx.vmap(jx.grad(f), in_axes=(None, 0)))(w, xs)
     np.testing.assert_allclose(pe, np.stack([jx.grad(f)(w, x) for x in xs]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1000), (37, 53), (3, 100, 200), (64, 33, 40),
+                                   (16, 16), (15, 17)])
+def test_transposing_loops_tile_correctly(shape):
+    x = np.random.default_rng(10).standard_normal(shape).astype(np.float32)
+    got = jx.jit(lambda v: jnp.swapaxes(v, -1, -2) * 2.0 + v.sum())(x)
+    np.testing.assert_allclose(got, np.swapaxes(x, -1, -2) * 2 + x.sum(), rtol=1e-5,
+                               atol=1e-4)
+    np.testing.assert_array_equal(jx.jit(jnp.transpose)(x), x.T)
