@@ -31,10 +31,12 @@ def index_rule(*names):
 class FusedEmitter:
     """Emits the values of one kernel's fused equations inside its loop nest."""
 
-    def __init__(self, b: ir.IRBuilder, kernel, buffers: dict, consts):
+    def __init__(self, b: ir.IRBuilder, kernel, buffers: dict, consts, reuse=None):
         self.b = b
-        # only the kernel's inputs are read from memory; its outputs are computed
+        # only the kernel's inputs are read from memory; its outputs are computed,
+        # except values an earlier kernel of its row group left in `reuse` buffers
         self.buffers = {id(v): buffers[id(v)] for v in kernel.inputs}
+        self.buffers.update(reuse or {})
         self.consts = consts               # global constants for array literals
         self.producer = {id(v): e for e in kernel.eqns for v in e.outputs}
         self.memo: dict = {}
@@ -201,14 +203,15 @@ def _dynamic_slice(em, eqn, idx):
 
 # ---------------------------------------------------------------- kernels
 
-def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) -> None:
+def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
+              reuse=None) -> None:
     """out[idx] = root(idx) for every idx of the root's output shape (the first dim
     restricted to outer=(lo, hi) when the kernel runs in parallel chunks)."""
     (out,) = kernel.outputs
     shape = out.aval.shape
     if 0 in shape:
         return
-    em = FusedEmitter(b, kernel, buffers, consts)
+    em = FusedEmitter(b, kernel, buffers, consts, reuse)
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
         shape[-1] >= TILE and shape[-2] >= TILE
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
@@ -250,7 +253,10 @@ def _combine(b, name, acc, x, dt):
     return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
 
 
-def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) -> None:
+def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
+                spill=None) -> None:
+    """Loops over the kept dims, accumulating over the reduced ones. spill=(ptr)
+    also stores each reduced element there (for a later kernel of the row group)."""
     root = kernel.root
     (x,) = root.inputs
     (out,) = root.outputs
@@ -274,6 +280,8 @@ def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=()) 
                 with U.loop_nest(b, red_shape, "r") as ridx:
                     full = _merge(kept, oidx, axes, ridx, x.aval.ndim)
                     v = em.value(x, full)
+                    if spill is not None:
+                        U.store(b, v, spill, U.linear(b, full, x.aval.shape), dt)
                     b.store(_combine(b, name, b.load(acc), v, dt), acc)
                     em.memo.clear()           # values at inner indices do not outlive them
             res = b.load(acc)

@@ -19,7 +19,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from .rowfuse import group_buffers, row_groups
+from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
 
@@ -188,13 +188,21 @@ class ModuleBuilder:
         work = sum(k.root.inputs[0].aval.size if k.kind == "reduce" else
                    k.outputs[0].aval.size for k in members)
 
+        spills = spill_plan(members)
+
         def emit_rows(bb, ptrs, lo, hi):
             buffers = {id(a): p for a, p in zip(atoms, ptrs)}
             with U.for_between(bb, lo, hi, "row") as r:
                 fixed = U.delinear(bb, r, rows)
                 for k in members:
-                    emit = emit_reduce if k.kind == "reduce" else emit_loop
-                    emit(bb, k, buffers, self.consts, fixed=fixed)
+                    if k.kind == "reduce":
+                        target = spills.get(id(k))
+                        emit_reduce(bb, k, buffers, self.consts, fixed=fixed,
+                                    spill=None if target is None else buffers[id(target[1])])
+                    else:
+                        reuse = {id(v): buffers[id(o)] for key, (v, o) in spills.items()
+                                 if o in k.outputs}
+                        emit_loop(bb, k, buffers, self.consts, fixed=fixed, reuse=reuse)
 
         if self.parallel and n_rows > 1 and work >= PARALLEL_MIN_WORK:
             body, bb, ptrs, lo, hi = self._outline(fn.name, len(atoms))

@@ -20,10 +20,11 @@ def _row(d: int):
     return ("row", d)
 
 
-def _reads(kernel, nrow: int) -> dict:
-    """{id(buffer Var): [symbolic index tuples it is read at]} for one kernel."""
+def _reads(kernel, nrow: int, targets=None) -> dict:
+    """{id(Var): [symbolic index tuples it is read at]} for one kernel's buffers
+    (or for the given target Vars, followed through the fused equations)."""
     producer = {id(v): e for e in kernel.eqns for v in e.outputs}
-    inputs = {id(v) for v in kernel.inputs}
+    inputs = {id(v) for v in kernel.inputs} if targets is None else set(targets)
     reads: dict = {}
 
     def visit(atom, idx):
@@ -134,6 +135,40 @@ def group_buffers(members: list) -> tuple:
                 seen.add(id(v))
                 ins.append(v)
     return ins, [v for k in members for v in k.outputs]
+
+
+def spill_plan(members: list) -> dict:
+    """{id(reduce kernel): (value, output Var)}: a reduction whose input value a
+    later loop kernel of the group recomputes at the same index, and that loop's
+    output, where the reduction leaves the value for it (a softmax's exp(x - max)
+    is then computed once: the output row is read back from cache, not recomputed)."""
+    plan: dict = {}
+    taken: set = set()
+    for i, r in enumerate(members):
+        if r.kind != "reduce" or r.root.prim.name not in (
+                "reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+            continue
+        x = r.root.inputs[0]
+        if not isinstance(x, Var) or x in r.inputs:
+            continue                     # nothing recomputed: it is a plain load
+        for later in members[i + 1:]:
+            (out,) = later.outputs
+            if later.kind == "loop" and id(out) not in taken and \
+                    out.aval.same_type(x.aval) and \
+                    any(v is x for e in later.eqns for v in e.outputs) and \
+                    _reads_only_in_place(later, x):
+                plan[id(r)] = (x, out)
+                taken.add(id(out))
+                break
+    return plan
+
+
+def _reads_only_in_place(kernel, x) -> bool:
+    """Is x read only at the kernel's own output index? (Its output buffer holds x
+    until each element is overwritten, so any other read could see a new value.)"""
+    n = kernel.outputs[0].aval.ndim
+    here = tuple(_row(d) for d in range(n))
+    return all(tuple(ix) == here for ix in _reads(kernel, n, {id(x)}).get(id(x), [()]))
 
 
 def _row_local(kernel, produced: set, nrow: int) -> bool:
