@@ -244,9 +244,9 @@ def _in_dims(in_axes, args) -> list:
             continue
         if not isinstance(d, int):
             raise JxError(f"pmap: in_axes entries must be int or None, got {d!r}")
-        nd = get_aval(x).ndim
+        nd = len(_shape(x))
         if not -nd <= d < max(nd, 1) or nd == 0:
-            raise JxError(f"pmap: in_axes={d} for an argument of shape {get_aval(x).shape}; a "
+            raise JxError(f"pmap: in_axes={d} for an argument of shape {_shape(x)}; a "
                           "mapped argument needs that axis (use None for unmapped ones)")
         out.append(d % nd)
     return out
@@ -268,9 +268,10 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     name = axis_name if axis_name is not None else f"_pmap{next(_names)}"
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
         else tuple(static_broadcasted_argnums)
-    if backend not in (None, "cpu", "reference"):
+    if backend not in (None, "cpu", "reference", "cuda"):
         raise JxError(f"pmap: unknown backend {backend!r}; use None/'cpu' (compiled, one "
-                      "thread per device) or 'reference' (NumPy, as jx.vmap)")
+                      "thread per device), 'cuda' (one GPU per process, NCCL) or "
+                      "'reference' (NumPy, as jx.vmap)")
     cache: dict = {}
     fast: dict = {}            # (shape, dtype) of each NumPy argument -> compiled step
 
@@ -295,10 +296,12 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             axes = tuple(a for i, a in enumerate(axes) if i not in static)
         dims = _in_dims(axes, dyn)
         leaves = tree.tree_leaves(tuple(dyn))
-        sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+        sizes = {_shape(x)[d] for x, d in zip(leaves, dims) if d is not None}
         from .vmap import mapped_size      # (vmap imports this module: import late)
         n = mapped_size(sizes, axis_size, "pmap",
                         "the same leading size (one slice per device)")
+        if backend == "cuda":
+            return _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache)
         n_dev = len(devices) if devices is not None else local_device_count()
         if devices is not None and n != n_dev:
             raise JxError(f"pmap: the mapped axis has size {n} but devices= lists {n_dev} "
@@ -336,6 +339,36 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
 
     mapped._cache = cache
     return mapped
+
+
+def _shape(x) -> tuple:
+    """A leaf's shape without touching its data (device arrays included)."""
+    return tuple(x.shape) if hasattr(x, "shape") and not isinstance(x, Tracer) \
+        else get_aval(x).shape
+
+
+def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
+    """One GPU per process: each process maps its own slice (leading size 1) and
+    the collectives span the processes through NCCL (codegen/cuda/pmap.py)."""
+    from .api import merge_static
+    if n != 1:
+        raise JxError(f"pmap(backend='cuda') maps one slice per process (its GPU), got a "
+                      f"mapped axis of size {n}; start one process per GPU (mpiexec -n "
+                      f"{n}) and give each its own slice")
+    from jx.codegen.cuda.pmap import compile_step, run_step
+
+    def fixed(*d):
+        return f(*merge_static(static, d, len(args)))
+    fixed.__name__ = getattr(f, "__name__", "mapped")
+    from jx.codegen.cuda.jit import leaf_aval
+    leaves = tree.tree_leaves(tuple(dyn))
+    key = ("cuda", tuple(sorted((i, _hashable(v)) for i, v in static.items())),
+           tree.tree_structure(tuple(dyn)),
+           tuple((leaf_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)))
+    step = cache.get(key)
+    if step is None:
+        step = cache[key] = compile_step(fixed, name, dyn, dims)
+    return run_step(step, leaves, out_axes)
 
 
 def _hashable(v):

@@ -97,6 +97,14 @@ class Executor:
                 n = int(np.prod(bufs[s["dst"]]["shape"], dtype=np.int64)) * \
                     np.dtype(bufs[s["dst"]]["dtype"]).itemsize
                 self.steps.append(("copy", s["dst"], s["src"], n))
+            elif s["op"] == "copy_atoms":
+                n = int(np.prod(bufs[s["out"]]["shape"], dtype=np.int64)) * \
+                    np.dtype(bufs[s["out"]]["dtype"]).itemsize
+                self.steps.append(("copy", s["out"], s["in"], n))
+            elif s["op"] == "collective":
+                spec = [(tuple(bufs[s[k]]["shape"]), np.dtype(bufs[s[k]]["dtype"]))
+                        for k in ("in", "out")]
+                self.steps.append(("collective", s, s["in"], s["out"], *spec))
             else:
                 raise ManifestError(f"{where}: unknown plan step {s['op']!r}; the artifact "
                                     "comes from a newer jx: rebuild it with this version")
@@ -126,6 +134,10 @@ class Executor:
                 fn(grid, block, [ptrs[i] for i in args])
             elif op == "matmul":
                 self._matmul(ptrs, inputs, outs, ws, *step[1:])
+            elif op == "collective":
+                from .nccl import run_collective
+                _, s, i, o, in_spec, out_spec = step
+                run_collective(cp, s, ptrs[i], ptrs[o], in_spec, out_spec)
             else:
                 _, dst, src, n = step
                 cp.cuda.runtime.memcpyAsync(ptrs[dst], ptrs[src], n, 3, stream.ptr)

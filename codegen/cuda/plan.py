@@ -6,7 +6,9 @@
      "steps": [{"op": "launch", "kernel": name, "grid": g, "block": t, "args": [buf...]},
                {"op": "matmul", "lhs": buf, "rhs": buf, "out": buf,
                 "dimension_numbers": [[lc, rc], [lb, rb]]},
-               {"op": "copy", "dst": buf, "src": buf}]}
+               {"op": "copy", "dst": buf, "src": buf},
+               {"op": "collective", "prim": "psum"|..., "in": buf, "out": buf, "size": n,
+                "perm": [[src, dst], ...]}, {"op": "copy_atoms", "in": buf, "out": buf}]}
 
 Graph inputs are the caller's arrays, graph outputs are written in place where a
 kernel produces them (copied otherwise), intermediates live in one workspace
@@ -25,6 +27,7 @@ from jx.ir import Literal, Var
 
 from jx.codegen.cpu.module import plan_buffers
 from jx.codegen.cpu.rowfuse import row_groups
+from jx.prims.collectives import COLLECTIVES
 
 from .kernels import GpuModule, Launch
 
@@ -74,6 +77,24 @@ def _matmul(kernel) -> _Unit:
     return _Unit([a for a in (lhs, rhs) if isinstance(a, Var)], [out], step)
 
 
+_BUFFER_KEYS = ("lhs", "rhs", "out", "in")
+
+
+def _collective(kernel) -> _Unit:
+    """A collective over the device axis: an NCCL call in the runtime (one rank per
+    GPU). axis_index reads the device's index, which is the program's input."""
+    eqn = kernel.root
+    name = eqn.prim.name
+    (out,) = eqn.outputs
+    if name == "axis_index":
+        step = {"op": "copy_atoms", "in": eqn.inputs[0], "out": out}
+    else:
+        step = {"op": "collective", "prim": name, "in": eqn.inputs[0], "out": out,
+                "size": eqn.params["size"],
+                "perm": [list(p) for p in eqn.params.get("perm", ())]}
+    return _Unit([a for a in eqn.inputs[:1] if isinstance(a, Var)], [out], step)
+
+
 def program_units(gm: GpuModule, program) -> list:
     units = []
     for rows, members in row_groups(program):
@@ -86,6 +107,9 @@ def program_units(gm: GpuModule, program) -> list:
             launches = gm.reduce(k)
         elif k.root.prim.name == "dot_general":
             units.append(_matmul(k))
+            continue
+        elif k.root.prim.name in COLLECTIVES:
+            units.append(_collective(k))
             continue
         else:
             launches = gm.serial(k)
@@ -147,9 +171,8 @@ def plan_program(gm: GpuModule, program, consts: ConstTable) -> dict:
         if isinstance(s, Launch):
             steps.append({"op": "launch", "kernel": s.kernel, "grid": s.grid,
                           "block": s.block, "args": [ref(a) for a in s.args]})
-        else:
-            steps.append({**s, "lhs": ref(s["lhs"]), "rhs": ref(s["rhs"]),
-                          "out": ref(s["out"])})
+        else:       # matmul and collective steps name their buffers by atom
+            steps.append({k: ref(v) if k in _BUFFER_KEYS else v for k, v in s.items()})
     for dst, a in copies:
         if a.aval.size:
             steps.append({"op": "copy", "dst": dst, "src": ref(a)})
