@@ -24,7 +24,6 @@ kernel call: the pool costs tens of microseconds per join on a loaded machine.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 import dataclasses
 from dataclasses import dataclass
 import functools
@@ -190,22 +189,9 @@ def _c(v) -> ir.Constant:
     return U.i64(v)
 
 
-@contextmanager
 def _loop(b, lo, hi, step, name):
     """for (i = lo; i < hi; i += step), bounds run-time or constant."""
-    lo, hi = (_c(v) if isinstance(v, int) else v for v in (lo, hi))
-    pre = b.block
-    body = b.function.append_basic_block(f"{name}.body")
-    end = b.function.append_basic_block(f"{name}.end")
-    b.cbranch(b.icmp_signed("<", lo, hi), body, end)
-    b.position_at_end(body)
-    i = b.phi(U.I64, name=name)
-    i.add_incoming(lo, pre)
-    yield i
-    nxt = b.add(i, _c(step), flags=["nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
-    b.position_at_end(end)
+    return U.for_step(b, lo, hi, step, name)
 
 
 # ------------------------------------------------------------------ pieces

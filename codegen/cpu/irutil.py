@@ -104,22 +104,9 @@ def for_range(b: ir.IRBuilder, n: int, name: str = "i"):
     b.position_at_end(end)
 
 
-@contextmanager
 def for_between(b: ir.IRBuilder, lo, hi, name: str = "i"):
     """for (i = lo; i < hi; i++) with run-time bounds (a parallel chunk)."""
-    fn = b.function
-    pre = b.block
-    body = fn.append_basic_block(f"{name}.body")
-    end = fn.append_basic_block(f"{name}.end")
-    b.cbranch(b.icmp_signed("<", lo, hi), body, end)
-    b.position_at_end(body)
-    i = b.phi(I64, name=name)
-    i.add_incoming(lo, pre)
-    yield i
-    nxt = b.add(i, i64(1), name=f"{name}.next", flags=["nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
-    b.position_at_end(end)
+    return for_step(b, lo, hi, 1, name)
 
 
 @contextmanager
@@ -193,8 +180,10 @@ def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None =
 
 
 @contextmanager
-def for_step(b: ir.IRBuilder, lo, hi, step: int, name: str = "s"):
-    """for (i = lo; i < hi; i += step) with run-time bounds."""
+def for_step(b: ir.IRBuilder, lo, hi, step, name: str = "s"):
+    """for (i = lo; i < hi; i += step); each bound an int or an i64 value. The one
+    run-time-bounded loop every lowering uses (CPU, GEMM, NVPTX)."""
+    lo, hi, step = (i64(v) if isinstance(v, int) else v for v in (lo, hi, step))
     fn = b.function
     pre = b.block
     body = fn.append_basic_block(f"{name}.body")
@@ -204,11 +193,10 @@ def for_step(b: ir.IRBuilder, lo, hi, step: int, name: str = "s"):
     i = b.phi(I64, name=name)
     i.add_incoming(lo, pre)
     yield i
-    nxt = b.add(i, i64(step), flags=["nsw"])
+    nxt = b.add(i, step, name=f"{name}.next", flags=["nsw"])
     i.add_incoming(nxt, b.block)
     b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
     b.position_at_end(end)
-
 
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)

@@ -62,22 +62,9 @@ def barrier(b: ir.IRBuilder) -> None:
     b.call(fn, [])
 
 
-@contextmanager
 def stride_loop(b: ir.IRBuilder, start, step, stop, name: str = "s"):
     """for (i = start; i < stop; i += step) with run-time start/step; yields i (i64)."""
-    fn = b.function
-    pre = b.block
-    body = fn.append_basic_block(f"{name}.body")
-    end = fn.append_basic_block(f"{name}.end")
-    b.cbranch(b.icmp_signed("<", start, stop), body, end)
-    b.position_at_end(body)
-    i = b.phi(U.I64, name=name)
-    i.add_incoming(start, pre)
-    yield i
-    nxt = b.add(i, step, name=f"{name}.next", flags=["nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, stop), body, end)
-    b.position_at_end(end)
+    return U.for_step(b, start, stop, step, name)
 
 
 @contextmanager
