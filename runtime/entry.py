@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from . import abi, treespec
+from . import abi, pool, treespec
 from .errors import (ArgumentError, ArtifactMemoryError, DtypeMismatchError,
                      EntryStatusError, ShapeMismatchError, TreeMismatchError)
 from .manifest import EntrySpec, LeafSpec
@@ -86,13 +86,13 @@ class CompiledEntry:
         flatten = self._make_flatten()
         unflatten = treespec.compile_unflatten(spec.out_tree)
         convert, status_error = self._convert, self._status_error
-        pool: list = []           # pointer tables not in use; a call owns the one it pops
-        ndarray, empty, data_ptr, addressof = _NDARRAY, np.empty, _data_ptr, ctypes.addressof
+        tables: list = []         # pointer tables not in use; a call owns the one it pops
+        ndarray, empty, data_ptr, addressof = _NDARRAY, pool.empty, _data_ptr, ctypes.addressof
         flags_ok = _C_CONTIGUOUS_ALIGNED
 
         def call(args):
             leaves = flatten(args)
-            table = pool.pop() if pool else table_type()
+            table = tables.pop() if tables else table_type()
             keep = None
             i = 0
             for x, (shape, dtype) in zip(leaves, in_checks):
@@ -108,7 +108,7 @@ class CompiledEntry:
                 i += 1
             base = addressof(table)
             status = fn(base, base + out_offset)
-            pool.append(table)
+            tables.append(table)
             if status:
                 raise status_error(status)
             return unflatten(outs)

@@ -1,5 +1,5 @@
 """The persistent compilation cache: object code keyed by
-sha256(IR text, target triple, cpu, jx version, llvmlite version).
+sha256(IR text, target triple, cpu, jx version, llvmlite version, backend sources).
 
 Location: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx. Writes are
 atomic (temp file + rename), so concurrent builds never see partial files; an
@@ -7,6 +7,7 @@ unreadable cache is ignored, never fatal.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -23,10 +24,25 @@ def cache_dir() -> str:
     return root
 
 
+@functools.lru_cache(maxsize=None)
+def backend_fingerprint() -> str:
+    """Hash of this backend's own sources: a changed code generator (or LLVM option)
+    must miss the cache even while jx.__version__ stays the same."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder, _, files in sorted(os.walk(here)):
+        for name in sorted(files):
+            if name.endswith((".py", ".c", ".h")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
 def cache_key(ir_text: str, cpu: str, triple: str) -> str:
     import llvmlite
     h = hashlib.sha256()
-    for part in (ir_text, cpu, triple, jx.__version__, llvmlite.__version__):
+    for part in (ir_text, cpu, triple, jx.__version__, llvmlite.__version__,
+                 backend_fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

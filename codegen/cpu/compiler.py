@@ -22,6 +22,10 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
         cpu = llvm.get_host_cpu_name()
         if features is None:
             features = llvm.get_host_cpu_features().flatten()
+    if "avx512f" in (features or "") and "prefer-256-bit" not in features:
+        # Intel tunings prefer 256-bit vectors to avoid AVX-512 clock drops on old
+        # parts; our loops are compute-dense transcendental chains where 512 wins.
+        features += ",-prefer-256-bit"
     target = llvm.Target.from_triple(triple)
     return target.create_target_machine(cpu=cpu, features=features or "", opt=3,
                                         reloc=reloc, codemodel="jitdefault"

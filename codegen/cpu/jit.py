@@ -6,6 +6,7 @@ import ctypes
 
 import numpy as np
 
+from jx.runtime import pool
 from jx.runtime.abi import STATUS
 from jx.runtime.entry import _data_ptr as data_ptr
 
@@ -39,7 +40,7 @@ class CompiledFunction:
         n_in = len(in_checks)
         table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
-        fn, ndarray, empty, addressof = self.fn, np.ndarray, np.empty, ctypes.addressof
+        fn, ndarray, empty, addressof = self.fn, np.ndarray, pool.empty, ctypes.addressof
         table = table_type()
 
         def call(*args):
