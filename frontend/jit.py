@@ -15,6 +15,11 @@ from . import tree
 from .api import leaf_aval, merge_static, split_static, trace_pytree, _static_key
 from .core import Tracer
 
+# Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
+# scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array).
+_FAST_TYPES = frozenset({np.ndarray} | {t for t in np.sctypeDict.values()
+                                        if issubclass(t, np.generic)})
+
 
 class _Compiled:
     __slots__ = ("fn", "out_tree", "graph", "program", "unflatten")
@@ -42,10 +47,10 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"jx.jit: unknown backend {backend!r}; use 'cpu' or 'cuda'")
     cache: dict = {}
-    ndarray, aval_of = np.ndarray, leaf_aval
+    fast_types, aval_of = _FAST_TYPES, leaf_aval
     if backend == "cuda":             # device arrays key and trace by shape and dtype
         from jx.codegen.cuda.jit import array_type, leaf_aval as aval_of
-        ndarray = array_type()
+        fast_types = frozenset({array_type()})
 
     def compile_for(args, kwargs, key):
         if backend == "cuda":
@@ -67,7 +72,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
     def jitted(*args, **kwargs):
         if not kwargs and not static_argnums:
             try:                                   # the fast path: plain NumPy arrays
-                key = tuple([(a.shape, a.dtype) for a in args if type(a) is ndarray])
+                key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
             except AttributeError:
                 key = None
             if key is not None and len(key) == len(args):

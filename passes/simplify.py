@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jx.ir import Eqn, Graph, Literal, Var, subgraphs
+from jx.core import PRIMITIVES
+from jx.ir import Eqn, Graph, Literal, ShapedArray, Var, subgraphs
 
 # ---------------------------------------------------------------- helpers
 
@@ -189,7 +190,37 @@ def _transpose_of_dot(eqn, defs):
     return Eqn(inner.prim, (rhs, lhs), params, eqn.outputs, eqn.source)
 
 
-REWRITE = {"transpose": _transpose_of_dot}
+def _outer_dot(eqn, defs):
+    """dot_general with nothing to contract is an elementwise product of the two
+    operands broadcast to the output (vmap of an outer product or of a scalar times
+    a vector makes these): as mul it fuses with its neighbours instead of running
+    as a batch of one-deep matrix products."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    out = eqn.outputs[0].aval
+    lhs, rhs = eqn.inputs
+    if lc or rc or lhs.aval.dtype != out.dtype or rhs.aval.dtype != out.dtype:
+        return None
+    nb = len(lb)
+    lf, rf = _free_dims(lhs.aval.ndim, lb, ()), _free_dims(rhs.aval.ndim, rb, ())
+    placed = []
+    new = []
+    for x, batch, free, first in ((lhs, lb, lf, nb), (rhs, rb, rf, nb + len(lf))):
+        perm = tuple(batch) + tuple(free)
+        if perm != tuple(range(x.aval.ndim)):
+            t = Var(ShapedArray(tuple(x.aval.shape[d] for d in perm), x.aval.dtype))
+            new.append(Eqn(PRIMITIVES["transpose"], (x,), {"permutation": perm}, (t,),
+                           eqn.source))
+            x = t
+        dims = tuple(range(nb)) + tuple(first + i for i in range(len(free)))
+        b = Var(ShapedArray(out.shape, out.dtype))
+        new.append(Eqn(PRIMITIVES["broadcast_in_dim"], (x,),
+                       {"shape": out.shape, "broadcast_dimensions": dims}, (b,), eqn.source))
+        placed.append(b)
+    return new + [Eqn(PRIMITIVES["mul"], tuple(placed), {}, eqn.outputs, eqn.source)]
+
+
+# A rule returns one Eqn, or a list whose last Eqn defines the original outputs.
+REWRITE = {"transpose": _transpose_of_dot, "dot_general": _outer_dot}
 
 
 # ---------------------------------------------------------------- the passes
@@ -209,6 +240,12 @@ def algebraic(graph: Graph) -> Graph:
         eqn = _substituted(eqn, subst, algebraic)
         rewrite = REWRITE.get(eqn.prim.name)
         new_eqn = rewrite(eqn, defs) if rewrite is not None else None
+        if isinstance(new_eqn, list):
+            for pre in new_eqn[:-1]:
+                for v in pre.outputs:
+                    defs[id(v)] = pre
+                eqns.append(pre)
+            new_eqn = new_eqn[-1]
         if new_eqn is not None:
             eqn = new_eqn
         compose = COMPOSE.get(eqn.prim.name)

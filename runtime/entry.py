@@ -79,7 +79,8 @@ class CompiledEntry:
         """Build the per-call closure with every constant bound as a local."""
         spec, fn = self.spec, self._fn
         in_checks = tuple((leaf.shape, leaf.dtype) for leaf in spec.inputs)
-        out_specs = tuple((leaf.shape, leaf.dtype) for leaf in spec.outputs)
+        out_specs = tuple((pool.allocator(leaf.shape, leaf.dtype), leaf.shape, leaf.dtype)
+                          for leaf in spec.outputs)
         n_in = len(spec.inputs)
         table_type = _PTR * max(1, n_in + len(spec.outputs))
         out_offset = n_in * _PTR_SIZE
@@ -87,7 +88,7 @@ class CompiledEntry:
         unflatten = treespec.compile_unflatten(spec.out_tree)
         convert, status_error = self._convert, self._status_error
         tables: list = []         # pointer tables not in use; a call owns the one it pops
-        ndarray, empty, data_ptr, addressof = _NDARRAY, pool.empty, _data_ptr, ctypes.addressof
+        ndarray, data_ptr, addressof = _NDARRAY, _data_ptr, ctypes.addressof
         flags_ok = _C_CONTIGUOUS_ALIGNED
 
         def call(args):
@@ -102,7 +103,7 @@ class CompiledEntry:
                     keep = [x] if keep is None else keep + [x]   # alive until the call ends
                 table[i] = data_ptr(x)
                 i += 1
-            outs = [empty(shape, dtype) for shape, dtype in out_specs]
+            outs = [empty(shape, dtype) for empty, shape, dtype in out_specs]
             for x in outs:
                 table[i] = data_ptr(x)
                 i += 1

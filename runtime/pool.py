@@ -82,6 +82,13 @@ def empty(shape: tuple, dtype) -> np.ndarray:
     return np.asarray(_Lease(block, nbytes, tuple(shape), dtype))
 
 
+def allocator(shape: tuple, dtype):
+    """The function to allocate results of this shape with: np.empty when small
+    (chosen once per compiled entry, saving the size check on every call)."""
+    nbytes = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
+    return np.empty if nbytes < MIN_BYTES else empty
+
+
 def idle_bytes() -> int:
     """Bytes the pool holds for reuse (for tests and diagnostics)."""
     return _idle_bytes

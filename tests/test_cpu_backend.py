@@ -284,3 +284,16 @@ def test_transposing_loops_tile_correctly(shape):
     np.testing.assert_allclose(got, np.swapaxes(x, -1, -2) * 2 + x.sum(), rtol=1e-5,
                                atol=1e-4)
     np.testing.assert_array_equal(jx.jit(jnp.transpose)(x), x.T)
+
+
+def test_jit_takes_numpy_scalars_like_zero_d_arrays():
+    f = jx.jit(lambda x, s: x * s + s)
+    x = np.arange(5, dtype=np.float32)
+    for s in (np.float32(1.5), np.array(2.5, np.float32), np.float32(-3.0)):
+        out = f(x, s)
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, x * s + s)
+    assert len(f._cache) == 1            # a float32 scalar keys like a 0-d array
+    out64 = f(x, np.float64(0.5))        # float64 scalar: promotes (x64 kept)
+    np.testing.assert_allclose(out64, x.astype(np.float64) * 0.5 + 0.5)
+    assert len(f._cache) == 2

@@ -347,3 +347,21 @@ def test_nn_functions_use_custom_jvp(name, rng):
     # stable at extreme inputs: no NaN from exp overflow in the derivative
     big = np.array([[1e4, 1e4, -1e4]])
     assert np.all(np.isfinite(jx.grad(lambda v: jnp.sum(fn(v)))(big)))
+
+
+@pytest.mark.parametrize("dims,lhs_shape,rhs_shape", [
+    ((((), ()), ((0,), (0,))), (5, 3), (5, 4)),          # per-row outer products
+    ((((), ()), ((), ())), (3,), (4, 2)),                  # plain outer product
+    ((((), ()), ((1,), (0,))), (3, 6), (6, 2)),            # batch dim not first in lhs
+    ((((), ()), ((2, 0), (1, 0))), (2, 3, 4), (2, 4, 5)),  # two batch dims, reordered
+])
+def test_contraction_free_dot_becomes_an_elementwise_product(dims, lhs_shape, rhs_shape, rng):
+    a = rng.standard_normal(lhs_shape).astype(np.float32)
+    b = rng.standard_normal(rhs_shape).astype(np.float32)
+    f = lambda a, b: lax.dot_general(a, b, dims)
+    g = simplify(jx.make_graph(f)(a, b))
+    assert [e.prim.name for e in g.eqns if e.prim.name == "dot_general"] == []
+    want = f(a, b)                                   # eager: the NumPy reference
+    np.testing.assert_allclose(jx.jit(f)(a, b), want, rtol=1e-6, atol=1e-6)
+    from jx.interpret import eval_graph
+    np.testing.assert_allclose(eval_graph(g, a, b)[0], want, rtol=1e-6, atol=1e-6)

@@ -62,8 +62,7 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     manifest = {"abi_version": ABI_VERSION, "jx_version": jx.__version__, "target": triple,
                 "cpu": cpu, "entries": records}
     manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
-    mb.embed_manifest(manifest_mod.manifest_json(manifest))
-    return mb.text(), manifest
+    return mb.embed_manifest(manifest_mod.manifest_json(manifest), code), manifest
 
 
 def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -> str:
@@ -112,18 +111,23 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
     from .compiler import host_cpu, host_triple
     cpu = cpu or host_cpu()
     triple = triple or host_triple()
-    from .parallel import object_file
-    runtime_obj = object_file()            # the thread pool, linked in (None: serial code)
+    from .parallel import Build
+    runtime = Build("object")      # the thread pool, linked in; cc runs meanwhile
+    runtime_obj = runtime.path     # (None: no C compiler, serial code)
     os.makedirs(out_dir, exist_ok=True)
     so_path = os.path.join(out_dir, f"lib{name}.so")
     h_path = os.path.join(out_dir, f"{name}.h")
     key = artifact_key(name, entries, cpu, triple, runtime_obj)
     hit = cache.load_files(key, {"so": so_path, "h": h_path})
     if hit:
+        runtime.wait()
         manifest = _manifest_of(so_path)
     else:
         ir_text, manifest = build_module(name, entries, cpu, triple, parallel=bool(runtime_obj))
         obj, _ = cached_object(ir_text, cpu, triple)
+        if runtime_obj and not runtime.wait():
+            raise BuildError("the C compiler failed on jx's parallel runtime "
+                             f"({runtime_obj}); check `cc --version` or set CC")
         link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
         with open(h_path, "w") as f:
             f.write(cheader.header_text(manifest, os.path.basename(so_path)))

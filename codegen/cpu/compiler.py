@@ -1,4 +1,8 @@
-"""Drive LLVM: parse, verify, optimise at O3 for a target, then JIT or emit an object."""
+"""Drive LLVM: parse, verify, optimise for a target, then JIT or emit an object.
+
+The pipeline is O2 with both vectorisers: O3 measured no faster on the benchmark
+suite (its kernels are already explicit loops; the GEMM is hand-blocked) and costs
+~0.2 s more per cold `jx compile` of the SGD-step sample."""
 from __future__ import annotations
 
 import functools
@@ -33,13 +37,13 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
 
 
 def optimise(ir_text: str, tm):
-    """Parse + verify (a malformed module is a backend bug), then the O3 pipeline."""
+    """Parse + verify (a malformed module is a backend bug), then the pipeline."""
     _init()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=2)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)

@@ -36,11 +36,11 @@ class CompiledFunction:
     def _make_call(self):
         """The per-call closure, constants bound as locals (see runtime/entry.py)."""
         in_checks = tuple((a.shape, a.dtype) for a in self.in_avals)
-        out_specs = tuple(self.out_specs)
+        out_specs = tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
         n_in = len(in_checks)
         table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
-        fn, ndarray, empty, addressof = self.fn, np.ndarray, pool.empty, ctypes.addressof
+        fn, ndarray, addressof = self.fn, np.ndarray, ctypes.addressof
         table = table_type()
 
         def call(*args):
@@ -52,7 +52,7 @@ class CompiledFunction:
                 elif x.shape != shape:
                     raise ValueError(f"input {i} has shape {x.shape}, expected {shape}")
                 table[i] = data_ptr(x)
-            outs = [empty(shape, dtype) for shape, dtype in out_specs]
+            outs = [empty(shape, dtype) for empty, shape, dtype in out_specs]
             for j, o in enumerate(outs):
                 table[n_in + j] = data_ptr(o)
             base = addressof(table)

@@ -377,20 +377,23 @@ class ModuleBuilder:
         b.ret(ir.Constant(U.I32, STATUS_NULL_POINTER))
         return symbol
 
-    def embed_manifest(self, manifest_json: str) -> None:
-        """`const char* jx_manifest(void)` and `uint32_t jx_abi_version(void)`."""
+    def embed_manifest(self, manifest_json: str, head: str) -> str:
+        """`const char* jx_manifest(void)` and `uint32_t jx_abi_version(void)`; returns
+        the module text with them, given `head`, the text before: only the new
+        definitions are printed (printing a large module costs tens of ms)."""
         data = bytearray(manifest_json.encode() + b"\0")
         typ = ir.ArrayType(U.I8, len(data))
         g = ir.GlobalVariable(self.module, typ, "jx.manifest")
         g.global_constant = True
         g.linkage = "private"
         g.initializer = ir.Constant(typ, data)
-        fn = ir.Function(self.module, ir.FunctionType(U.PTR, []), "jx_manifest")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        b.ret(g)
-        fn = ir.Function(self.module, ir.FunctionType(U.I32, []), "jx_abi_version")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        b.ret(ir.Constant(U.I32, ABI_VERSION))
+        added = [g]
+        for name, ret, value in (("jx_manifest", U.PTR, g),
+                                 ("jx_abi_version", U.I32, ir.Constant(U.I32, ABI_VERSION))):
+            fn = ir.Function(self.module, ir.FunctionType(ret, []), name)
+            ir.IRBuilder(fn.append_basic_block("entry")).ret(value)
+            added.append(fn)
+        return head + "\n" + "\n".join(str(v) for v in added) + "\n"
 
     def text(self) -> str:
         return str(self.module)

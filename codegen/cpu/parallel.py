@@ -29,42 +29,59 @@ def _source_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def _build(kind: str) -> str | None:
-    """Compile the runtime as 'object' (for artifacts) or 'shared' (for the JIT)."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        return None
-    out_dir = os.path.join(cache_dir(), "runtime")
-    out = os.path.join(out_dir, f"jx_parallel-{_source_hash()}.{'o' if kind == 'object' else 'so'}")
-    if os.path.exists(out):
-        return out
-    os.makedirs(out_dir, exist_ok=True)
-    flags = ["-O2", "-fPIC", "-pthread"]
-    # Fixed file names in a private folder: the object records its source's name,
-    # and a random temp name there would make artifacts differ between caches.
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp_dir:
-        unity = os.path.join(tmp_dir, "jx_runtime.c")   # one unit including every source
+class Build:
+    """The runtime compiled as 'object' (for artifacts) or 'shared' (for the JIT).
+
+    cc runs as a separate process started here, so a cold `jx compile` overlaps it
+    with LLVM's work on the model and waits only when linking. `path` is where the
+    result will be (None without a C compiler); wait() returns it, or None if cc
+    failed."""
+
+    def __init__(self, kind: str):
+        self.path = self._proc = None
+        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            return
+        out_dir = os.path.join(cache_dir(), "runtime")
+        self.path = os.path.join(out_dir, f"jx_parallel-{_source_hash()}."
+                                          f"{'o' if kind == 'object' else 'so'}")
+        if os.path.exists(self.path):
+            return
+        os.makedirs(out_dir, exist_ok=True)
+        # Fixed file names in a private folder: the object records its source's name,
+        # and a random temp name there would make artifacts differ between caches.
+        self._tmp_dir = tempfile.mkdtemp(dir=out_dir)
+        unity = os.path.join(self._tmp_dir, "jx_runtime.c")   # includes every source
         with open(unity, "w") as f:
             f.write("".join(f'#include "{path}"\n' for path in SOURCES))
-        tmp = os.path.join(tmp_dir, os.path.basename(out))
+        self._tmp = os.path.join(self._tmp_dir, os.path.basename(self.path))
+        flags = ["-O2", "-fPIC", "-pthread"]
         cmd = [cc, *flags, "-c", unity] if kind == "object" else \
             [cc, *flags, "-DJX_VISIBLE", "-shared", unity]
-        proc = subprocess.run(cmd + ["-o", tmp], capture_output=True, text=True)
-        if proc.returncode != 0:
-            return None
-        os.replace(tmp, out)
-    return out
+        self._proc = subprocess.Popen(cmd + ["-o", self._tmp], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+
+    def wait(self) -> str | None:
+        if self._proc is not None:
+            ok = self._proc.wait() == 0
+            if ok:
+                os.replace(self._tmp, self.path)
+            shutil.rmtree(self._tmp_dir, ignore_errors=True)
+            self._proc = None
+            if not ok:
+                self.path = None
+        return self.path
 
 
 @functools.lru_cache(maxsize=None)
 def object_file() -> str | None:
-    return _build("object")
+    return Build("object").wait()
 
 
 @functools.lru_cache(maxsize=None)
 def jit_library() -> str | None:
     """Build and load the runtime into this process (once); None without cc."""
-    path = _build("shared")
+    path = Build("shared").wait()
     if path is None:
         return None
     import llvmlite.binding as llvm
