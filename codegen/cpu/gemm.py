@@ -17,9 +17,9 @@ arbitrary element strides for A and B (C is the row-major output). One task:
 The micro-kernel broadcasts one element of A per row and multiplies it into
 NR / VW vectors of B with FMAs (vectors along N, so C tiles store as rows);
 edge tiles store through masked loads and stores. Tasks split N (or M, when
-too few column granules) over the batch in NR (MR) granules, TASKS_PER_THREAD per thread
-of the pool so that a late thread's share goes to the others; each packs into
-its own slot of one scratch allocation made by the kernel. One fork-join per
+too few column granules) over the batch in NR (MR) granules, TASKS_PER_THREAD per
+thread of the pool; each packs into its own slot of one scratch allocation made
+by the kernel. One fork-join per
 kernel call: the pool costs tens of microseconds per join on a loaded machine.
 """
 from __future__ import annotations
