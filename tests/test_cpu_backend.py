@@ -297,3 +297,32 @@ def test_jit_takes_numpy_scalars_like_zero_d_arrays():
     out64 = f(x, np.float64(0.5))        # float64 scalar: promotes (x64 kept)
     np.testing.assert_allclose(out64, x.astype(np.float64) * 0.5 + 0.5)
     assert len(f._cache) == 2
+
+
+def _serial_chain(x):
+    return jnp.sqrt(jnp.exp(-jnp.abs(jnp.tanh(x * 0.5 + 1.0))) * 2.0 + x * x)
+
+
+@pytest.mark.parametrize("shape", [(1,), (17,), (3, 67), (1000003,), (129, 4097)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_interleaved_transcendental_loops_handle_every_tail(shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    want = np.sqrt(np.exp(-np.abs(np.tanh(x.astype(np.float64) * 0.5 + 1.0))) * 2.0
+                   + x.astype(np.float64) ** 2)
+    got = jx.jit(_serial_chain)(x)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=4e-6 if dtype == np.float32 else 1e-13)
+
+
+def test_interleave_hint_only_on_serial_transcendental_chains():
+    from jx.codegen.cpu.jit import CompiledFunction
+    from jx.passes.fuse import fuse
+    from jx.passes.pipeline import run
+
+    def ir_of(f):
+        g = run(jx.make_graph(f)(jx.f32[64, 64]), check=True)
+        return CompiledFunction(fuse(g), "f").ir_text
+
+    assert "llvm.loop.interleave.count" in ir_of(_serial_chain)
+    assert "llvm.loop.interleave.count" not in ir_of(lambda x: jnp.tanh(x) * jnp.exp(x))

@@ -86,9 +86,25 @@ def to_storage(b, v, dt):
     return v
 
 
+def interleave_hint(module: ir.Module, count: int):
+    """Loop metadata asking the vectoriser to run `count` vector iterations
+    interleaved. Its cost model picks 1 for long transcendental chains (register
+    pressure), which leaves the core waiting on one chain's latency; independent
+    chains side by side measured 15-20% faster on the elementwise chain sample."""
+    hints = module.__dict__.setdefault("_jx_interleave", {})
+    if count not in hints:
+        opt = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                   ir.Constant(ir.IntType(32), count)])
+        loop_id = module.add_metadata([opt])
+        loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop IDs name themselves
+        hints[count] = loop_id
+    return hints[count]
+
+
 @contextmanager
-def for_range(b: ir.IRBuilder, n: int, name: str = "i"):
-    """for (i = 0; i < n; i++) with a static trip count n > 0; yields i (i64)."""
+def for_range(b: ir.IRBuilder, n: int, name: str = "i", hint=None):
+    """for (i = 0; i < n; i++) with a static trip count n > 0; yields i (i64).
+    `hint`: loop metadata for the latch (see interleave_hint)."""
     fn = b.function
     pre = b.block
     body = fn.append_basic_block(f"{name}.body")
@@ -100,29 +116,32 @@ def for_range(b: ir.IRBuilder, n: int, name: str = "i"):
     yield i
     nxt = b.add(i, i64(1), name=f"{name}.next", flags=["nuw", "nsw"])
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), body, end)
+    latch = b.cbranch(b.icmp_unsigned("<", nxt, i64(n)), body, end)
+    if hint is not None:
+        latch.set_metadata("llvm.loop", hint)
     b.position_at_end(end)
 
 
-def for_between(b: ir.IRBuilder, lo, hi, name: str = "i"):
+def for_between(b: ir.IRBuilder, lo, hi, name: str = "i", hint=None):
     """for (i = lo; i < hi; i++) with run-time bounds (a parallel chunk)."""
-    return for_step(b, lo, hi, 1, name)
+    return for_step(b, lo, hi, 1, name, hint)
 
 
 @contextmanager
-def loop_nest(b: ir.IRBuilder, shape, name: str = "i", outer=None, fixed=()):
+def loop_nest(b: ir.IRBuilder, shape, name: str = "i", outer=None, fixed=(), hint=None):
     """Row-major loops over `shape` (all dims > 0); yields the index list. With
     outer=(lo, hi) the first dim runs over [lo, hi) only (one parallel chunk);
     `fixed` gives the values of the leading dims, which then get no loop (one row
-    of a row-fused group)."""
+    of a row-fused group). `hint`: metadata for the innermost loop."""
     idx: list = list(fixed)
     stack = []
     try:
         for d, n in enumerate(shape):
             if d < len(fixed):
                 continue
-            cm = for_between(b, outer[0], outer[1], f"{name}{d}") \
-                if d == 0 and outer is not None else for_range(b, n, f"{name}{d}")
+            h = hint if d == len(shape) - 1 else None
+            cm = for_between(b, outer[0], outer[1], f"{name}{d}", h) \
+                if d == 0 and outer is not None else for_range(b, n, f"{name}{d}", h)
             idx.append(cm.__enter__())
             stack.append(cm)
         yield idx
@@ -180,7 +199,7 @@ def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None =
 
 
 @contextmanager
-def for_step(b: ir.IRBuilder, lo, hi, step, name: str = "s"):
+def for_step(b: ir.IRBuilder, lo, hi, step, name: str = "s", hint=None):
     """for (i = lo; i < hi; i += step); each bound an int or an i64 value. The one
     run-time-bounded loop every lowering uses (CPU, GEMM, NVPTX)."""
     lo, hi, step = (i64(v) if isinstance(v, int) else v for v in (lo, hi, step))
@@ -195,7 +214,9 @@ def for_step(b: ir.IRBuilder, lo, hi, step, name: str = "s"):
     yield i
     nxt = b.add(i, step, name=f"{name}.next", flags=["nsw"])
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
+    latch = b.cbranch(b.icmp_signed("<", nxt, hi), body, end)
+    if hint is not None:
+        latch.set_metadata("llvm.loop", hint)
     b.position_at_end(end)
 
 def _min(b, x, y):
