@@ -102,31 +102,29 @@ def _bodies(ir_text):
 
 
 class Kernels:
-    def __init__(self):
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        module = ir.Module(name="mathlib_test")
-        for name in sorted(mathlib.UNARY):
-            for dt in DTYPES:
-                _kernel(module, name, dt, 1)
-        for name in sorted(mathlib.BINARY):
-            for dt in DTYPES:
-                _kernel(module, name, dt, 2)
+    """Every function in both dtypes, through jx's own LLVM pipeline for the host.
+    scalef=False builds the portable exponent scaling that hosts without AVX-512 get."""
+
+    def __init__(self, scalef=None):
+        from jx.codegen.cpu import compiler
+        saved = mathlib._scalef
+        if scalef is not None:
+            mathlib._scalef = lambda: scalef
+        try:
+            module = ir.Module(name="mathlib_test")
+            for name in sorted(mathlib.UNARY):
+                for dt in DTYPES:
+                    _kernel(module, name, dt, 1)
+            for name in sorted(mathlib.BINARY):
+                for dt in DTYPES:
+                    _kernel(module, name, dt, 2)
+        finally:
+            mathlib._scalef = saved
         self.raw = str(module)
-        target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                          features=llvm.get_host_cpu_features().flatten(),
-                                          opt=3)
-        mod = llvm.parse_assembly(self.raw)
-        mod.verify()
-        mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        tm = compiler.target_machine()
+        mod = compiler.optimise(self.raw, tm)
         self.optimised = str(mod)
-        self.engine = llvm.create_mcjit_compiler(mod, tm)
+        self.engine = llvm.create_mcjit_compiler(mod, compiler.target_machine())
         self.engine.finalize_object()
 
     def __call__(self, name, dtype, *args):
@@ -138,9 +136,11 @@ class Kernels:
         return out
 
 
-@pytest.fixture(scope="module")
-def kernels():
-    return Kernels()
+@pytest.fixture(scope="module", params=[None, False], ids=["host", "portable-scaling"])
+def kernels(request):
+    if request.param is False and not mathlib._scalef():
+        pytest.skip("the host build already uses the portable scaling")
+    return Kernels(request.param)
 
 
 # ---------------------------------------------------------------------------

@@ -55,6 +55,8 @@ inputs per function and dtype.
 """
 from __future__ import annotations
 
+import functools
+
 from fractions import Fraction
 
 import llvmlite.ir as ir
@@ -188,6 +190,12 @@ _ERFC = {F32: (4.0, 0.5, (-0.671794056892395, 1.3452848196029663, 0.189374923706
 # ---------------------------------------------------------------------------
 # A thin emitter for one float type.
 
+@functools.lru_cache(maxsize=None)
+def _scalef() -> bool:
+    """Does the host have AVX-512's vscalef (the code is compiled for the host)?"""
+    from .gemm import _host_vector_bytes
+    return _host_vector_bytes() == 64
+
 class _Ops:
     """Scalar float ops of one type at a builder's position. Python numbers passed as
     operands become constants of that type."""
@@ -283,6 +291,19 @@ class _Ops:
     def signbit(self, x):
         return self.b.icmp_signed("<", self.bits(x), self.i(0))
 
+    def ldexp(self, x, k):
+        """x * 2**k, rounded once (denormal results included), for an integer k
+        with |k| < 2**31. One vscalef on AVX-512 hosts, where llvm.ldexp
+        vectorises; elsewhere it would become a libm call per element, so two
+        exact power-of-two factors do it there."""
+        if not _scalef():
+            k1 = self.b.ashr(k, self.i(1))   # two halves: each 2^k normal
+            return self.mul(self.mul(x, self.pow2(k1)), self.pow2(self.b.sub(k, k1)))
+        k32 = self.b.trunc(k, ir.IntType(32)) if self.wide else k
+        fnty = ir.FunctionType(self.t, [self.t, ir.IntType(32)])
+        fn = self.b.module.declare_intrinsic("llvm.ldexp", [self.t, ir.IntType(32)], fnty)
+        return self.b.call(fn, [x, k32])
+
     def pow2(self, k):
         """2**k for an integer k in the normal exponent range."""
         return self.from_bits(self.b.shl(self.b.add(k, self.i(self.bias)), self.i(self.mant)))
@@ -313,9 +334,7 @@ def _exp(m: _Ops, x, x_lo=None):
         r = m.add(r, m.sel(m.cmp("<", m.abs(x), lim), x_lo, 0.0))
     q = m.fma(m.mul(r, r), m.poly(r, _EXP[m.key]), r)
     p = m.add(q, 1.0)
-    k = m.to_int(kf)
-    k1 = m.b.ashr(k, m.i(1))            # two halves: denormal results round only once
-    return m.mul(m.mul(p, m.pow2(k1)), m.pow2(m.b.sub(k, k1)))
+    return m.ldexp(p, m.to_int(kf))
 
 
 def _exp_fn(m, x):
