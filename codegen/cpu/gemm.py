@@ -197,13 +197,22 @@ def _loop(b, lo, hi, step, name):
 
 # ------------------------------------------------------------------ pieces
 def _pack_fn(module, et, tag, r, sr, sk):
-    """pack(dst, src, rows, kc): dst[k * r + i] = src[i * sr + k * sk] for i < rows,
-    zero for rows <= i < r."""
-    name = f"jx.gemm.pack.{tag}.{r}.{sr}.{sk}"
-    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64])
+    """pack(dst, src, rows, kc, sr, sk): dst[k * r + i] = src[i * sr + k * sk] for
+    i < rows, zero for rows <= i < r. Returns call(b, dst, src, rows, kc). The
+    strides are arguments; only the loop structure they select is in the name, so
+    one function serves every operand packed the same way."""
+    transposing = sk == 1 and sr != 1 and r % 8 == 0
+    # k outer over groups of g rows (all r when a k step reads contiguous elements):
+    # a few source rows at a time, since rows at power-of-two strides share L1 sets
+    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
+    name = f"jx.gemm.pack.{tag}.{r}.{'t' if transposing else 'g'}{g}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64, U.I64])
+
+    def call(b, dst, src, rows, kc):
+        return b.call(module.globals[name], [dst, src, rows, kc, _c(sr), _c(sk)])
     if fn is None:
-        return module.globals[name]
-    dst, src, rows, kc = fn.args
+        return call
+    dst, src, rows, kc, sr_, sk_ = fn.args
     for a in (dst, src):
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -212,26 +221,24 @@ def _pack_fn(module, et, tag, r, sr, sk):
     b.cbranch(b.icmp_signed("==", rows, _c(r)), full, edge)
     b.position_at_end(full)
     k_lo = _c(0)
-    if sk == 1 and sr != 1 and r % 8 == 0:    # rows along k: 8 x 8 in-register transposes
+    if transposing:                     # rows along k: 8 x 8 in-register transposes
         k_lo = b.mul(b.sdiv(kc, _c(8)), _c(8))
+        rowp = [_gep(b, src, b.mul(sr_, _c(i)), et) for i in range(r)]
         with _loop(b, 0, k_lo, 8, "k8") as k0:
             for i0 in range(0, r, 8):
                 vt = ir.VectorType(et, 8)
-                block = [b.load(_gep(b, src, b.add(k0, _c((i0 + i) * sr)), et), typ=vt,
+                block = [b.load(_gep(b, rowp[i0 + i], k0, et), typ=vt,
                                 align=_size(et)) for i in range(8)]
                 for kk, v in enumerate(_transpose8(b, block)):
                     d = b.add(b.mul(b.add(k0, _c(kk)), _c(r)), _c(i0))
                     b.store(v, _gep(b, dst, d, et), align=_size(et))
-    # k outer over groups of g rows (all r when a k step reads contiguous elements):
-    # a few source rows at a time, since rows at power-of-two strides share L1 sets
-    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
     with _loop(b, 0, r, g, "i0") as i0:
-        s0 = b.mul(i0, _c(sr))
+        s0 = b.mul(i0, sr_)
         with _loop(b, k_lo, kc, 1, "k") as k:
-            s = b.add(s0, b.mul(k, _c(sk)) if sk != 1 else k)
+            s = b.add(s0, b.mul(k, sk_))
             d = b.add(b.mul(k, _c(r)), i0)
             for i in range(g):
-                v = b.load(_gep(b, src, b.add(s, _c(i * sr)), et), typ=et)
+                v = b.load(_gep(b, src, b.add(s, b.mul(sr_, _c(i))), et), typ=et)
                 b.store(v, _gep(b, dst, b.add(d, _c(i)), et))
     b.ret_void()
     b.position_at_end(edge)          # zero the panel, then copy the rows there are
@@ -240,10 +247,10 @@ def _pack_fn(module, et, tag, r, sr, sk):
     b.call(memset, [dst, ir.Constant(U.I8, 0), nbytes, ir.Constant(U.I1, 0)])
     with _loop(b, 0, rows, 1, "i") as i:
         with _loop(b, 0, kc, 1, "k") as k:
-            v = b.load(_gep(b, src, b.add(b.mul(i, _c(sr)), b.mul(k, _c(sk))), et), typ=et)
+            v = b.load(_gep(b, src, b.add(b.mul(i, sr_), b.mul(k, sk_)), et), typ=et)
             b.store(v, _gep(b, dst, b.add(b.mul(k, _c(r)), i), et))
     b.ret_void()
-    return fn
+    return call
 
 
 def _pack_rows_fn(module, et, tag, r, sk):
@@ -251,11 +258,14 @@ def _pack_rows_fn(module, et, tag, r, sk):
     block whose rows are contiguous (sr == 1), a row at a time: each k reads one
     contiguous row segment, which the prefetchers follow (panel by panel, every k
     would touch another page). A partial last panel goes through a masked load."""
-    name = f"jx.gemm.packrows.{tag}.{r}.{sk}"
-    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64])
+    name = f"jx.gemm.packrows.{tag}.{r}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64])
+
+    def call(b, dst, src, cols, kc):
+        return b.call(module.globals[name], [dst, src, cols, kc, _c(sk)])
     if fn is None:
-        return module.globals[name]
-    dst, src, cols, kc = fn.args
+        return call
+    dst, src, cols, kc, sk_ = fn.args
     for a in (dst, src):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, r)
@@ -278,19 +288,19 @@ def _pack_rows_fn(module, et, tag, r, sk):
         k1 = _min(b, b.add(k0, _c(_PACK_KB)), kc)
         with _loop(b, 0, full, 1, "p") as p:
             with _loop(b, k0, k1, 1, "k") as k:
-                row = _gep(b, src, b.mul(k, _c(sk)) if sk != 1 else k, et)
+                row = _gep(b, src, b.mul(k, sk_), et)
                 out = _gep(b, dst, b.mul(k, _c(r)), et)
                 v = b.load(_gep(b, row, b.mul(p, _c(r)), et), typ=vt, align=al)
                 b.store(v, _gep(b, out, b.mul(p, panel), et), align=al)
         with b.if_then(b.icmp_signed("!=", tail, _c(0))):
             with _loop(b, k0, k1, 1, "kt") as k:
-                row = _gep(b, src, b.mul(k, _c(sk)) if sk != 1 else k, et)
+                row = _gep(b, src, b.mul(k, sk_), et)
                 out = _gep(b, dst, b.mul(k, _c(r)), et)
                 v = b.call(mload, [b.gep(row, [b.mul(full, _c(r))], source_etype=et),
                                    ir.Constant(U.I32, al), mask, zero])
                 b.store(v, _gep(b, out, b.mul(full, panel), et), align=al)
     b.ret_void()
-    return fn
+    return call
 
 
 _PACK_KB = 8
@@ -338,26 +348,34 @@ def _splat(b, x, vt):
                             ir.Constant(ir.VectorType(U.I32, vt.count), [0] * vt.count))
 
 
-def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
-    """micro(kc, ap, bp, c, mr, nr, first): C[:mr, :nr] (+)= A Bp over kc, where
-    A[i, k] = ap[i * sa_i + k * sa_k] (a packed panel, or A itself)."""
+def _micro_fn(module, et, tag, blk: Blocking, packed: bool):
+    """micro(kc, ap, bp, c, mr, nr, first, ldc, sa, sk): C[:mr, :nr] (+)= A Bp over
+    kc for C rows ldc apart, where A[i, k] = ap[i + k * MR] (a packed panel) or
+    ap[i * sa + k * sk] (A read in place). The strides are arguments, not constants:
+    one function serves every product of a module (each copy is ~60 KB of IR,
+    and LLVM's time grows with it); the k loop's addresses are row pointers
+    computed once either way."""
     mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
-    name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{ldc}.{sa_i}.{sa_k}"
-    fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1])
+    name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{'packed' if packed else 'direct'}"
+    fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1,
+                                    U.I64, U.I64, U.I64])
     if fn is None:
         return module.globals[name]
-    kc, ap, bp, c, mr, nr, first = fn.args
+    kc, ap, bp, c, mr, nr, first, ldc, sa, sk = fn.args
     for a in (ap, bp, c):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, vw)
     fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
     valign = vw * _size(et)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    crows = [_gep(b, c, b.mul(ldc, _c(i)), et) for i in range(mr_)]
+    arows = [ap if i == 0 else _gep(b, ap, _c(i) if packed else b.mul(sa, _c(i)), et)
+             for i in range(mr_)]
     if PREFETCH_C:       # the C tile is read after the k loop: start fetching it now
         pf = _declare(module, "llvm.prefetch.p0", U.VOID, [U.PTR, U.I32, U.I32, U.I32])
         for i in range(mr_):
             for v in range(0, nr_ * _size(et), 64):
-                ptr = b.gep(c, [_c(i * ldc * _size(et) + v)], source_etype=U.I8)
+                ptr = b.gep(crows[i], [_c(v)], source_etype=U.I8)
                 b.call(pf, [ptr, ir.Constant(U.I32, 1), ir.Constant(U.I32, 3),
                             ir.Constant(U.I32, 1)])
     entry = b.block
@@ -376,10 +394,10 @@ def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
     boff = b.mul(k, _c(nr_))
     bv = [b.load(_gep(b, bp, b.add(boff, _c(v * vw)), et), typ=vt, align=valign)
           for v in range(nv)]
-    aoff = b.mul(k, _c(sa_k)) if sa_k != 1 else k
+    aoff = b.mul(k, _c(mr_) if packed else sk)
     new = []
     for i in range(mr_):
-        a = _splat(b, b.load(_gep(b, ap, b.add(aoff, _c(i * sa_i)), et), typ=et), vt)
+        a = _splat(b, b.load(_gep(b, arows[i], aoff, et), typ=et), vt)
         new += [b.call(fma, [a, bv[v], accs[i * nv + v]]) for v in range(nv)]
     for p, v in zip(accs, new):
         p.add_incoming(v, loop)
@@ -400,7 +418,7 @@ def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
         b.position_at_end(blkname)
         for i in range(mr_):
             for v in range(nv):
-                ptr = _gep(b, c, _c(i * ldc + v * vw), et)
+                ptr = _gep(b, crows[i], _c(v * vw), et)
                 val = new[i * nv + v]
                 if add:
                     val = b.fadd(b.load(ptr, typ=vt, align=_size(et)), val)
@@ -424,7 +442,7 @@ def _micro_fn(module, et, tag, blk: Blocking, ldc: int, sa_i: int, sa_k: int):
         row = b.icmp_signed("<", _c(i), mr)
         for v in range(nv):
             mask = b.select(row, lanes[v], none)
-            ptr = b.gep(c, [_c(i * ldc + v * vw)], source_etype=et)   # may be past the end
+            ptr = b.gep(crows[i], [_c(v * vw)], source_etype=et)   # may be past the end
             old = b.call(mload, [ptr, al, b.select(first, none, mask), zero])
             val = new[i * nv + v]
             b.call(mstore, [b.select(first, val, b.fadd(old, val)), ptr, al, mask])
@@ -451,10 +469,10 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     pack_a_rows = _pack_rows_fn(module, et, tag, blk.mr, p.ak) if p.am == 1 else None
     pack_b = (_pack_rows_fn(module, et, tag, blk.nr, p.bk) if p.bn == 1 else
               _pack_fn(module, et, tag, blk.nr, p.bn, p.bk))
-    micro = _micro_fn(module, et, tag, blk, p.n, 1, blk.mr)
+    micro = _micro_fn(module, et, tag, blk, packed=True)
     direct = _direct_a(p)
     if direct:      # full row panels read A in place; only a last partial one is packed
-        micro_a = _micro_fn(module, et, tag, blk, p.n, p.am, p.ak)
+        micro_a = _micro_fn(module, et, tag, blk, packed=False)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
@@ -470,27 +488,27 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                 with b.if_then(b.icmp_signed("!=", tail, _c(0))):
                     row = b.add(ic, b.sub(mc, tail))
                     src = _gep(b, a, b.add(b.mul(row, _c(p.am)), b.mul(pc, _c(p.ak))), et)
-                    b.call(pack_a, [ap, src, tail, kc])
+                    pack_a(b, ap, src, tail, kc)
             elif pack_a_rows is not None:
                 src = _gep(b, a, b.add(ic, b.mul(pc, _c(p.ak))), et)
-                b.call(pack_a_rows, [ap, src, mc, kc])
+                pack_a_rows(b, ap, src, mc, kc)
             else:
                 with _loop(b, 0, mc, blk.mr, "pa") as ir_:
                     src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
                                            b.mul(pc, _c(p.ak))), et)
-                    b.call(pack_a, [_panel_at(b, ap, ir_, blk.mr, kc, et), src,
-                                    _min(b, mr, b.sub(mc, ir_)), kc])
+                    pack_a(b, _panel_at(b, ap, ir_, blk.mr, kc, et), src,
+                           _min(b, mr, b.sub(mc, ir_)), kc)
             with _loop(b, 0, nlen, blk.nc, "jc") as jc:
                 nc = _min(b, _c(blk.nc), b.sub(nlen, jc))
                 if p.bn == 1:
                     src = _gep(b, bmat, b.add(jc, b.mul(pc, _c(p.bk))), et)
-                    b.call(pack_b, [bp, src, nc, kc])
+                    pack_b(b, bp, src, nc, kc)
                 else:
                     with _loop(b, 0, nc, blk.nr, "pb") as jr:
                         src = _gep(b, bmat, b.add(b.mul(b.add(jc, jr), _c(p.bn)),
                                                   b.mul(pc, _c(p.bk))), et)
-                        b.call(pack_b, [_panel_at(b, bp, jr, blk.nr, kc, et), src,
-                                        _min(b, nr, b.sub(nc, jr)), kc])
+                        pack_b(b, _panel_at(b, bp, jr, blk.nr, kc, et), src,
+                               _min(b, nr, b.sub(nc, jr)), kc)
                 with _loop(b, 0, mc, blk.mr, "ir") as ir_:
                     rows = _min(b, mr, b.sub(mc, ir_))
                     crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
@@ -503,15 +521,15 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                     with _loop(b, 0, nc, blk.nr, "jr") as jr:
                         args = [kc, apan, _panel_at(b, bp, jr, blk.nr, kc, et),
                                 _gep(b, c, b.add(crow, jr), et), rows,
-                                _min(b, nr, b.sub(nc, jr)), first]
+                                _min(b, nr, b.sub(nc, jr)), first, _c(p.n)]
                         if direct:
                             with b.if_else(full) as (then, other):
                                 with then:
-                                    b.call(micro_a, args)
+                                    b.call(micro_a, args + [_c(p.am), _c(p.ak)])
                                 with other:
-                                    b.call(micro, args)
+                                    b.call(micro, args + [_c(0), _c(0)])
                         else:
-                            b.call(micro, args)
+                            b.call(micro, args + [_c(0), _c(0)])
     b.ret_void()
     return fn
 
