@@ -209,3 +209,36 @@ def test_repeated_calls_and_values(rng):
     got, want = f(a, b), a @ b
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+@pytest.mark.parametrize("threads", [True, False])
+@pytest.mark.parametrize("dt", FLOATS)
+def test_narrow_outputs_of_transposed_a(rng, monkeypatch, dt, threads):
+    """C a few columns wide from an A stored transposed (h.T @ dy of an output
+    layer): the narrow kernel, vectors along M, over tails of M, every width it
+    takes, strided B and batch dims."""
+    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1 if threads else 1 << 40)
+    vw = 64 // np.dtype(dt).itemsize
+    cases = []
+    for m in (vw, vw + 3, 2 * vw + 1, 100, 1024):
+        for n in (2, 3, 10, 12, 13, vw):        # n = 1 is a matrix-vector product
+            if n <= vw:
+                cases.append(((7, m), (7, n), _dg((0,), (0,))))
+    cases += [((128, 1024), (6, 128), _dg((0,), (1,))),               # B transposed too
+              ((3, 5, 40), (3, 5, 4), _dg((1,), (1,), (0,), (0,))),     # batch first
+              ((5, 3, 40), (3, 5, 6), _dg((0,), (1,), (1,), (0,)))]     # batch inside A
+    for ls, rs, f in cases:
+        a, b = _rand(rng, ls, dt), _rand(rng, rs, dt)
+        cf = _compiled(f, (a, b))
+        assert "jx.gemm.narrow" in cf.ir_text, (ls, rs)
+        _check(cf(a, b)[0], f, (a, b))
+
+
+def test_narrow_kernel_agrees_with_the_blocked_path(rng, monkeypatch):
+    a, b = _rand(rng, (64, 300), np.float32), _rand(rng, (64, 10), np.float32)
+    f = _dg((0,), (0,))
+    narrow = _compiled(f, (a, b))
+    monkeypatch.setattr(gemm, "NARROW", False)
+    blocked = _compiled(f, (a, b))
+    assert "jx.gemm.narrow" in narrow.ir_text and "jx.gemm.narrow" not in blocked.ir_text
+    np.testing.assert_allclose(narrow(a, b)[0], blocked(a, b)[0], rtol=1e-5, atol=1e-5)

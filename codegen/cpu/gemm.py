@@ -46,6 +46,7 @@ PREFETCH_C = True        # prefetch each C tile before its k loop
 OVERRIDE: dict = {}
 DIRECT_A = None
 SPLIT = None
+NARROW = None            # False: never the narrow kernel (tests compare both paths)
 
 
 @dataclass(frozen=True)
@@ -535,6 +536,82 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
 
 
 
+def _narrow_rows(p: Plan, blk: Blocking) -> int:
+    """Rows per tile of the narrow kernel, or 0 when the blocked path fits better:
+    for C a few columns wide (a 10-class output layer's gradient h.T @ dy) vectors
+    along N would be mostly empty lanes, while A stored transposed (contiguous
+    along M) gives full vectors along M with nothing to pack."""
+    if NARROW is False or p.am != 1 or p.m < blk.vw or p.n > blk.vw or p.k < 2:
+        return 0
+    vectors = 2 if p.n <= 12 else 1             # p.n x vectors accumulators, of 32
+    return vectors * blk.vw
+
+
+def _narrow_fn(module, et, tag, vw, nvec, p: Plan):
+    """sub(a, b, c, mlen, nlen, scratch) for _narrow_rows' case: C[:mlen, :n] =
+    A[:mlen] B with A[m, k] = a[m + k * ak], in tiles of nvec * vw rows: per k, nvec
+    vector loads of A and one broadcast of B per column feed n * nvec FMAs; each
+    accumulator holds a column piece of C, stored by a masked scatter."""
+    n, rows = p.n, nvec * vw
+    name = f"jx.gemm.narrow.{tag}.{nvec}.{n}.{p.k}.{p.ak}.{p.bk}.{p.bn}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR])
+    if fn is None:
+        return module.globals[name]
+    a, bm, c, mlen, _, _ = fn.args
+    for x in (a, bm, c):
+        x.add_attribute("noalias")
+    vt, mt, it = ir.VectorType(et, vw), ir.VectorType(U.I1, vw), ir.VectorType(U.I64, vw)
+    al = ir.Constant(U.I32, _size(et))
+    fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
+    mload = _declare(module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
+                     [U.PTR, U.I32, mt, vt])
+    pvt = ir.VectorType(U.PTR, vw)
+    scatter = _declare(module, f"llvm.masked.scatter.v{vw}{_vname(et)}.v{vw}p0", U.VOID,
+                       [vt, pvt, U.I32, mt])
+    zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * vw)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with _loop(b, 0, mlen, rows, "m0") as m0:
+        left = b.sub(mlen, m0)
+        masks = [b.icmp_signed("<", ir.Constant(it, [_c(v * vw + j) for j in range(vw)]),
+                               _splat(b, left, it)) for v in range(nvec)]
+        pre = b.block
+        loop = fn.append_basic_block("k")
+        done = fn.append_basic_block("k.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        k = b.phi(U.I64, name="k")
+        k.add_incoming(_c(0), pre)
+        accs = []
+        for _ in range(n * nvec):
+            acc = b.phi(vt)
+            acc.add_incoming(zero, pre)
+            accs.append(acc)
+        arow = b.add(m0, b.mul(k, _c(p.ak)))
+        av = [b.call(mload, [_gep(b, a, b.add(arow, _c(v * vw)), et), al, masks[v], zero])
+              for v in range(nvec)]
+        new = []
+        for j in range(n):
+            bj = b.load(_gep(b, bm, b.add(b.mul(k, _c(p.bk)), _c(j * p.bn)), et), typ=et)
+            bs = _splat(b, bj, vt)
+            new += [b.call(fma, [av[v], bs, accs[j * nvec + v]]) for v in range(nvec)]
+        for acc, x in zip(accs, new):
+            acc.add_incoming(x, loop)
+        k1 = b.add(k, _c(1), flags=["nuw", "nsw"])
+        k.add_incoming(k1, loop)
+        b.cbranch(b.icmp_signed("<", k1, _c(p.k)), loop, done)
+        b.position_at_end(done)
+        for v in range(nvec):
+            lane = b.add(_splat(b, m0, it), ir.Constant(it, [_c(v * vw + j) for j in range(vw)]))
+            # byte addresses of C[m0 + lane, 0] (a vector gep is beyond llvmlite)
+            base = b.add(_splat(b, b.ptrtoint(c, U.I64), it),
+                         b.mul(lane, _splat(b, _c(n * _size(et)), it)))
+            for j in range(n):
+                ptrs = b.inttoptr(b.add(base, _splat(b, _c(j * _size(et)), it)), pvt)
+                b.call(scatter, [new[j * nvec + v], ptrs, al, masks[v]])
+    b.ret_void()
+    return fn
+
+
 def _direct_a(p: Plan) -> bool:
     """Read full MR-row panels of A in place instead of packing them, when A's rows
     are contiguous along K: packing them is a transposing copy that costs about as
@@ -576,18 +653,24 @@ def emit(ctx, kernel, p: Plan) -> None:
     nk = -(-p.k // blk.kc)               # equal K blocks: no short last block
     blk = dataclasses.replace(blk, kc=-(-p.k // nk))
     tag = f"{_vname(et)}.v{blk.vw}"
-    by_m, gran, per = _split(p, blk)
+    rows = _narrow_rows(p, blk)
+    if rows:             # vectors along M, nothing packed (see _narrow_fn)
+        by_m, gran, per = True, rows, -(-p.m // rows)
+        slot = 64
+        sub = _narrow_fn(mod, et, tag, blk.vw, rows // blk.vw, p)
+    else:
+        by_m, gran, per = _split(p, blk)
+        kc = min(blk.kc, p.k)
+        arows = blk.mr if _direct_a(p) else min(blk.mc, -(-p.m // blk.mr) * blk.mr)
+        ap_elems = -(-(arows * kc + arows // blk.mr * _pad(et)) * item // 64) * 64 // item
+        bcols = min(blk.nc, -(-p.n // blk.nr) * blk.nr)
+        bp_elems = bcols * kc + bcols // blk.nr * _pad(et)
+        slot = -(-(ap_elems + bp_elems) * item // 64) * 64
+        sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
     units = p.nbatch * per
-    kc = min(blk.kc, p.k)
-    arows = blk.mr if _direct_a(p) else min(blk.mc, -(-p.m // blk.mr) * blk.mr)
-    ap_elems = -(-(arows * kc + arows // blk.mr * _pad(et)) * item // 64) * 64 // item
-    bcols = min(blk.nc, -(-p.n // blk.nr) * blk.nr)
-    bp_elems = bcols * kc + bcols // blk.nr * _pad(et)
-    slot = -(-(ap_elems + bp_elems) * item // 64) * 64
     work = p.nbatch * p.m * p.n * p.k
     max_threads = max(1, min(units, work // MIN_WORK_PER_THREAD))
 
-    sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot)
 
     # tasks: TASKS_PER_THREAD per thread of the pool, at most max_threads threads
