@@ -326,3 +326,33 @@ def test_interleave_hint_only_on_serial_transcendental_chains():
 
     assert "llvm.loop.interleave.count" in ir_of(_serial_chain)
     assert "llvm.loop.interleave.count" not in ir_of(lambda x: jnp.tanh(x) * jnp.exp(x))
+
+
+def test_reshapes_between_products_are_read_in_place(rng):
+    """A kernel that only reshapes a materialised value runs no code: consumers
+    read its input's memory (chains, graph inputs and outputs included)."""
+    from jx.codegen.cpu.jit import CompiledFunction
+    from jx.passes.fuse import fuse
+    from jx.passes.pipeline import run
+
+    def heads(x, w):
+        q = (x @ w).reshape(64, 4, 16)                      # split heads: a view
+        s = jnp.einsum("thd,shd->hts", q, q)
+        flat = jnp.expand_dims(s.reshape(4, 64 * 64), 0)    # a view of a view
+        return flat.squeeze(0).reshape(4, 64, 64) @ x[:, :64], x.reshape(2, -1), s
+
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 64)).astype(np.float32) / 8
+    prog = fuse(run(jx.make_graph(heads)(x, w), check=True))
+    cf = CompiledFunction(prog, "heads")
+    import re
+    layout = [k for k in prog.kernels if k.kind == "loop" and k.root.prim.name == "reshape"]
+    assert len(layout) >= 2
+    copies = re.findall(r'^define [^@]*@"k\d+\.(loop_reshape)"\(', cf.ir_text, re.M)
+    assert len(copies) == 1      # only x.reshape's, into its caller-given output buffer
+    got = cf(x, w)
+    q = (x @ w).reshape(64, 4, 16)
+    s = np.einsum("thd,shd->hts", q, q)
+    want = (s @ x[:, :64], x.reshape(2, -1), s)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-4)

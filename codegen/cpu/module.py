@@ -72,23 +72,47 @@ def parallel_chunks(kernel) -> int:
     return shape[0]
 
 
-def plan_buffers(program, fixed: dict) -> tuple:
+# Layout ops that keep row-major order: as a whole kernel they copy nothing.
+VIEW_PRIMS = frozenset({"reshape", "squeeze", "expand_dims"})
+
+
+def view_map(groups: list, fixed: dict) -> dict:
+    """{id(out): root Var} for kernels that only reshape one materialised value: the
+    output is the input's memory, read in place (attention's head splits were 2 MB
+    copies each). Outputs bound to caller buffers stay copies."""
+    views: dict = {}
+    for _, members in groups:
+        k = members[0]
+        if len(members) == 1 and k.kind == "loop" and len(k.inputs) == 1 and \
+                len(k.outputs) == 1 and id(k.outputs[0]) not in fixed and \
+                all(e.prim.name in VIEW_PRIMS for e in k.eqns):
+            src = k.inputs[0]
+            views[id(k.outputs[0])] = views.get(id(src), src)
+    return views
+
+
+def plan_buffers(program, fixed: dict, views: dict | None = None) -> tuple:
     """Offsets of a program's intermediates in one workspace, reusing the memory of
     dead values. Memory freed by kernel k is reused only from kernel k+1 on, so no
-    kernel's outputs alias its inputs. Returns ({id(Var): offset}, total bytes)."""
+    kernel's outputs alias its inputs. `views` (see view_map) get no memory of their
+    own; their roots live as long as they do. Returns ({id(Var): offset}, total)."""
+    views = views or {}
     last_use: dict = {}
     for k, kern in enumerate(program.kernels):
         for v in kern.inputs:
             last_use[id(v)] = k
     for a in program.graph.outputs:
         last_use[id(a)] = len(program.kernels)
+    for vid, root in views.items():
+        if vid in last_use:
+            last_use[id(root)] = max(last_use.get(id(root), -1), last_use[vid])
     free: list = []               # (offset, size) blocks available for reuse
     dying: dict = {}              # kernel index -> blocks released after it runs
     offsets: dict = {}
     total = 0
     for k, kern in enumerate(program.kernels):
         for v in kern.outputs:
-            if id(v) in fixed or id(v) in offsets:
+            if id(v) in fixed or id(v) in offsets or id(v) in views:
                 continue
             size = -(-max(v.aval.size * v.aval.dtype.itemsize, 1) // ALIGN) * ALIGN
             fit = min((blk for blk in free if blk[1] >= size), default=None,
@@ -285,7 +309,9 @@ class ModuleBuilder:
                 direct.add(id(a))
         allocated = []
         unwind = {0: fail_block}
-        offsets, total = plan_buffers(program, buffers)
+        groups = row_groups(program)
+        views = view_map(groups, buffers)
+        offsets, total = plan_buffers(program, buffers, views)
         workspace = None
         if 0 < total <= STACK_WORKSPACE:     # small: on the stack, free to get in a loop body
             with b.goto_block(b.function.entry_basic_block):
@@ -297,8 +323,12 @@ class ModuleBuilder:
             allocated.append(workspace)
         for vid, off in offsets.items():
             buffers[vid] = b.gep(workspace, [U.i64(off)], source_etype=U.I8, inbounds=True)
-        for rows, members in row_groups(program):
+        for rows, members in groups:
             k = members[0]
+            out0 = id(k.outputs[0]) if k.outputs else None
+            if out0 in views:                       # nothing to run: read in place
+                buffers[out0] = buffers[id(views[out0])]
+                continue
             fn, atoms = self.group_function(members, rows) if rows else self.kernel_function(k)
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
                                  else self.consts.array(a.val) for a in atoms])
