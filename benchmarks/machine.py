@@ -176,7 +176,8 @@ THREADS_MARK = "JX_BENCH_THREADS"
 
 
 def thread_env(n: int) -> dict:
-    """Environment limiting every engine to n threads: jx's runtime, BLAS, XLA."""
+    """Environment limiting every engine to n threads: jx's runtime, BLAS, XLA
+    (ensure_threads also pins the process to n cores)."""
     env = {THREADS_MARK: str(n), "JX_NUM_THREADS": str(n), "OMP_NUM_THREADS": str(n),
            "OPENBLAS_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n)}
     if n == 1:      # XLA has no "n threads" flag; one thread it can do
@@ -193,6 +194,12 @@ def ensure_threads(n: int | None, module: str) -> None:
         return
     import sys
     env = {**os.environ, **thread_env(n)}
+    # XLA's CPU client takes no thread count (its flags leave Eigen's pool at full
+    # size): pinning the process to n cores is what limits every engine alike.
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        if n < len(cpus):
+            os.sched_setaffinity(0, cpus[:n])
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]], env)
