@@ -349,6 +349,34 @@ def _splat(b, x, vt):
                             ir.Constant(ir.VectorType(U.I32, vt.count), [0] * vt.count))
 
 
+def _k_loop(b, nacc: int, zero):
+    """Open `for k in [0, kc)` (kc >= 1) carrying nacc accumulators that start at
+    zero: returns (k, accumulator phis); _k_loop_end closes it."""
+    entry = b.block
+    b.branch(b.function.append_basic_block("k"))
+    b.position_at_end(b.function.blocks[-1])
+    k = b.phi(U.I64, name="k")
+    k.add_incoming(_c(0), entry)
+    accs = []
+    for _ in range(nacc):
+        acc = b.phi(zero.type)
+        acc.add_incoming(zero, entry)
+        accs.append(acc)
+    return k, accs
+
+
+def _k_loop_end(b, k, accs, new, kc) -> None:
+    """Feed the next values back and leave the loop; `new` then holds the sums."""
+    loop = b.block
+    for acc, x in zip(accs, new):
+        acc.add_incoming(x, loop)
+    k1 = b.add(k, _c(1), flags=["nuw", "nsw"])
+    k.add_incoming(k1, loop)
+    done = b.function.append_basic_block("k.done")
+    b.cbranch(b.icmp_signed("<", k1, kc), k.parent, done)
+    b.position_at_end(done)
+
+
 def _micro_fn(module, et, tag, blk: Blocking, packed: bool):
     """micro(kc, ap, bp, c, mr, nr, first, ldc, sa, sk): C[:mr, :nr] (+)= A Bp over
     kc for C rows ldc apart, where A[i, k] = ap[i + k * MR] (a packed panel) or
@@ -379,19 +407,8 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool):
                 ptr = b.gep(crows[i], [_c(v)], source_etype=U.I8)
                 b.call(pf, [ptr, ir.Constant(U.I32, 1), ir.Constant(U.I32, 3),
                             ir.Constant(U.I32, 1)])
-    entry = b.block
-    loop = fn.append_basic_block("k")
-    done = fn.append_basic_block("done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    k = b.phi(U.I64, name="k")
-    k.add_incoming(_c(0), entry)
     zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * vw)
-    accs = []
-    for _ in range(mr_ * nv):
-        p = b.phi(vt)
-        p.add_incoming(zero, entry)
-        accs.append(p)
+    k, accs = _k_loop(b, mr_ * nv, zero)
     boff = b.mul(k, _c(nr_))
     bv = [b.load(_gep(b, bp, b.add(boff, _c(v * vw)), et), typ=vt, align=valign)
           for v in range(nv)]
@@ -400,13 +417,7 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool):
     for i in range(mr_):
         a = _splat(b, b.load(_gep(b, arows[i], aoff, et), typ=et), vt)
         new += [b.call(fma, [a, bv[v], accs[i * nv + v]]) for v in range(nv)]
-    for p, v in zip(accs, new):
-        p.add_incoming(v, loop)
-    k1 = b.add(k, _c(1), flags=["nuw", "nsw"])
-    k.add_incoming(k1, loop)
-    b.cbranch(b.icmp_signed("<", k1, kc), loop, done)
-
-    b.position_at_end(done)
+    _k_loop_end(b, k, accs, new, kc)
     full = fn.append_basic_block("full")
     edge = fn.append_basic_block("edge")
     b.cbranch(b.and_(b.icmp_signed("==", mr, _c(mr_)), b.icmp_signed("==", nr, _c(nr_))),
@@ -574,18 +585,7 @@ def _narrow_fn(module, et, tag, vw, nvec, p: Plan):
         left = b.sub(mlen, m0)
         masks = [b.icmp_signed("<", ir.Constant(it, [_c(v * vw + j) for j in range(vw)]),
                                _splat(b, left, it)) for v in range(nvec)]
-        pre = b.block
-        loop = fn.append_basic_block("k")
-        done = fn.append_basic_block("k.done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        k = b.phi(U.I64, name="k")
-        k.add_incoming(_c(0), pre)
-        accs = []
-        for _ in range(n * nvec):
-            acc = b.phi(vt)
-            acc.add_incoming(zero, pre)
-            accs.append(acc)
+        k, accs = _k_loop(b, n * nvec, zero)
         arow = b.add(m0, b.mul(k, _c(p.ak)))
         av = [b.call(mload, [_gep(b, a, b.add(arow, _c(v * vw)), et), al, masks[v], zero])
               for v in range(nvec)]
@@ -594,12 +594,7 @@ def _narrow_fn(module, et, tag, vw, nvec, p: Plan):
             bj = b.load(_gep(b, bm, b.add(b.mul(k, _c(p.bk)), _c(j * p.bn)), et), typ=et)
             bs = _splat(b, bj, vt)
             new += [b.call(fma, [av[v], bs, accs[j * nvec + v]]) for v in range(nvec)]
-        for acc, x in zip(accs, new):
-            acc.add_incoming(x, loop)
-        k1 = b.add(k, _c(1), flags=["nuw", "nsw"])
-        k.add_incoming(k1, loop)
-        b.cbranch(b.icmp_signed("<", k1, _c(p.k)), loop, done)
-        b.position_at_end(done)
+        _k_loop_end(b, k, accs, new, _c(p.k))
         for v in range(nvec):
             lane = b.add(_splat(b, m0, it), ir.Constant(it, [_c(v * vw + j) for j in range(vw)]))
             # byte addresses of C[m0 + lane, 0] (a vector gep is beyond llvmlite)
