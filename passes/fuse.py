@@ -48,6 +48,8 @@ class Kernel:
     inputs: list               # materialised Vars read (graph inputs or earlier kernels' outputs)
     outputs: list              # Vars written
     subprograms: dict = field(default_factory=dict)   # param name -> Program (control flow)
+    epilogue: "Kernel | None" = None   # a loop kernel applied to an opaque root's result
+                                       # in place (the CPU backend's output fusion)
 
     @property
     def name(self) -> str:

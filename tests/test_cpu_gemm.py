@@ -242,3 +242,68 @@ def test_narrow_kernel_agrees_with_the_blocked_path(rng, monkeypatch):
     blocked = _compiled(f, (a, b))
     assert "jx.gemm.narrow" in narrow.ir_text and "jx.gemm.narrow" not in blocked.ir_text
     np.testing.assert_allclose(narrow(a, b)[0], blocked(a, b)[0], rtol=1e-5, atol=1e-5)
+
+
+def _epilogue_kernels(f, args):
+    from jx.codegen.cpu import epilogue
+    prog = epilogue.attach(jx.jit(f).lower(*args))
+    return [k for k in prog.kernels if k.epilogue is not None]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_elementwise_consumers_run_as_gemm_epilogues(rng, dt):
+    """Output fusion: the product's only elementwise consumer is applied in place
+    by the GEMM tasks. SGD's update, bias + relu, a batched product with a
+    broadcast operand, split by rows and by columns, with and without threads."""
+    x, w = _rand(rng, (37, 70), dt), _rand(rng, (70, 45), dt)
+    g, bias = _rand(rng, (37, 45), dt), _rand(rng, (45,), dt)
+    a3, b3 = _rand(rng, (3, 20, 30), dt), _rand(rng, (3, 30, 50), dt)
+    cases = [
+        (lambda w, x, g: w - 0.01 * (x.T @ g), (w, x, g)),
+        (lambda x, w, bias: jnp.maximum(x @ w + bias, 0.0), (x, w, bias)),
+        (lambda a, b, bias: jnp.tanh(jnp.matmul(a, b) * 0.5) + bias[:1, None, :1],
+         (a3, b3, _rand(rng, (2, 3), dt))),
+        (lambda a, b: (a.T @ b) * (a.T @ b)[0], (x[:, :8], g)),       # product reused
+        (lambda w, h, d: w - 0.1 * (h.T @ d), (w[:, :6], x[:, :70].T[:, :37].T, g[:, :6])),
+    ]
+    for i, (f, args) in enumerate(cases):
+        fused = _epilogue_kernels(f, args)
+        assert len(fused) == (0 if i == 3 else 1), i
+        if i == 4:                                  # a narrow product (vectors along M)
+            assert "jx.gemm.narrow" in _compiled(f, args).ir_text
+        _check_close(jx.jit(f)(*args), f(*[np.asarray(a, np.float64) for a in args]), dt)
+
+
+def _check_close(got, want, dt):
+    tol = 1e-4 if dt == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_products_with_other_readers_keep_their_buffer(rng):
+    """No epilogue when the product is also a result, read twice, or read through
+    a layout change; results still right."""
+    x, w = _rand(rng, (16, 24), np.float32), _rand(rng, (24, 16), np.float32)
+    cases = [lambda x, w: (x @ w, (x @ w) + 1.0),
+             lambda x, w: (x @ w)[:, :8] + 1.0,
+             lambda x, w: jnp.sum(x @ w, axis=0)]
+    for f in cases:
+        assert _epilogue_kernels(f, (x, w)) == []
+        got, want = jx.jit(f)(x, w), f(x.astype(np.float64), w.astype(np.float64))
+        for gg, ww in zip(jax_tree_leaves(got), jax_tree_leaves(want)):
+            np.testing.assert_allclose(gg, ww, rtol=1e-4, atol=1e-4)
+
+
+def jax_tree_leaves(t):
+    return list(t) if isinstance(t, tuple) else [t]
+
+
+def test_epilogues_with_threads_split_either_way(rng, monkeypatch):
+    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(gemm, "OVERRIDE", dict(SMALL_BLOCKS))
+    for split in ("m", "n"):
+        monkeypatch.setattr(gemm, "SPLIT", split)
+        w, x, g = (_rand(rng, s, np.float32) for s in ((75, 61), (29, 75), (29, 61)))
+        f = lambda w, x, g: w - 0.5 * (x.T @ g)
+        cf = _compiled(f, (w, x, g))
+        assert ".epilogue" in cf.ir_text
+        np.testing.assert_allclose(cf(w, x, g)[0], w - 0.5 * (x.T @ g), rtol=1e-4, atol=1e-4)

@@ -636,7 +636,8 @@ def emit(ctx, kernel, p: Plan) -> None:
     (out,) = kernel.root.outputs
     et = U.storage_type(p.dtype)
     item = p.dtype.itemsize
-    cp = ctx.ptr(out)
+    epi = kernel.epilogue              # see epilogue.py: C is its output, updated in place
+    cp = ctx.ptr(epi.outputs[0] if epi is not None else out)
     if out.aval.size == 0:
         return
     if p.k == 0:                         # empty sum
@@ -666,7 +667,10 @@ def emit(ctx, kernel, p: Plan) -> None:
     work = p.nbatch * p.m * p.n * p.k
     max_threads = max(1, min(units, work // MIN_WORK_PER_THREAD))
 
-    body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot)
+    extra = [v for v in epi.inputs if v is not out] if epi is not None else []
+    tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p) \
+        if epi is not None else None
+    body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail)
 
     # tasks: TASKS_PER_THREAD per thread of the pool, at most max_threads threads
     pool = ctx.module._parallel_for
@@ -686,11 +690,12 @@ def emit(ctx, kernel, p: Plan) -> None:
     b.position_at_end(ok)
     base = b.inttoptr(b.and_(b.add(b.ptrtoint(mem, U.I64), _c(63)), _c(-64)), U.PTR)
     entry = b.function.entry_basic_block
-    with b.goto_block(entry):        # a static alloca: A, B, C, scratch, tasks
+    with b.goto_block(entry):        # a static alloca: A, B, C, scratch, tasks, epilogue's
         if entry.instructions:
             b.position_before(entry.instructions[0])
-        args = b.alloca(U.PTR, _c(5), name="gemm.ctx")
-    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR)]):
+        args = b.alloca(U.PTR, _c(5 + len(extra)), name="gemm.ctx")
+    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR)]
+                          + [ctx.ptr(v) for v in extra]):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
     if threaded:
         many = b.function.append_basic_block("gemm.parallel")
@@ -709,9 +714,53 @@ def emit(ctx, kernel, p: Plan) -> None:
     b.call(free, [mem])
 
 
-def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
+def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan):
+    """tail(b, args, c, bi, r0, r1, c0, c1): the epilogue kernel `epi` over rows
+    r0..r1 and columns c0..c1 of matrix bi of C, reading the product of `dot` from
+    C and writing C; the buffers of `extra`, its other inputs, are args[5:]. The
+    loops live in their own function whose pointers are noalias (outputs never
+    overlap inputs), or LLVM would not vectorise them."""
+    from .fused import FusedEmitter
+    (res,) = epi.outputs
+    (prod,) = dot.outputs
+    (lc, _), (lb, _) = dot.params["dimension_numbers"]
+    nb, nlf = len(lb), dot.inputs[0].aval.ndim - len(lc) - len(lb)
+    shape = res.aval.shape
+    bshape, mshape, nshape = shape[:nb], shape[nb:nb + nlf], shape[nb + nlf:]
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) +
+                                             [U.I64] * 5), f"{kname}.epilogue")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")     # inlined, its noalias facts were lost
+    c, *ptrs = fn.args[:1 + len(extra)]
+    bi, r0, r1, c0, c1 = fn.args[1 + len(extra):]
+    for a in fn.args[:1 + len(extra)]:
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    buffers = {id(v): q for v, q in zip(extra, ptrs)}
+    buffers[id(prod)] = buffers[id(res)] = c
+    em = FusedEmitter(b, epi, buffers, consts)
+    bidx = U.delinear(b, bi, bshape)
+    with _loop(b, r0, r1, 1, "er") as r:
+        midx = U.delinear(b, r, mshape)
+        with _loop(b, c0, c1, 1, "ec") as col:
+            idx = bidx + midx + U.delinear(b, col, nshape)
+            v = em.value(res, idx)
+            # the address the product was read from, computed the same way: LLVM
+            # must see the in-place update as one location to vectorise it
+            U.store(b, v, c, U.linear(b, idx, shape), res.aval.dtype)
+    b.ret_void()
+
+    def tail(b, args, c, bi, r0, r1, c0, c1):
+        ptrs = [b.load(b.gep(args, [_c(5 + i)], source_etype=U.PTR), typ=U.PTR)
+                for i in range(len(extra))]
+        b.call(fn, [c, *ptrs, bi, r0, r1, c0, c1])
+    return tail
+
+
+def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail=None):
     """body(ctx, lo, hi): tasks w in lo..hi-1 each run their contiguous share of
-    the batch's M (or N) granules, in slot w of the scratch."""
+    the batch's M (or N) granules, in slot w of the scratch (then `tail`, an
+    epilogue, over the same share)."""
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                      f"{kname}.gemm")
     fn.linkage = "internal"
@@ -755,6 +804,12 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot):
             dims = [_c(p.m), len_]
         b.call(sub, [_gep(b, a, aoff, et), _gep(b, bm, boff, et), _gep(b, c, coff, et),
                      *dims, mine])
+        if tail is not None:            # this share of C is done and still in cache
+            hi_ = b.add(lo_, len_)
+            if by_m:
+                tail(b, args, c, bi, lo_, hi_, _c(0), _c(p.n))
+            else:
+                tail(b, args, c, bi, _c(0), _c(p.m), lo_, hi_)
         u.add_incoming(b.add(u, b.sub(s1, s0)), b.block)
         b.branch(head)
         b.position_at_end(end)

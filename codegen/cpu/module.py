@@ -19,6 +19,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
+from . import epilogue
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
@@ -309,6 +310,7 @@ class ModuleBuilder:
                 direct.add(id(a))
         allocated = []
         unwind = {0: fail_block}
+        program = epilogue.attach(program)
         groups = row_groups(program)
         views = view_map(groups, buffers)
         offsets, total = plan_buffers(program, buffers, views)
