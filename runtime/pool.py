@@ -28,6 +28,10 @@ ALIGN = 64
 _lock = threading.Lock()
 _idle: OrderedDict = OrderedDict()      # id(block) -> (nbytes, block), oldest first
 _idle_bytes = 0
+# Blocks of dead leases on their way into _idle. A lease may die anywhere, the
+# cyclic GC running inside the lock included, so its __del__ appends (atomic) and
+# then only tries the lock: whoever holds it drains the list on its next call.
+_returned: list = []
 
 
 class _Lease:
@@ -41,12 +45,33 @@ class _Lease:
                                     "typestr": dtype.str, "version": 3}
 
     def __del__(self):
-        _give_back(self.nbytes, self.block)
+        returned, lock = _returned, _lock
+        if returned is None or lock is None:       # interpreter shutdown
+            return
+        returned.append((self.nbytes, self.block))
+        if lock.acquire(blocking=False):
+            try:
+                _drain()
+            finally:
+                lock.release()
+
+
+def _drain() -> None:
+    """Move returned blocks into the idle set, oldest out past POOL_BYTES (lock held)."""
+    global _idle_bytes
+    while _returned:
+        nbytes, block = _returned.pop()
+        _idle[id(block)] = (nbytes, block)
+        _idle_bytes += nbytes
+    while _idle_bytes > POOL_BYTES and _idle:
+        _, (size, _block) = _idle.popitem(last=False)
+        _idle_bytes -= size
 
 
 def _take(nbytes: int):
     global _idle_bytes
     with _lock:
+        _drain()
         for key in reversed(_idle):          # the latest is likeliest still in cache
             size, block = _idle[key]
             if size == nbytes:
@@ -54,18 +79,6 @@ def _take(nbytes: int):
                 _idle_bytes -= size
                 return block
     return None
-
-
-def _give_back(nbytes: int, block) -> None:
-    global _idle_bytes
-    if _lock is None or _idle is None:       # interpreter shutdown
-        return
-    with _lock:
-        _idle[id(block)] = (nbytes, block)
-        _idle_bytes += nbytes
-        while _idle_bytes > POOL_BYTES and _idle:
-            _, (size, _block) = _idle.popitem(last=False)
-            _idle_bytes -= size
 
 
 def empty(shape: tuple, dtype) -> np.ndarray:
@@ -91,12 +104,15 @@ def allocator(shape: tuple, dtype):
 
 def idle_bytes() -> int:
     """Bytes the pool holds for reuse (for tests and diagnostics)."""
-    return _idle_bytes
+    with _lock:
+        _drain()
+        return _idle_bytes
 
 
 def clear() -> None:
     """Release every idle block."""
     global _idle_bytes
     with _lock:
+        _drain()
         _idle.clear()
         _idle_bytes = 0

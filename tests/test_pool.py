@@ -68,3 +68,18 @@ def test_jit_results_from_the_pool_stay_correct_across_calls():
     gc.collect()
     again = f(xs[0])                        # reuses a returned block
     np.testing.assert_allclose(again, np.tanh(xs[0]) * 2 + 1, rtol=2e-6, atol=2e-6)
+
+
+def test_results_dying_inside_the_pool_lock_do_not_deadlock():
+    """A lease collected by the cyclic GC while this thread holds the pool's lock
+    (GC can run at any allocation) must not wait for that lock."""
+    class Holder:
+        pass
+    h = Holder()
+    h.me, h.out = h, pool.empty((1 << 20,), np.float32)   # a cycle: only gc frees it
+    del h
+    with pool._lock:
+        gc.collect()                 # the lease dies here, lock held
+    assert pool.idle_bytes() == 4 << 20
+    again = pool.empty((1 << 20,), np.float32)
+    assert pool.idle_bytes() == 0 and again.shape == (1 << 20,)
