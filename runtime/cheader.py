@@ -25,7 +25,9 @@ _PREAMBLE = """\
  *     int32_t status = jx_<entry>(inputs, outputs);
  * inputs[i] points to the i-th input leaf and outputs[j] to a buffer the caller
  * allocates for the j-th output leaf: C-contiguous (row-major), exactly the listed
- * shape and dtype, aligned to the element size. bool is one byte holding 0 or 1;
+ * shape and dtype, aligned to the element size. Output buffers must not overlap
+ * each other or any input (an entry may write an output before it has read all its
+ * inputs). bool is one byte holding 0 or 1;
  * float16 and bfloat16 are raw 16-bit patterns. An entry reads only its inputs,
  * writes every output in full, keeps no pointer after returning, and returns one
  * of the status codes below."""

@@ -356,3 +356,26 @@ def test_reshapes_between_products_are_read_in_place(rng):
     want = (s @ x[:, :64], x.reshape(2, -1), s)
     for g, e in zip(got, want):
         np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-4)
+
+
+def test_jit_functions_called_from_several_threads():
+    """The foreign call releases the GIL: concurrent calls must not share pointer
+    tables (results from the pool included)."""
+    import threading
+    f = jx.jit(lambda x: x * 2.0 + 1.0)
+    f(np.zeros(300_000, np.float32))
+    bad = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(100):
+            y = rng.standard_normal(300_000 if seed % 2 else 1000).astype(np.float32)
+            if not np.array_equal(f(y), y * np.float32(2) + np.float32(1)):
+                bad.append(seed)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []

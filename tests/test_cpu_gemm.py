@@ -307,3 +307,42 @@ def test_epilogues_with_threads_split_either_way(rng, monkeypatch):
         cf = _compiled(f, (w, x, g))
         assert ".epilogue" in cf.ir_text
         np.testing.assert_allclose(cf(w, x, g)[0], w - 0.5 * (x.T @ g), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_consumers_reading_the_product_elsewhere_are_not_epilogues(rng, monkeypatch, threads):
+    """A consumer that reads the product at other indices through fused layout ops
+    (after an elementwise op) cannot update C in place."""
+    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1 if threads else 1 << 40)
+    a, b, z = (_rand(rng, (64, 64), np.float32) for _ in range(3))
+    x, w, bias = _rand(rng, (100, 70), np.float32), _rand(rng, (70, 40), np.float32), \
+        _rand(rng, (40,), np.float32)
+    cases = [(lambda a, b, z: (a @ b * 2.0).T + z, (a, b, z)),
+             (lambda a, b: jnp.flip(a @ b + 1.0, 0), (a, b)),
+             (lambda x, w, bias: jnp.roll(jnp.tanh(x @ w + bias), 1, axis=0), (x, w, bias))]
+    for f, args in cases:
+        assert _epilogue_kernels(f, args) == []
+        want = f(*[np.asarray(t, np.float64) for t in args])
+        np.testing.assert_allclose(jx.jit(f)(*args), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("large_first", [True, False])
+def test_products_differing_only_in_m_get_their_own_scratch_layout(rng, large_first):
+    """Two packed-A products of one module that differ only in M: each must place
+    B's panels after its own A panels (a shared function once overran the scratch)."""
+    dn = (((1,), (1,)), ((2,), (0,)))
+    small, large = _rand(rng, (8, 20, 2), np.float32), _rand(rng, (300, 20, 2), np.float32)
+    r = _rand(rng, (2, 20, 40), np.float32)
+    first, second = (large, small) if large_first else (small, large)
+    f = lambda p, q, r: (lax.dot_general(p, r, dn), lax.dot_general(q, r, dn))
+    for _ in range(3):
+        outs = jx.jit(f)(first, second, r)
+        for got, lhs in zip(outs, (first, second)):
+            _check(got, lambda x, y: np.einsum("mkb,bkn->bmn", x, y), (lhs, r))
+
+
+def test_a_blocks_that_are_not_a_multiple_of_mr(rng, monkeypatch):
+    monkeypatch.setattr(gemm, "OVERRIDE", {"kc": 8, "mc": 12, "nc": 32})   # mr 8 or 12
+    monkeypatch.setattr(gemm, "DIRECT_A", False)
+    a, b = _rand(rng, (3, 12, 7), np.float32), _rand(rng, (3, 7, 4), np.float32)
+    _check(jx.jit(jnp.matmul)(a, b), jnp.matmul, (a, b))

@@ -17,11 +17,7 @@ from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
 from . import gemm
-
-# Fusible primitives that read an operand at another index than they write.
-LAYOUT = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
-                    "slice", "rev", "pad", "concatenate", "iota", "dynamic_slice"})
-
+from .rowfuse import _reads_only_in_place
 
 def _gemm_kernel(k) -> bool:
     from .opaque import _is_matvec
@@ -32,11 +28,12 @@ def _gemm_kernel(k) -> bool:
 
 
 def _fits(consumer, d) -> bool:
+    """Same shape and dtype, and d read only at the element being written, through
+    every fused layout op (roll(tanh(x @ w)) reads other rows: not in place)."""
     return (consumer.kind == "loop" and len(consumer.outputs) == 1
             and consumer.outputs[0].aval.shape == d.aval.shape
             and consumer.outputs[0].aval.dtype == d.aval.dtype
-            and all(e.prim.name not in LAYOUT for e in consumer.eqns
-                    if any(a is d for a in e.inputs)))
+            and _reads_only_in_place(consumer, d))
 
 
 def attach(program: Program) -> Program:

@@ -170,7 +170,7 @@ def plan(kernel) -> Plan | None:
 def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     """sub(a, b, c, mlen, nlen, scratch): C[:mlen, :nlen] = A[:mlen] B[:, :nlen]."""
     name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.kc}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
-            f"{p.am}.{p.ak}.{p.bk}.{p.bn}")
+            f"{p.am}.{p.ak}.{p.bk}.{p.bn}.{ap_elems}")   # B's scratch starts at ap_elems
     fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR])
     if fn is None:
         return module.globals[name]
@@ -309,7 +309,7 @@ def emit(ctx, kernel, p: Plan) -> None:
     else:
         by_m, gran, per = _split(p, blk)
         kc = min(blk.kc, p.k)
-        arows = blk.mr if _direct_a(p) else min(blk.mc, -(-p.m // blk.mr) * blk.mr)
+        arows = blk.mr if _direct_a(p) else -(-min(blk.mc, p.m) // blk.mr) * blk.mr
         ap_elems = -(-(arows * kc + arows // blk.mr * _pad(et)) * item // 64) * 64 // item
         bcols = min(blk.nc, -(-p.n // blk.nr) * blk.nr)
         bp_elems = bcols * kc + bcols // blk.nr * _pad(et)

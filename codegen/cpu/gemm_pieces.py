@@ -349,8 +349,10 @@ def _narrow_fn(module, et, tag, vw, nvec, p: Plan):
                                _splat(b, left, it)) for v in range(nvec)]
         k, accs = _k_loop(b, n * nvec, zero)
         arow = b.add(m0, b.mul(k, _c(p.ak)))
-        av = [b.call(mload, [_gep(b, a, b.add(arow, _c(v * vw)), et), al, masks[v], zero])
-              for v in range(nvec)]
+        # plain geps: a vector of a tail tile may start past the end of A (all its
+        # lanes masked off), which an inbounds gep would make poison
+        av = [b.call(mload, [b.gep(a, [b.add(arow, _c(v * vw))], source_etype=et), al,
+                             masks[v], zero]) for v in range(nvec)]
         new = []
         for j in range(n):
             bj = b.load(_gep(b, bm, b.add(b.mul(k, _c(p.bk)), _c(j * p.bn)), et), typ=et)

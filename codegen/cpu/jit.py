@@ -41,9 +41,12 @@ class CompiledFunction:
         table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
         fn, ndarray, addressof = self.fn, np.ndarray, ctypes.addressof
-        table = table_type()
+        # pointer tables not in use: a call owns the one it pops (the foreign call
+        # releases the GIL, so calls from several threads overlap)
+        tables: list = []
 
         def call(*args):
+            table = tables.pop() if tables else table_type()
             keep = []
             for i, (x, (shape, dtype)) in enumerate(zip(args, in_checks)):
                 if type(x) is not ndarray or x.dtype != dtype or not x.flags.c_contiguous:
@@ -57,6 +60,7 @@ class CompiledFunction:
                 table[n_in + j] = data_ptr(o)
             base = addressof(table)
             status = fn(base, base + out_offset)
+            tables.append(table)
             if status:
                 name, meaning = STATUS.get(status, ("?", "unknown status"))
                 raise RuntimeError(f"compiled function failed with status {status} "
