@@ -16,6 +16,7 @@ that stops calling gives the memory back after its results die.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 
@@ -32,6 +33,16 @@ _idle_bytes = 0
 # cyclic GC running inside the lock included, so its __del__ appends (atomic) and
 # then only tries the lock: whoever holds it drains the list on its next call.
 _returned: list = []
+
+
+def _after_fork() -> None:
+    """A child forked while another thread held the lock would never see it freed."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class _Lease:

@@ -114,23 +114,26 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
     from .parallel import Build
     runtime = Build("object")      # the thread pool, linked in; cc runs meanwhile
     runtime_obj = runtime.path     # (None: no C compiler, serial code)
-    os.makedirs(out_dir, exist_ok=True)
-    so_path = os.path.join(out_dir, f"lib{name}.so")
-    h_path = os.path.join(out_dir, f"{name}.h")
-    key = artifact_key(name, entries, cpu, triple, runtime_obj)
-    hit = cache.load_files(key, {"so": so_path, "h": h_path})
-    if hit:
-        runtime.wait()
-        manifest = _manifest_of(so_path)
-    else:
-        ir_text, manifest = build_module(name, entries, cpu, triple, parallel=bool(runtime_obj))
-        obj, _ = cached_object(ir_text, cpu, triple)
-        if runtime_obj and not runtime.wait():
-            raise BuildError("the C compiler failed on jx's parallel runtime "
-                             f"({runtime_obj}); check `cc --version` or set CC")
-        link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
-        with open(h_path, "w") as f:
-            f.write(cheader.header_text(manifest, os.path.basename(so_path)))
-        cache.store_files(key, {"so": so_path, "h": h_path})
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        so_path = os.path.join(out_dir, f"lib{name}.so")
+        h_path = os.path.join(out_dir, f"{name}.h")
+        key = artifact_key(name, entries, cpu, triple, runtime_obj)
+        hit = cache.load_files(key, {"so": so_path, "h": h_path})
+        if hit:
+            manifest = _manifest_of(so_path)
+        else:
+            ir_text, manifest = build_module(name, entries, cpu, triple,
+                                             parallel=bool(runtime_obj))
+            obj, _ = cached_object(ir_text, cpu, triple)
+            if runtime_obj and not runtime.wait():
+                raise BuildError("the C compiler failed on jx's parallel runtime "
+                                 f"({runtime_obj}); check `cc --version` or set CC")
+            link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
+            with open(h_path, "w") as f:
+                f.write(cheader.header_text(manifest, os.path.basename(so_path)))
+            cache.store_files(key, {"so": so_path, "h": h_path})
+    finally:
+        runtime.wait()             # never leave cc running or its folder behind
     return {"library": so_path, "header": h_path, "manifest": manifest, "cache_hit": hit,
             "sha256": hashlib.sha256(open(so_path, "rb").read()).hexdigest()}
