@@ -379,3 +379,26 @@ def test_jit_functions_called_from_several_threads():
     for t in threads:
         t.join()
     assert bad == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_can_call_compiled_code():
+    """The thread pool's workers are not copied into a forked child: the child's
+    first parallel region must start its own instead of waiting for them."""
+    import multiprocessing as mp
+    f = jx.jit(lambda x: jnp.tanh(x) * 2.0)
+    x = np.linspace(-3, 3, 1 << 21, dtype=np.float32)
+    want = f(x)                                     # the pool is running now
+
+    def child(q):
+        q.put(bool(np.array_equal(f(x), want)))
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail("the forked child hung in its first parallel region")
+    assert p.exitcode == 0 and q.get(timeout=5) is True

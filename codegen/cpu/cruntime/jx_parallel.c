@@ -65,8 +65,8 @@ static inline void jx_pause(void) {
 }
 
 static void *jx_worker(void *arg) {
-    uint64_t seen = 0;
-    (void)arg;
+    /* the generation when it was started: a region that ran before is not its own */
+    uint64_t seen = (uint64_t)(uintptr_t)arg;
     for (;;) {
         for (int i = 0; i < JX_SPIN &&
                         __atomic_load_n(&jx_generation, __ATOMIC_ACQUIRE) == seen; i++)
@@ -85,7 +85,24 @@ static void *jx_worker(void *arg) {
     return NULL;
 }
 
-static void jx_init(void) { jx_threads = jx_default_threads(); }
+/* A forked child has only the forking thread: the parent's workers were not
+ * copied, and a lock may have been copied held. Start afresh (workers come back
+ * on the next region); without this a child's first region waits forever. */
+static void jx_after_fork_child(void) {
+    pthread_mutex_t fresh_mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    jx_region = fresh_mutex;
+    jx_mu = fresh_mutex;
+    jx_start = fresh_cond;
+    jx_done = fresh_cond;
+    jx_started = 0;
+    jx_busy = 0;
+}
+
+static void jx_init(void) {
+    jx_threads = jx_default_threads();
+    pthread_atfork(NULL, NULL, jx_after_fork_child);
+}
 
 /* Start workers up to jx_threads - 1 (called with jx_region held). */
 static void jx_ensure_workers(void) {
@@ -94,7 +111,9 @@ static void jx_ensure_workers(void) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int err = pthread_create(&t, &attr, jx_worker, NULL);
+        int err = pthread_create(&t, &attr, jx_worker,
+                                 (void *)(uintptr_t)__atomic_load_n(&jx_generation,
+                                                                    __ATOMIC_ACQUIRE));
         pthread_attr_destroy(&attr);
         if (err) { jx_threads = jx_started + 1; return; }
         jx_started++;
