@@ -402,3 +402,37 @@ def test_a_forked_child_can_call_compiled_code():
         p.kill()
         pytest.fail("the forked child hung in its first parallel region")
     assert p.exitcode == 0 and q.get(timeout=5) is True
+
+
+def _layernorm_then(op):
+    def f(x, w):
+        mu = jnp.mean(x, axis=-1, keepdims=True)
+        c = x - mu
+        var = jnp.mean(c * c, axis=-1, keepdims=True)
+        y = c / jnp.sqrt(var + 1e-3)
+        return op(y, w)
+    return f
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (2, 4), (3, 5), (8, 2), (16, 16)])
+def test_row_groups_keep_their_inputs_alive_to_the_last_row(shape, rng):
+    """Memory freed inside a row-fused group is not reused by that group: its
+    members run row by row, so a later one writes row 0 before an earlier one has
+    read its last row (tiny layernorms reused a per-row sum's block for the output)."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = np.eye(shape[-1], dtype=np.float32)
+    for op in (lambda y, w: y @ w, lambda y, w: jnp.sort(y, axis=-1)):
+        f = _layernorm_then(op)
+        np.testing.assert_allclose(jx.jit(f)(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [4, 64, 1000])
+def test_group_members_reading_other_rows_of_an_outside_value(n, rng):
+    def f(x, w, z):
+        v = x @ w
+        s = jnp.sum((v - jnp.roll(v, 1, axis=0)) ** 2, axis=1)
+        return (z * s[:, None]) @ w
+    x, z = (rng.standard_normal((n, 32)).astype(np.float32) for _ in range(2))
+    w = (rng.standard_normal((32, 32)) / 6).astype(np.float32)
+    want = f(*(a.astype(np.float64) for a in (x, w, z)))
+    np.testing.assert_allclose(jx.jit(f)(x, w, z), want, rtol=2e-4, atol=1e-3)

@@ -92,27 +92,34 @@ def view_map(groups: list, fixed: dict) -> dict:
     return views
 
 
-def plan_buffers(program, fixed: dict, views: dict | None = None) -> tuple:
+def plan_buffers(program, fixed: dict, views: dict | None = None,
+                 groups: list | None = None) -> tuple:
     """Offsets of a program's intermediates in one workspace, reusing the memory of
-    dead values. Memory freed by kernel k is reused only from kernel k+1 on, so no
-    kernel's outputs alias its inputs. `views` (see view_map) get no memory of their
-    own; their roots live as long as they do. Returns ({id(Var): offset}, total)."""
+    dead values. Lifetimes count in steps: a kernel, or a whole row-fused group
+    (`groups`, as row_groups gives them), whose members interleave row by row, so
+    a later member writes row 0 before an earlier one has read its last row.
+    Memory freed by step s is reused only from step s+1 on, so no kernel's outputs
+    alias what its step reads. `views` (see view_map) get no memory of their own;
+    their roots live as long as they do. Returns ({id(Var): offset}, total)."""
     views = views or {}
+    steps = [members for _, members in groups] if groups is not None else \
+        [[k] for k in program.kernels]
     last_use: dict = {}
-    for k, kern in enumerate(program.kernels):
-        for v in kern.inputs:
-            last_use[id(v)] = k
+    for s, members in enumerate(steps):
+        for kern in members:
+            for v in kern.inputs:
+                last_use[id(v)] = s
     for a in program.graph.outputs:
-        last_use[id(a)] = len(program.kernels)
+        last_use[id(a)] = len(steps)
     for vid, root in views.items():
         if vid in last_use:
             last_use[id(root)] = max(last_use.get(id(root), -1), last_use[vid])
     free: list = []               # (offset, size) blocks available for reuse
-    dying: dict = {}              # kernel index -> blocks released after it runs
+    dying: dict = {}              # step index -> blocks released after it runs
     offsets: dict = {}
     total = 0
-    for k, kern in enumerate(program.kernels):
-        for v in kern.outputs:
+    for s, members in enumerate(steps):
+        for v in (v for kern in members for v in kern.outputs):
             if id(v) in fixed or id(v) in offsets or id(v) in views:
                 continue
             size = -(-max(v.aval.size * v.aval.dtype.itemsize, 1) // ALIGN) * ALIGN
@@ -126,8 +133,8 @@ def plan_buffers(program, fixed: dict, views: dict | None = None) -> tuple:
             else:
                 off, total = total, total + size
             offsets[id(v)] = off
-            dying.setdefault(last_use.get(id(v), k), []).append((off, size))
-        free.extend(dying.pop(k, []))
+            dying.setdefault(max(last_use.get(id(v), s), s), []).append((off, size))
+        free.extend(dying.pop(s, []))
     return offsets, total
 
 
@@ -313,7 +320,7 @@ class ModuleBuilder:
         program = epilogue.attach(program)
         groups = row_groups(program)
         views = view_map(groups, buffers)
-        offsets, total = plan_buffers(program, buffers, views)
+        offsets, total = plan_buffers(program, buffers, views, groups)
         workspace = None
         if 0 < total <= STACK_WORKSPACE:     # small: on the stack, free to get in a loop body
             with b.goto_block(b.function.entry_basic_block):
