@@ -33,6 +33,7 @@ STATUS = {
 SYMBOL_PREFIX = "jx_"
 MANIFEST_SYMBOL = "jx_manifest"
 VERSION_SYMBOL = "jx_abi_version"
+CHECKSUM_SYMBOL = "jx_manifest_sha256"   # sha256 hex of jx_manifest()'s bytes
 
 
 def entry_symbol(entry: str) -> str:

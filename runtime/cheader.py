@@ -152,9 +152,11 @@ def header_text(manifest: dict, lib_name: str) -> str:
     for spec in specs:
         lines += _entry_block(spec) + [""]
     lines += [
-        "/* The manifest (NUL-terminated JSON: entries, trees, shapes, dtypes, hash) and",
-        " * the ABI version of this library; check jx_abi_version() == JX_ABI_VERSION. */",
+        "/* The manifest (NUL-terminated JSON: entries, trees, shapes, dtypes, hash), the",
+        " * SHA-256 (hex) of its bytes, and the ABI version of this library; check",
+        " * jx_abi_version() == JX_ABI_VERSION. */",
         "const char* jx_manifest(void);",
+        "const char* jx_manifest_sha256(void);",
         "uint32_t jx_abi_version(void);",
         "",
         "#ifdef __cplusplus",

@@ -10,6 +10,7 @@ exported, and (optionally) its content hash is the one the caller pinned.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 
 from . import abi, elf, manifest as manifest_mod
@@ -135,6 +136,20 @@ class Artifact:
                 f"{', '.join(self.entries) or 'no entries'}>")
 
 
+def _check_manifest_checksum(lib, text: bytes, path: str) -> None:
+    """The manifest against the checksum built beside it (artifacts from before the
+    checksum have none: nothing to compare)."""
+    try:
+        fn = getattr(lib, abi.CHECKSUM_SYMBOL)
+    except AttributeError:
+        return
+    fn.restype, fn.argtypes = ctypes.c_char_p, []
+    want = fn()
+    if want is None or hashlib.sha256(text).hexdigest().encode() != want:
+        raise ManifestError(f"{path}: its manifest does not match the checksum built with it: "
+                            "the file was modified or corrupted after `jx compile`; rebuild it")
+
+
 def load(path, expected_hash: str | None = None) -> Artifact:
     """Load a jx artifact. expected_hash, if given, must equal the manifest's
     content_hash (pin the exact build a deployment was tested with)."""
@@ -156,6 +171,7 @@ def load(path, expected_hash: str | None = None) -> Artifact:
     text = manifest_fn()
     if text is None:
         raise ManifestError(f"{path}: jx_manifest() returned NULL; rebuild it with `jx compile`")
+    _check_manifest_checksum(lib, text, path)
     manifest, specs = manifest_mod.parse(text, path)
     if manifest["abi_version"] != version:
         raise ManifestError(f"{path}: manifest says ABI version {manifest['abi_version']} but "

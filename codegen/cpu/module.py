@@ -22,7 +22,7 @@ from .opaque import OPAQUE, PARALLEL_OPAQUE
 from . import epilogue
 from .rowfuse import group_buffers, row_groups, spill_plan
 
-from jx.runtime.abi import ABI_VERSION, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
+from jx.runtime.abi import ABI_VERSION, CHECKSUM_SYMBOL, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
 
 
 class ConstPool:
@@ -417,17 +417,28 @@ class ModuleBuilder:
         return symbol
 
     def embed_manifest(self, manifest_json: str, head: str) -> str:
-        """`const char* jx_manifest(void)` and `uint32_t jx_abi_version(void)`; returns
+        """`const char* jx_manifest(void)`, `const char* jx_manifest_sha256(void)` and
+        `uint32_t jx_abi_version(void)`; returns
         the module text with them, given `head`, the text before: only the new
         definitions are printed (printing a large module costs tens of ms)."""
-        data = bytearray(manifest_json.encode() + b"\0")
-        typ = ir.ArrayType(U.I8, len(data))
-        g = ir.GlobalVariable(self.module, typ, "jx.manifest")
-        g.global_constant = True
-        g.linkage = "private"
-        g.initializer = ir.Constant(typ, data)
-        added = [g]
-        for name, ret, value in (("jx_manifest", U.PTR, g),
+        added = []
+
+        def cstring(name: str, text: str):
+            data = bytearray(text.encode() + b"\0")
+            typ = ir.ArrayType(U.I8, len(data))
+            g = ir.GlobalVariable(self.module, typ, name)
+            g.global_constant = True
+            g.linkage = "private"
+            g.initializer = ir.Constant(typ, data)
+            added.append(g)
+            return g
+
+        # the manifest's own checksum, kept outside it: the loader recomputes it, so
+        # a manifest edited or corrupted in the file (shapes the code was not built
+        # for) fails to load instead of running the code on wrong buffers
+        checksum = hashlib.sha256(manifest_json.encode()).hexdigest()
+        for name, ret, value in (("jx_manifest", U.PTR, cstring("jx.manifest", manifest_json)),
+                                 (CHECKSUM_SYMBOL, U.PTR, cstring("jx.checksum", checksum)),
                                  ("jx_abi_version", U.I32, ir.Constant(U.I32, ABI_VERSION))):
             fn = ir.Function(self.module, ir.FunctionType(ret, []), name)
             ir.IRBuilder(fn.append_basic_block("entry")).ret(value)
