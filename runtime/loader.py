@@ -13,7 +13,7 @@ import ctypes
 import hashlib
 import os
 
-from . import abi, elf, manifest as manifest_mod
+from . import abi, cpu, elf, manifest as manifest_mod
 from .entry import CompiledEntry, bind_function
 from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
                      EntryNotFoundError, HashMismatchError, ManifestError,
@@ -177,6 +177,13 @@ def load(path, expected_hash: str | None = None) -> Artifact:
         raise ManifestError(f"{path}: manifest says ABI version {manifest['abi_version']} but "
                             f"jx_abi_version() returns {version}; the file is inconsistent: "
                             "rebuild it with `jx compile`")
+    lacking = cpu.missing(manifest.get("cpu_features", ()))
+    if lacking:
+        raise ArtifactLoadError(
+            f"{path} was built for CPU {manifest['cpu']!r}, whose instructions this CPU "
+            f"lacks ({', '.join(lacking)}): its code would stop with an illegal "
+            "instruction. Rebuild it on this machine, or with `jx compile --cpu NAME` for "
+            "the oldest CPU it must run on")
     if expected_hash is not None and manifest["content_hash"] != expected_hash:
         raise HashMismatchError(f"{path} has content hash {manifest['content_hash']}, expected "
                                 f"{expected_hash}: it is not the build you pinned")

@@ -1,6 +1,7 @@
 """The manifest embedded in an artifact (returned by `jx_manifest()`), version 1:
 
     {"abi_version": 1, "jx_version": "0.1.0", "target": "<llvm triple>", "cpu": "<cpu>",
+     "cpu_features": ["avx2", "fma", ...],   (optional: ISA extensions the code may use)
      "content_hash": "<64 hex digits>",
      "entries": [{"name": "predict", "symbol": "jx_predict",
                   "arg_names": ["params", "x"],                       (optional)
@@ -117,6 +118,11 @@ def _leaf(obj, where: str) -> LeafSpec:
             type(d) is int and d >= 0 for d in shape):
         raise ManifestError(f"{where}: shape must be a list of non-negative ints, "
                             f"got {shape!r:.80}")
+    size = 1
+    for d in shape:
+        size *= d
+    if size >= 1 << 48:
+        raise ManifestError(f"{where}: shape {shape!r:.80} is larger than any buffer")
     path = obj.get("path", "")
     if not isinstance(path, str):
         raise ManifestError(f"{where}: path must be a string, got {path!r:.80}")
@@ -169,7 +175,7 @@ def parse(text, source: str) -> tuple:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         manifest = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ManifestError(f"{source}: the embedded manifest is not valid JSON ({e}); the "
                             "file is damaged or was not built by jx: rebuild it with "
                             "`jx compile`") from None
@@ -184,6 +190,9 @@ def validate(manifest, source: str) -> list:
     _require(manifest, "abi_version", int, where)
     for key in ("jx_version", "target", "cpu", "content_hash"):
         _require(manifest, key, str, where)
+    feats = manifest.get("cpu_features", [])
+    if not isinstance(feats, list) or not all(isinstance(f, str) for f in feats):
+        raise ManifestError(f"{where}: cpu_features must be a list of strings")
     if not _HEX64.match(manifest["content_hash"]):
         raise ManifestError(f"{where}: content_hash must be 64 lowercase hex digits")
     raw = _require(manifest, "entries", list, where)

@@ -170,3 +170,19 @@ def test_c_program_calls_compiled_mlp(tmp_path):
     np.testing.assert_allclose(c_sum, float(np.sum(y, dtype=np.float64)), rtol=1e-6)
     np.testing.assert_allclose(y, mlp.predict(params, leaves[len(names)]), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_artifacts_for_a_cpu_this_one_cannot_run_fail_to_load(tiny, tmp_path, monkeypatch):
+    """The manifest lists the ISA extensions the build enabled; a CPU without one of
+    them gets a clear error at load instead of an illegal instruction at the call."""
+    import jx.runtime as rt
+    from jx.runtime import cpu
+    d, _, _ = tiny
+    art = rt.load(d / "out" / "libtiny.so")
+    feats = art.manifest["cpu_features"]
+    if cpu.host_flags() is None or not feats:
+        pytest.skip("no /proc/cpuinfo flags, or a build that needs no extension")
+    lacking = frozenset(cpu.host_flags()) - {cpu.X86_FLAGS[feats[-1]]}
+    monkeypatch.setattr(cpu, "host_flags", lambda: lacking)
+    with pytest.raises(rt.ArtifactLoadError, match=feats[-1]):
+        rt.load(d / "out" / "libtiny.so")

@@ -77,6 +77,17 @@ def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
     return tm.emit_object(mod)
 
 
+def required_features(cpu: str) -> list:
+    """The instruction-set extensions code built for `cpu` may use, by LLVM name
+    (the loader checks them against the running CPU): the host's enabled ones for a
+    host build; unknown (empty) for a CPU named with --cpu."""
+    from jx.runtime.cpu import X86_FLAGS
+    if cpu != host_cpu():
+        return []
+    feats = llvm.get_host_cpu_features()
+    return sorted(f for f in X86_FLAGS if feats.get(f))
+
+
 def host_cpu() -> str:
     _init()
     return llvm.get_host_cpu_name()
