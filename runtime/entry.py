@@ -230,6 +230,11 @@ def _python_value(x, leaf: LeafSpec, what: str) -> np.ndarray:
         a = np.asarray(x)
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"{what}: {type(x).__name__} is not array data ({e})") from None
+    if isinstance(x, (list, tuple)) and a.dtype.kind == "f" and not _list_exact(x, a):
+        # NumPy rounded on the way in: [0.5, 2**53 + 1] became float64 [0.5, 2**53]
+        raise DtypeMismatchError(
+            f"{what} is a list whose numbers {a.dtype.name} cannot all hold exactly "
+            f"(expected {leaf}); pass an array of dtype {target.name}")
     if a.dtype == target:
         return a
     # bool -> int/float and int -> float can be exact; float -> int, anything -> bool not.
@@ -251,6 +256,14 @@ def _python_value(x, leaf: LeafSpec, what: str) -> np.ndarray:
             f"(expected {leaf}); pass np.{target.name} values or an array of that dtype "
             "if rounding is intended")
     return b
+
+
+def _list_exact(x, a: np.ndarray) -> bool:
+    """Does the float array `a` hold every number of the nested list x exactly?
+    (Python compares ints with floats exactly; NaN counts as equal to NaN.)"""
+    want = np.array(x, dtype=object).ravel()
+    got = a.astype(object).ravel()
+    return all(g == w or (g != g and w != w) for g, w in zip(got, want))
 
 
 def _brief(x, a: np.ndarray) -> str:

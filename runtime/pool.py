@@ -103,7 +103,9 @@ def empty(shape: tuple, dtype) -> np.ndarray:
     block = _take(nbytes)
     if block is None:
         block = np.empty(nbytes + ALIGN, np.uint8)
-    return np.asarray(_Lease(block, nbytes, tuple(shape), dtype))
+    out = np.asarray(_Lease(block, nbytes, tuple(shape), dtype))
+    # __array_interface__ knows only NumPy's own type codes: bfloat16 arrives as V2
+    return out if out.dtype == dtype else out.view(dtype)
 
 
 def allocator(shape: tuple, dtype):

@@ -83,3 +83,11 @@ def test_results_dying_inside_the_pool_lock_do_not_deadlock():
     assert pool.idle_bytes() == 4 << 20
     again = pool.empty((1 << 20,), np.float32)
     assert pool.idle_bytes() == 0 and again.shape == (1 << 20,)
+
+
+def test_pooled_results_keep_extension_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = pool.empty((1 << 20,), ml_dtypes.bfloat16)
+    assert a.dtype == np.dtype(ml_dtypes.bfloat16) and a.nbytes == 2 << 20
+    a[:] = 1.5
+    assert float(a[7]) == 1.5

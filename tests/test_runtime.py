@@ -277,6 +277,10 @@ def test_wrong_dtype_is_never_cast(art):
         art.select(np.ones(4, bool), [1, 2, 3, 2**40], 0)           # overflows int32
     with pytest.raises(rt.DtypeMismatchError, match="cannot represent exactly"):
         art.select(np.ones(4, bool), [-1, 2, 3, 4], 2**63)          # overflows int64
+    with pytest.raises(rt.DtypeMismatchError, match="cannot all hold exactly"):
+        art.add(x, [0.5, 2**53 + 1, 1])        # NumPy itself rounds this mixed list
+    np.testing.assert_array_equal(art.add(x, [0.5, 2, float("nan")]),
+                                  np.array([0.5, 2, np.nan], np.float32))
     with pytest.raises(rt.DtypeMismatchError, match="argument n"):
         art.select(np.ones(4, bool), np.zeros(4, np.int32), 1.0)    # float -> int refused
     with pytest.raises(rt.DtypeMismatchError, match="argument mask"):
