@@ -32,6 +32,32 @@ def _runtime_version() -> str:
         return "unknown"
 
 
+_opened: dict = {}        # absolute path -> the file's identity when it was opened
+
+
+def _dlopen_current(path: str) -> ctypes.CDLL:
+    """dlopen the file now at path. The dynamic loader hands back the library it
+    already mapped for a path, so a file rebuilt since this process opened it is
+    opened through a private copy (loaded, then unlinked) to get the new code."""
+    st = os.stat(path)
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    mode = getattr(os, "RTLD_LOCAL", 0)  # two artifacts both export jx_manifest
+    if _opened.setdefault(path, ident) == ident:
+        return ctypes.CDLL(path, mode=mode)
+    import shutil
+    import tempfile
+    try:                    # beside it (a tmp mount may forbid mapping code), else tmp
+        fd, copy = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
+    except OSError:
+        fd, copy = tempfile.mkstemp(suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            shutil.copyfileobj(src, out)
+        return ctypes.CDLL(copy, mode=mode)
+    finally:
+        os.unlink(copy)
+
+
 def _open_library(path: str) -> ctypes.CDLL:
     if not os.path.exists(path):
         raise ArtifactLoadError(f"{path}: no such file; build it with `jx compile MODEL.py`")
@@ -54,8 +80,7 @@ def _open_library(path: str) -> ctypes.CDLL:
         raise ArtifactLoadError(f"{path} cannot be loaded: {problem}; rebuild it with "
                                 "`jx compile` (--target for another machine)")
     try:
-        # RTLD_LOCAL: two artifacts both export jx_manifest; keep their symbols apart.
-        return ctypes.CDLL(os.path.abspath(path), mode=getattr(os, "RTLD_LOCAL", 0))
+        return _dlopen_current(os.path.abspath(path))
     except OSError as e:
         raise ArtifactLoadError(
             f"{path} could not be loaded as a shared object ({e}); the file may be truncated "

@@ -186,3 +186,19 @@ def test_artifacts_for_a_cpu_this_one_cannot_run_fail_to_load(tiny, tmp_path, mo
     monkeypatch.setattr(cpu, "host_flags", lambda: lacking)
     with pytest.raises(rt.ArtifactLoadError, match=feats[-1]):
         rt.load(d / "out" / "libtiny.so")
+
+
+def test_a_rebuilt_artifact_loads_anew_in_the_same_process(tmp_path):
+    """dlopen reuses the library it mapped for a path: a file rebuilt since must
+    still load as what is on disk now."""
+    import jx.runtime as rt
+    model = tmp_path / "grow.py"
+    for n in (3, 5):
+        model.write_text("import jx\n\n@jx.export(x=jx.f32[%d])\ndef twice(x):\n"
+                         "    return x * 2.0\n" % n)
+        r = jx_cli("compile", model, "-o", tmp_path / "out")
+        assert r.returncode == 0, r.stderr
+        art = rt.load(tmp_path / "out" / "libgrow.so")
+        assert art.twice.inputs[0].shape == (n,)
+        np.testing.assert_array_equal(art.twice(np.arange(n, dtype=np.float32)),
+                                      np.arange(n, dtype=np.float32) * 2)
