@@ -202,3 +202,14 @@ def test_a_rebuilt_artifact_loads_anew_in_the_same_process(tmp_path):
         assert art.twice.inputs[0].shape == (n,)
         np.testing.assert_array_equal(art.twice(np.arange(n, dtype=np.float32)),
                                       np.arange(n, dtype=np.float32) * 2)
+
+
+@pytest.mark.parametrize("fname,why", [("manifest", "already defines"),
+                                       ("coll_rank", "already defines"),
+                                       ("préd", "not a C identifier")])
+def test_entry_names_that_cannot_be_symbols_are_clear_errors(tmp_path, fname, why):
+    (tmp_path / "names.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[3])\ndef %s(x):\n    return x + 1.0\n" % fname,
+        encoding="utf-8")
+    r = jx_cli("compile", tmp_path / "names.py", "-o", tmp_path / "o")
+    assert r.returncode != 0 and why in r.stderr and "Traceback" not in r.stderr, r.stderr

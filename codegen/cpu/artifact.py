@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 
 import jx
 from jx.runtime import cheader, manifest as manifest_mod, treespec
-from jx.runtime.abi import ABI_VERSION, entry_symbol
+from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, MANIFEST_SYMBOL, VERSION_SYMBOL,
+                            entry_symbol)
 
 from . import cache
 from .cache import cached_object
@@ -106,9 +108,40 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
         shutil.move(tmp_out, out_path)
 
 
+_C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _runtime_symbols() -> set:
+    """Every jx_ name the artifact defines besides its entries: the manifest
+    functions and the C runtime's symbols, which an entry's jx_<name> would clash
+    with at link time."""
+    from .parallel import SOURCES
+    names = {MANIFEST_SYMBOL, CHECKSUM_SYMBOL, VERSION_SYMBOL}
+    for src in SOURCES:
+        with open(src) as f:
+            names |= set(re.findall(r"\bjx_\w+", f.read()))
+    return names
+
+
+def check_entry_names(entries: list) -> None:
+    """BuildError for an entry name that is no C identifier or whose symbol is taken."""
+    taken = None
+    for e in entries:
+        if not _C_IDENT.match(e.name):
+            raise BuildError(f"entry {e.name!r}: its C symbol would be jx_{e.name}, which is "
+                             "not a C identifier; rename the function (ASCII letters, digits, "
+                             "underscores) or export it under another name")
+        taken = taken if taken is not None else _runtime_symbols()
+        if entry_symbol(e.name) in taken:
+            raise BuildError(f"entry {e.name!r}: its symbol {entry_symbol(e.name)} is one the "
+                             "artifact already defines (manifest or runtime); rename the "
+                             "function")
+
+
 def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = None,
                    triple: str | None = None) -> dict:
     """Write lib<name>.so and <name>.h into out_dir; returns their paths and the manifest."""
+    check_entry_names(entries)
     from .compiler import host_cpu, host_triple
     cpu = cpu or host_cpu()
     triple = triple or host_triple()
