@@ -436,3 +436,22 @@ def test_group_members_reading_other_rows_of_an_outside_value(n, rng):
     w = (rng.standard_normal((32, 32)) / 6).astype(np.float32)
     want = f(*(a.astype(np.float64) for a in (x, w, z)))
     np.testing.assert_allclose(jx.jit(f)(x, w, z), want, rtol=2e-4, atol=1e-3)
+
+
+def test_bfloat16_computes_in_float32_and_rounds_to_nearest_even(rng):
+    """bfloat16 values are stored as their 16 bits and computed as float32, like
+    float16 (they were once multiplied as integers)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    x = (rng.standard_normal(1001) * 4).astype(bf)
+    eps = float(ml_dtypes.finfo(bf).eps)
+    cases = [lambda x: jnp.multiply(x, 2.5), jnp.exp, jnp.tanh, jnp.max, jnp.sort,
+             lambda x: x.astype(np.float32) * 3, lambda x: (x.astype(np.float32) / 3).astype(bf)]
+    for f in cases:
+        got, want = np.asarray(jx.jit(f)(x)), np.asarray(f(x))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        assert np.all(np.abs(g - w) <= eps * np.abs(w) + 1e-30), f
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0 + 2 ** -8], np.float32)
+    got = jx.jit(lambda v: v.astype(bf))(special)
+    np.testing.assert_array_equal(got.astype(np.float32), special.astype(bf).astype(np.float32))

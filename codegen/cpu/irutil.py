@@ -16,10 +16,18 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 
 
+def is_bf16(dt) -> bool:
+    """bfloat16 (ml_dtypes registers it with NumPy as kind 'V'): stored as its 16
+    bits, computed in float32 like float16."""
+    return np.dtype(dt).name == "bfloat16"
+
+
 def storage_type(dt) -> ir.Type:
     dt = np.dtype(dt)
     if dt == np.bool_:
         return I8
+    if is_bf16(dt):
+        return ir.IntType(16)
     if dt.kind == "f":
         return {2: F16, 4: F32, 8: F64}[dt.itemsize]
     return ir.IntType(dt.itemsize * 8)
@@ -29,13 +37,13 @@ def compute_type(dt) -> ir.Type:
     dt = np.dtype(dt)
     if dt == np.bool_:
         return I1
-    if dt == np.float16:
+    if dt == np.float16 or is_bf16(dt):
         return F32
     return storage_type(dt)
 
 
 def is_float(dt) -> bool:
-    return np.dtype(dt).kind == "f"
+    return np.dtype(dt).kind == "f" or is_bf16(dt)
 
 
 def is_signed(dt) -> bool:
@@ -74,6 +82,9 @@ def to_compute(b, v, dt):
         return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
     if dt == np.float16:
         return b.fpext(v, F32)
+    if is_bf16(dt):           # the top half of a float32
+        return b.bitcast(b.shl(b.zext(v, ir.IntType(32)), ir.Constant(ir.IntType(32), 16)),
+                         F32)
     return v
 
 
@@ -83,6 +94,14 @@ def to_storage(b, v, dt):
         return b.zext(v, I8)
     if dt == np.float16:
         return b.fptrunc(v, F16)
+    if is_bf16(dt):           # round to nearest even; NaN stays a (quiet) NaN
+        i32 = ir.IntType(32)
+        bits = b.bitcast(v, i32)
+        odd = b.and_(b.lshr(bits, ir.Constant(i32, 16)), ir.Constant(i32, 1))
+        rounded = b.add(bits, b.add(ir.Constant(i32, 0x7FFF), odd))
+        quiet = b.or_(bits, ir.Constant(i32, 0x400000))
+        bits = b.select(b.fcmp_unordered("uno", v, v), quiet, rounded)
+        return b.trunc(b.lshr(bits, ir.Constant(i32, 16)), ir.IntType(16))
     return v
 
 

@@ -134,8 +134,7 @@ SCALAR["min"] = _extremum(False)
 def _pow(b, args, dt, out_dt):
     a, c = args
     if is_float(dt):
-        return mathlib.emit_binary(b, "pow", a, c, np.dtype(dt) if dt != np.float16 else
-                                   np.dtype(np.float32))
+        return mathlib.emit_binary(b, "pow", a, c, _math_dtype(dt))
     return _int_pow(b, a, c, dt)
 
 
@@ -160,7 +159,8 @@ def _int_pow(b, a, c, dt):
 
 
 def _math_dtype(dt):
-    return np.dtype(np.float32) if np.dtype(dt) == np.float16 else np.dtype(dt)
+    """float16 and bfloat16 compute in float32."""
+    return np.dtype(np.float32) if compute_type(dt) == ir.FloatType() else np.dtype(dt)
 
 
 def _unary_math(name):
