@@ -178,12 +178,16 @@ def compile_flatten(spec: TreeSpec, path: str = "", where: str = "") -> Callable
                 f(x[k], out)
         return flatten_dict
     all_leaves = all(c.kind == "leaf" for c in spec.children)
+    fields = tuple(spec.keys) if kind == "namedtuple" else None
 
     def flatten_sequence(x, out):
         # Sequences are interchangeable: a list where a tuple was traced is fine.
         if kind == "custom" and hasattr(x, "tree_flatten"):
             x = tuple(x.tree_flatten()[0])
         if not isinstance(x, (tuple, list)) or len(x) != n:
+            _mismatch(where, path, spec, x)
+        if fields is not None and tuple(getattr(x, "_fields", fields)) != fields:
+            # another namedtuple with the fields in another order would swap values
             _mismatch(where, path, spec, x)
         if all_leaves:
             out.extend(x)

@@ -229,6 +229,9 @@ def test_call_nested_lists_none_and_namedtuples(art, rng):
     np.testing.assert_allclose(point[1], px[0] * py[1] - px[1] * py[0], rtol=1e-5, atol=1e-6)
     prod2, _ = art.nest((a, [b]), None, (px, py))   # any sequence fits a sequence node
     np.testing.assert_array_equal(prod2, prod)
+    Swapped = collections.namedtuple("Swapped", ["y", "x"])
+    with pytest.raises(rt.TreeMismatchError):       # fields in another order: not silently
+        art.nest([a, (b,)], None, Swapped(y=py, x=px))
 
 
 @needs_cc
