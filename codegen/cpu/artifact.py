@@ -105,7 +105,8 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
         if proc.returncode != 0:
             raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
                              f"{proc.stderr.strip()}")
-        shutil.move(tmp_out, out_path)
+        with open(tmp_out, "rb") as f:
+            cache.replace_file(out_path, f.read())
 
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -164,8 +165,8 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")
             link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
-            with open(h_path, "w") as f:
-                f.write(cheader.header_text(manifest, os.path.basename(so_path)))
+            cache.replace_file(h_path, cheader.header_text(
+                manifest, os.path.basename(so_path)).encode())
             cache.store_files(key, {"so": so_path, "h": h_path})
     finally:
         runtime.wait()             # never leave cc running or its folder behind

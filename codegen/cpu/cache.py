@@ -86,16 +86,35 @@ def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tu
 
 def load_files(key: str, dests: dict) -> bool:
     """Copy cached files {suffix: destination} out of the cache; False on a miss."""
-    import shutil
     base = os.path.join(cache_dir(), "artifacts", key[:2], key)
     if not all(os.path.exists(f"{base}.{sfx}") for sfx in dests):
         return False
     try:
         for sfx, dst in dests.items():
-            shutil.copyfile(f"{base}.{sfx}", dst)
+            with open(f"{base}.{sfx}", "rb") as f:
+                replace_file(dst, f.read())
     except OSError:
         return False
     return True
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Write path as a new file (temp file + rename), never into the old one: a
+    process may have the old shared object mapped, and rewriting it in place
+    crashes that process (the loader's own exit handlers run from it)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".jx-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755 if path.endswith(".so") else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def store_files(key: str, sources: dict) -> None:
