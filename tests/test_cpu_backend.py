@@ -455,3 +455,13 @@ def test_bfloat16_computes_in_float32_and_rounds_to_nearest_even(rng):
     special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0 + 2 ** -8], np.float32)
     got = jx.jit(lambda v: v.astype(bf))(special)
     np.testing.assert_array_equal(got.astype(np.float32), special.astype(bf).astype(np.float32))
+
+
+def test_float64_to_float16_rounds_once():
+    """Through float32 (float16's compute type) the conversion would round twice."""
+    x = np.array([1 + 2**-11 + 2**-40, 2**-25 + 2**-60, -(1 + 2**-11 + 2**-30), 65519.0,
+                  np.nan, -np.inf, -0.0], np.float64)
+    for f in (lambda a: a.astype(np.float16), lambda a: jnp.sort(a.astype(jnp.float16)) * 2):
+        with np.errstate(over="ignore"):
+            want = f(x)
+        np.testing.assert_array_equal(jx.jit(f)(x), want)
