@@ -25,15 +25,31 @@ def _c(v, x):
     return np.asarray(v, x.dtype)
 
 
+@custom_jvp
 def relu(x):
-    """max(x, 0)."""
+    """max(x, 0). Its derivative is 1 where x > 0 and 0 elsewhere, at 0 too (as
+    JAX): maximum's tie rule would give 1/2 there."""
     x = u.as_value(x)
     return jnp.maximum(x, 0)
 
 
+@relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return relu(x), jnp.where(jnp.greater(x, 0), t, jnp.zeros_like(t))
+
+
+@custom_jvp
 def relu6(x):
-    """min(max(x, 0), 6)."""
-    return jnp.minimum(relu(x), 6)
+    """min(max(x, 0), 6); derivative 1 strictly inside (0, 6), else 0 (as JAX)."""
+    return jnp.minimum(jnp.maximum(u.as_value(x), 0), 6)
+
+
+@relu6.defjvp
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    inside = jnp.logical_and(jnp.greater(x, 0), jnp.less(x, 6))
+    return relu6(x), jnp.where(inside, t, jnp.zeros_like(t))
 
 
 def sigmoid(x):

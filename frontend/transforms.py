@@ -185,11 +185,12 @@ def jacfwd(f: Callable, argnums=0) -> Callable:
         from .vmap import vmap
         results = []
         for i in nums:
-            def g(xi, i=i):
-                full = list(args)
-                full[i] = xi
-                return f(*full)
             x_leaves, x_tree = tree.flatten(args[i])
+
+            def g(xi, i=i, x_tree=x_tree):
+                full = list(args)
+                full[i] = tree.unflatten(x_tree, [xi])    # the argument's own structure
+                return f(*full)
             if len(x_leaves) != 1:
                 raise JxError("jacfwd: differentiate with respect to one array per argnum")
             x = x_leaves[0]

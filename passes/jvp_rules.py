@@ -70,7 +70,9 @@ jvp_rules["mul"] = bilinear(ew.mul)
 
 _SQRT_PI = float(2 / np.sqrt(np.pi))
 _UNARY = {
-    ew.abs_: lambda x, y: jnp.sign(x),
+    # +1 at 0 (and -0), as JAX: sign(x) would stop the gradient at a kink
+    ew.abs_: lambda x, y: jnp.where(jnp.greater_equal(x, 0), jnp.ones_like(x),
+                                    jnp.negative(jnp.ones_like(x))),
     ew.exp: lambda x, y: y,
     ew.log: lambda x, y: jnp.reciprocal(x),
     ew.log1p: lambda x, y: jnp.reciprocal(jnp.add(x, 1.0)),

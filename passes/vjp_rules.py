@@ -50,7 +50,8 @@ vjp_rules["mul"] = lambda cts, ins, outs: [_mul(cts[0], ins[1]), _mul(cts[0], in
 
 
 def _convert_vjp(cts, ins, outs, new_dtype, weak_type=False):
-    return [jnp.asarray(cts[0], dtype=ins[0].dtype)]
+    dtype = getattr(ins[0], "dtype", None) or jnp.asarray(ins[0]).dtype   # Python scalars too
+    return [jnp.asarray(cts[0], dtype=dtype)]
 
 
 def _select_vjp(cts, ins, outs):

@@ -365,3 +365,31 @@ def test_contraction_free_dot_becomes_an_elementwise_product(dims, lhs_shape, rh
     np.testing.assert_allclose(jx.jit(f)(a, b), want, rtol=1e-6, atol=1e-6)
     from jx.interpret import eval_graph
     np.testing.assert_allclose(eval_graph(g, a, b)[0], want, rtol=1e-6, atol=1e-6)
+
+
+def test_derivatives_at_kinks_follow_jax():
+    """abs has slope +1 at 0 and -0; relu 0 at 0; relu6 0 at 0 and 6 (JAX's choices)."""
+    np.testing.assert_array_equal(jx.grad(lambda x: jnp.sum(jnp.abs(x)))(
+        np.array([0.0, -0.0, 1.0, -2.0])), [1, 1, 1, -1])
+    np.testing.assert_array_equal(jx.grad(lambda x: jnp.sum(jx.nn.relu(x)))(
+        np.array([0.0, 1.0, -1.0])), [0, 1, 0])
+    np.testing.assert_array_equal(jx.grad(lambda x: jnp.sum(jx.nn.relu6(x)))(
+        np.array([0.0, 1.0, 6.0, 7.0])), [0, 1, 0, 0])
+    np.testing.assert_array_equal(jx.nn.relu6(np.array([-1.0, 3.0, 9.0])), [0, 3, 6])
+
+
+def test_integer_division_of_the_most_negative_int():
+    a = np.array([-2**31, -7, 7, -2**31], np.int32)
+    b = np.array([1000, 2, -2, -3], np.int32)
+    trunc = np.array([-2147483, -3, -3, 715827882], np.int32)
+    np.testing.assert_array_equal(lax.div(a, b), trunc)
+    np.testing.assert_array_equal(jx.jit(lax.div)(a, b), trunc)
+    np.testing.assert_array_equal(jx.vmap(lambda x, y: x // y)(a, b), a // b)
+    np.testing.assert_array_equal(jnp.floor_divide(np.int8(-128), np.int8(3)), -43)
+
+
+def test_jacfwd_of_a_pytree_argument_and_grad_of_a_python_float(rng):
+    x = rng.standard_normal(3)
+    np.testing.assert_allclose(jx.jacfwd(lambda t: t[0] * 2.0)((x,)), 2 * np.eye(3))
+    g = jx.grad(lambda a, s: jnp.sum(a) * s, argnums=1)(np.ones(3), 2.0)
+    np.testing.assert_allclose(g, 3.0)

@@ -76,8 +76,9 @@ def _round(x, rounding_method):
 def _int_div(a, b):
     """C semantics: truncate towards zero; division by zero gives 0 (defined, no trap)."""
     safe = np.where(b == 0, np.ones_like(b), b)
-    q = np.abs(a) // np.abs(safe)
-    q = np.where((a < 0) != (safe < 0), -q, q)
+    with np.errstate(all="ignore"):      # floor division, then towards zero: no abs(),
+        q = a // safe                    # which overflows for the most negative int
+        q = np.where((a - q * safe != 0) & ((a < 0) != (safe < 0)), q + 1, q)
     return np.where(b == 0, np.zeros_like(q), q).astype(a.dtype)
 
 
