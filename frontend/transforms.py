@@ -216,11 +216,20 @@ def jacrev(f: Callable, argnums=0) -> Callable:
                 full[i] = v
             return f(*full)
         out, vjp_fn = vjp(g, *diff)
-        oa = get_aval(out)
-        basis = _std_basis(out)
-        cts = vmap(vjp_fn)(basis)
-        shaped = tuple(c.reshape(oa.shape + tuple(get_aval(c).shape[1:])) for c in cts)
-        return shaped[0] if isinstance(argnums, int) else shaped
+        out_leaves, out_tree = tree.flatten(out)
+        per_leaf = []              # for each output leaf: d leaf / d (each argnum's pytree)
+        for j, o in enumerate(out_leaves):
+            oa = get_aval(o)
+
+            def pull(t, j=j):      # the cotangent basis vector t on leaf j, zeros elsewhere
+                cts = [t if k == j else np.zeros(get_aval(x).shape, get_aval(x).dtype)
+                       for k, x in enumerate(out_leaves)]
+                return vjp_fn(tree.unflatten(out_tree, cts))
+            cts = vmap(pull)(_std_basis(o))
+            shaped = tree.tree_map(
+                lambda c, oa=oa: c.reshape(oa.shape + tuple(get_aval(c).shape[1:])), cts)
+            per_leaf.append(shaped[0] if isinstance(argnums, int) else shaped)
+        return tree.unflatten(out_tree, per_leaf)
     return jac
 
 

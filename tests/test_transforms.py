@@ -393,3 +393,27 @@ def test_jacfwd_of_a_pytree_argument_and_grad_of_a_python_float(rng):
     np.testing.assert_allclose(jx.jacfwd(lambda t: t[0] * 2.0)((x,)), 2 * np.eye(3))
     g = jx.grad(lambda a, s: jnp.sum(a) * s, argnums=1)(np.ones(3), 2.0)
     np.testing.assert_allclose(g, 3.0)
+
+
+def test_jacrev_of_pytrees_matches_jacfwd_and_fd(rng):
+    """jacrev with a dict argument and a tuple of outputs: an output-shaped tree of
+    argument-shaped trees (as JAX), each block out.shape + in.shape."""
+    p = {"a": rng.standard_normal(3), "b": rng.standard_normal(2)}
+
+    def f(p):
+        return jnp.sum(p["a"] * p["b"][0]), jnp.tanh(p["a"])[:2] * p["b"]
+
+    jac = jx.jacrev(f)(p)
+    assert isinstance(jac, tuple) and set(jac[0]) == {"a", "b"}
+    assert jac[1]["a"].shape == (2, 3) and jac[1]["b"].shape == (2, 2)
+    eps = 1e-6
+    for key in ("a", "b"):
+        for i in range(p[key].size):
+            up = {k: v.copy() for k, v in p.items()}
+            dn = {k: v.copy() for k, v in p.items()}
+            up[key][i] += eps
+            dn[key][i] -= eps
+            for o in range(2):
+                fd = (np.asarray(f(up)[o]) - np.asarray(f(dn)[o])) / (2 * eps)
+                np.testing.assert_allclose(np.asarray(jac[o][key])[..., i], fd, rtol=1e-5,
+                                           atol=1e-7)
