@@ -60,7 +60,10 @@ def load_model(path: str) -> types.ModuleType:
 def select_entries(module: types.ModuleType, names: tuple) -> list:
     """The entries named by --entry (all of them, in source order, when none is named)."""
     shown = display_path(module.__file__)
-    entries = jx.entries_of(module)
+    try:
+        entries = jx.entries_of(module)
+    except jx.JxError as e:
+        raise CliError(f"{e}.", where=f"{shown}:1") from None
     if not entries:
         raise CliError(f"{shown} declares no entry functions. Decorate the functions to "
                        "compile with @jx.export, e.g. `@jx.export(x=jx.f32[128, 784])` "
@@ -91,7 +94,10 @@ def parse_spec(text: str) -> jx.ShapeDtypeStruct:
         raise ValueError(f"unknown dtype {m.group(1)!r} (known: "
                          f"{', '.join(sorted(dtypes.short_name(d) for d in dtypes.SUPPORTED))})")
     dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
-    return jx.ShapeDtypeStruct(dims, dtype)
+    try:
+        return jx.ShapeDtypeStruct(dims, dtype)
+    except jx.JxError as e:
+        raise ValueError(f"{text!r}: {e}") from None
 
 
 def apply_shapes(entries: list, shapes: tuple) -> None:

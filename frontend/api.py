@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes, tree
 from .core import Tracer, trace
-from .errors import JxError
+from .errors import JxError, ShapeError
 from .ir import ShapedArray, aval_of
 
 
@@ -22,6 +22,11 @@ class ShapeDtypeStruct:
     dtype: np.dtype
 
     def __post_init__(self):
+        for d in self.shape:      # 3.7 or True would silently become 3 or 1
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 \
+                    or d >= 1 << 48:
+                raise ShapeError(f"shape {tuple(self.shape)!r}: each dimension must be an int "
+                                 f"from 0 to 2**48, got {d!r}")
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
 

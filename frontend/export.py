@@ -129,11 +129,16 @@ def entries_of(module) -> list:
     found = [v.__jx_entry__ for v in vars(module).values()
              if callable(v) and hasattr(v, "__jx_entry__")
              and getattr(v, "__module__", module.__name__) == module.__name__]
-    seen, out = set(), []
+    seen: dict = {}
+    out = []
     for e in sorted(found, key=lambda e: _line(e.source)):
-        if e.name not in seen:
-            seen.add(e.name)
+        first = seen.setdefault(e.name, e)
+        if first is e and not any(x is e for x in out):    # once, if bound to two names
             out.append(e)
+        elif first is not e:
+            raise EntryError(f"two entries are named {e.name!r} ({first.source} and "
+                             f"{e.source}): an artifact exports one symbol per name; give "
+                             "one of them another name")
     return out
 
 

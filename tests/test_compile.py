@@ -213,3 +213,29 @@ def test_entry_names_that_cannot_be_symbols_are_clear_errors(tmp_path, fname, wh
         encoding="utf-8")
     r = jx_cli("compile", tmp_path / "names.py", "-o", tmp_path / "o")
     assert r.returncode != 0 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_bad_outputs_names_and_shapes_are_one_paragraph_errors(tmp_path):
+    ok = tmp_path / "ok.py"
+    ok.write_text("import jx\n\n@jx.export(x=jx.f32[3, 4])\ndef f(x):\n    return x + 1.0\n")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "neg.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[3, -4])\ndef f(x):\n    return x + 1.0\n")
+    (tmp_path / "dup.py").write_text(
+        "import jx\n\ndef make(k):\n    @jx.export(x=jx.f32[3])\n    def f(x):\n"
+        "        return x * k\n    return f\n\na = make(1.0)\nb = make(2.0)\n")
+    (tmp_path / "case.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[3])\ndef f(x):\n    return x\n\n"
+        "@jx.export(x=jx.f32[3])\ndef F(x):\n    return x * 2.0\n")
+    runs = [((ok, "-o", tmp_path / "afile"), "output folder"),
+            ((ok, "--name", "a/b", "-o", tmp_path / "o1"), "not a file name"),
+            ((ok, "-s", "x=f32[99999999999999999999999,4]", "-o", tmp_path / "o2"),
+             "each dimension"),
+            ((tmp_path / "neg.py", "-o", tmp_path / "o3"), "neg.py:3"),
+            ((tmp_path / "dup.py", "-o", tmp_path / "o4"), "two entries are named 'f'"),
+            ((tmp_path / "case.py", "-o", tmp_path / "o5"), "macro prefix")]
+    for args, want in runs:
+        r = jx_cli("compile", *args)
+        assert r.returncode == 1 and want in r.stderr and "Traceback" not in r.stderr, \
+            (args, r.stderr)
+    assert not (tmp_path / "o5").exists()          # nothing written for a failed build

@@ -127,7 +127,12 @@ def _runtime_symbols() -> set:
 def check_entry_names(entries: list) -> None:
     """BuildError for an entry name that is no C identifier or whose symbol is taken."""
     taken = None
+    macros: dict = {}
     for e in entries:
+        other = macros.setdefault(e.name.upper(), e.name)
+        if other != e.name:
+            raise BuildError(f"entries {other!r} and {e.name!r} would share the C header's "
+                             f"macro prefix JX_{e.name.upper()}_; rename one of them")
         if not _C_IDENT.match(e.name):
             raise BuildError(f"entry {e.name!r}: its C symbol would be jx_{e.name}, which is "
                              "not a C identifier; rename the function (ASCII letters, digits, "
@@ -150,7 +155,11 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
     runtime = Build("object")      # the thread pool, linked in; cc runs meanwhile
     runtime_obj = runtime.path     # (None: no C compiler, serial code)
     try:
-        os.makedirs(out_dir, exist_ok=True)
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise BuildError(f"cannot create the output folder {out_dir} ({e.strerror}); "
+                             "pass -o a folder that can be written") from None
         so_path = os.path.join(out_dir, f"lib{name}.so")
         h_path = os.path.join(out_dir, f"{name}.h")
         key = artifact_key(name, entries, cpu, triple, runtime_obj)
@@ -160,13 +169,19 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
         else:
             ir_text, manifest = build_module(name, entries, cpu, triple,
                                              parallel=bool(runtime_obj))
+            # the header first: it validates the manifest, and nothing is written when
+            # that fails (a library without its header would look like a good build)
+            header = cheader.header_text(manifest, os.path.basename(so_path)).encode()
             obj, _ = cached_object(ir_text, cpu, triple)
             if runtime_obj and not runtime.wait():
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")
-            link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
-            cache.replace_file(h_path, cheader.header_text(
-                manifest, os.path.basename(so_path)).encode())
+            try:
+                link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
+                cache.replace_file(h_path, header)
+            except OSError as e:
+                raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "
+                                 "folder that can be written") from None
             cache.store_files(key, {"so": so_path, "h": h_path})
     finally:
         runtime.wait()             # never leave cc running or its folder behind
