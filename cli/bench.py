@@ -193,6 +193,13 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
                        "the tolerance (details above), so those entries were not timed. "
                        "A jx result that differs from eager NumPy is a compiler bug: "
                        "please report it with the model.")
+    failed = [r for r in results if r["engines"] and
+              all("error" in rec for rec in r["engines"].values())]
+    if failed:
+        why = "; ".join(f"{r['name']}: {rec['label']}: {rec['error']}" for r in failed
+                        for rec in list(r["engines"].values())[:1])
+        raise CliError(f"no engine could run {', '.join(r['name'] for r in failed)} ({why}); "
+                       "fix the model (or its shapes, with --shape) and bench it again")
 
 
 def _limits(machine_mod, err, threads, remeasure, quick) -> dict:

@@ -307,3 +307,13 @@ def test_jax_shim_binds_jax_names_and_restores_jx(tmp_path):
     np.testing.assert_allclose(got, np.tanh(np.tanh(np.tanh(2 / np.sqrt(x)))), rtol=1e-5)
     assert sys.modules["jx"] is jx and sys.modules["jx.numpy"] is jnp
     assert "helper" not in sys.modules
+
+
+def test_bench_fails_when_no_engine_can_run(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "raises.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[3])\ndef f(x):\n    raise ValueError('boom')\n")
+    r = subprocess.run([sys.executable, "-m", "jx.cli.main", "bench", str(tmp_path / "raises.py"),
+                        "--no-jax", "--min-time", "0.01"], capture_output=True, text=True)
+    assert r.returncode == 1 and "no engine could run" in r.stderr and "boom" in r.stderr
