@@ -272,6 +272,10 @@ class Tracer:
 
     def __getitem__(self, idx): return _numpy().getitem(self, idx)
 
+    def __setitem__(self, idx, value):
+        raise TypeError("jx arrays are immutable: `x[i] = v` cannot update a traced value; "
+                        "write `x = x.at[i].set(v)` (or .add, .mul, .min, .max) instead")
+
     @property
     def at(self):
         return _numpy().IndexUpdateHelper(self)

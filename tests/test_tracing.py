@@ -276,3 +276,14 @@ def test_verifier_rejects_undefined_output_and_bad_operands():
     eqns = [_replace_eqn(e, inputs=(e.inputs[0], i32)) if e is mul else e for e in g.eqns]
     with pytest.raises(jx.VerifyError, match="fails its type rule"):
         jx.verify(_with(g, inputs=list(g.inputs) + [i32], eqns=eqns))
+
+
+def test_item_assignment_on_traced_values_points_to_at():
+    import numpy as np
+    import pytest
+
+    def f(x):
+        x[0] = 1.0
+        return x
+    with pytest.raises(TypeError, match=r"\.at\[i\]\.set"):
+        jx.jit(f)(np.zeros(3, np.float32))
