@@ -164,11 +164,16 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
     machine = _limits(machine_mod, err, threads, remeasure, quick)
     opts = runner.Options(min_time=min_time, debug=debug,
                           engines=("jx", "numpy") if no_jax else ("jx", "numpy", "jax"))
-    if cold:
-        with _sub("engines").fresh_object_cache():
+    try:
+        if cold:
+            with _sub("engines").fresh_object_cache():
+                results = runner.run_all(items, opts, machine)
+        else:
             results = runner.run_all(items, opts, machine)
-    else:
-        results = runner.run_all(items, opts, machine)
+    except MemoryError as e:
+        raise CliError(f"out of memory while benchmarking ({e}): the inputs, results and "
+                       "their float64 reference copies must fit in memory together; bench "
+                       "smaller shapes with --shape ARG=SPEC") from None
     out.print(report.table(results, machine))
     for line in report.notes_lines(results):
         out.print(f"note: {line}", soft_wrap=True)
