@@ -32,6 +32,10 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     programs = []
     for e in selected:
         traced, _, _ = dump.trace_entry(e, shown, "trace")
+        if not traced.outputs:
+            raise CliError(f"entry {e.name!r} returns no arrays (a missing `return`?): a "
+                           "compiled entry must return at least one array",
+                           where=e.source)
         graph = pipeline.run(traced, check=False)
         traced_names = [n for n in e.arg_names if n not in e.static]
         programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],

@@ -227,7 +227,10 @@ def test_bad_outputs_names_and_shapes_are_one_paragraph_errors(tmp_path):
     (tmp_path / "case.py").write_text(
         "import jx\n\n@jx.export(x=jx.f32[3])\ndef f(x):\n    return x\n\n"
         "@jx.export(x=jx.f32[3])\ndef F(x):\n    return x * 2.0\n")
+    (tmp_path / "none.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[3])\ndef f(x):\n    y = x + 1.0\n")
     runs = [((ok, "-o", tmp_path / "afile"), "output folder"),
+            ((tmp_path / "none.py", "-o", tmp_path / "o6"), "returns no arrays"),
             ((ok, "--name", "a/b", "-o", tmp_path / "o1"), "not a file name"),
             ((ok, "-s", "x=f32[99999999999999999999999,4]", "-o", tmp_path / "o2"),
              "each dimension"),
