@@ -92,12 +92,17 @@ def _take(nbytes: int):
     return None
 
 
-def empty(shape: tuple, dtype) -> np.ndarray:
-    """Like np.empty(shape, dtype) (C order, writeable), from the pool when large."""
-    dtype = np.dtype(dtype)
+def _nbytes(shape: tuple, dtype: np.dtype) -> int:
     nbytes = dtype.itemsize
     for d in shape:
         nbytes *= d
+    return nbytes
+
+
+def empty(shape: tuple, dtype) -> np.ndarray:
+    """Like np.empty(shape, dtype) (C order, writeable), from the pool when large."""
+    dtype = np.dtype(dtype)
+    nbytes = _nbytes(shape, dtype)
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
     block = _take(nbytes)
@@ -111,8 +116,7 @@ def empty(shape: tuple, dtype) -> np.ndarray:
 def allocator(shape: tuple, dtype):
     """The function to allocate results of this shape with: np.empty when small
     (chosen once per compiled entry, saving the size check on every call)."""
-    nbytes = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
-    return np.empty if nbytes < MIN_BYTES else empty
+    return np.empty if _nbytes(shape, np.dtype(dtype)) < MIN_BYTES else empty
 
 
 def idle_bytes() -> int:

@@ -14,7 +14,7 @@ import jx.numpy as jnp
 pytest.importorskip("llvmlite")
 
 import test_transforms  # noqa: E402
-from transform_harness import make_args  # noqa: E402
+from transform_harness import make_args, random_array as _rand  # noqa: E402
 
 TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
                   "erf", "pow", "atan2", "rsqrt", "checkpoint"}
@@ -55,15 +55,6 @@ def test_primitive_compiles_like_reference(name):
 # ---------------------------------------------------------------- dtypes, shapes and tails
 
 SHAPES = [(), (1,), (17,), (3, 1023), (0, 5), (2, 1, 3)]
-
-
-def _rand(rng, shape, dt):
-    dt = np.dtype(dt)
-    if dt == np.bool_:
-        return rng.random(shape) < 0.5
-    if dt.kind == "f":
-        return (rng.standard_normal(shape) * 3).astype(dt)
-    return rng.integers(-50, 50, shape).astype(dt)
 
 
 BINARY = {

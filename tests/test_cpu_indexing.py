@@ -15,6 +15,7 @@ import jx.lax as lax
 import jx.numpy as jnp
 from jx.prims.indexing import GatherDimensionNumbers as GDN
 from jx.prims.indexing import ScatterDimensionNumbers as SDN
+from transform_harness import random_array as _rand
 
 pytest.importorskip("llvmlite")
 
@@ -22,15 +23,6 @@ COVERED = {"gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "sc
            "dynamic_update_slice", "cumsum", "cumprod", "cummax", "cummin"}
 
 BIG = np.iinfo(np.int32).max
-
-
-def _rand(rng, shape, dt):
-    dt = np.dtype(dt)
-    if dt == np.bool_:
-        return rng.random(shape) < 0.5
-    if dt.kind == "f":
-        return (rng.standard_normal(shape) * 3).astype(dt)
-    return rng.integers(-50, 50, shape).astype(dt)
 
 
 def _indices(rng, shape, high, dt=np.int32):

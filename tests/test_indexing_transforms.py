@@ -12,7 +12,8 @@ import jx.lax as lax
 import jx.numpy as jnp
 from jx.prims.indexing import GatherDimensionNumbers as GDN
 from jx.prims.indexing import ScatterDimensionNumbers as SDN
-from transform_harness import Case, check_jvp, check_vjp, check_vmap, make_args
+from transform_harness import (Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad,
+                               make_args)
 
 _ROWS_G = GDN((1,), (0,), (0,))                       # x[idx] of whole rows
 _ROWS_S = SDN((1,), (0,), (0,))
@@ -129,15 +130,6 @@ def test_rules_staged_into_graphs(name):
 # ---------------------------------------------------------------- end to end
 
 _at = jnp.IndexUpdateHelper         # x.at for NumPy arrays too (finite differences)
-
-
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
 
 
 def _check_grad(f, x, rtol=1e-6):

@@ -10,7 +10,7 @@ import jx
 import jx.lax as lax
 import jx.numpy as jnp
 from jx.passes.simplify import simplify
-from transform_harness import Case, check_jvp, check_vjp, check_vmap
+from transform_harness import Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad
 
 COVERED = {"checkpoint", "custom_jvp_call", "custom_vjp_call", "stop_gradient"}
 TRANSFORM_COVERED = {"custom_jvp_call", "custom_vjp_call"}   # test_custom_jvp_and_vjp
@@ -127,15 +127,6 @@ def _mlp(rng):
     params = {"w1": rng.standard_normal((4, 8)), "b1": rng.standard_normal(8),
               "w2": rng.standard_normal((8, 2)), "b2": rng.standard_normal(2)}
     return params, rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
-
-
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
 
 
 def test_grad_pytree_matches_fd(rng):

@@ -110,3 +110,23 @@ def check_vmap(case: Case, rng, batch=3):
                 want = np.stack([np.asarray(case.fn(*base))] * batch)
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10,
                                        err_msg=f"in_axes={axes}")
+
+
+def random_array(rng, shape, dt):
+    """Random test data of any dtype: bools, floats (scale 3), small signed ints."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return rng.random(shape) < 0.5
+    if dt.kind == "f":
+        return (rng.standard_normal(shape) * 3).astype(dt)
+    return rng.integers(-50, 50, shape).astype(dt)
+
+
+def fd_grad(f, x, eps=1e-6):
+    """Central finite differences of a scalar function f at x, one element at a time."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g

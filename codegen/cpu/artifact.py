@@ -8,6 +8,7 @@ code is cached on disk under that key, so repeated builds skip LLVM.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -106,13 +107,14 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
             raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
                              f"{proc.stderr.strip()}")
         with open(tmp_out, "rb") as f:
-            cache.replace_file(out_path, f.read())
+            cache.replace_file(out_path, f.read(), 0o755)
 
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _runtime_symbols() -> set:
+@functools.lru_cache(maxsize=None)
+def _runtime_symbols() -> frozenset:
     """Every jx_ name the artifact defines besides its entries: the manifest
     functions and the C runtime's symbols, which an entry's jx_<name> would clash
     with at link time."""
@@ -121,7 +123,7 @@ def _runtime_symbols() -> set:
     for src in SOURCES:
         with open(src) as f:
             names |= set(re.findall(r"\bjx_\w+", f.read()))
-    return names
+    return frozenset(names)
 
 
 def check_entry_names(entries: list) -> None:
@@ -178,7 +180,7 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
                                  f"({runtime_obj}); check `cc --version` or set CC")
             try:
                 link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
-                cache.replace_file(h_path, header)
+                cache.replace_file(h_path, header, 0o644)
             except OSError as e:
                 raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "
                                  "folder that can be written") from None

@@ -64,10 +64,7 @@ def store(key: str, data: bytes) -> None:
     path = _path(key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        replace_file(path, data)
     except OSError:
         pass            # a read-only or full cache only costs speed
 
@@ -92,22 +89,24 @@ def load_files(key: str, dests: dict) -> bool:
     try:
         for sfx, dst in dests.items():
             with open(f"{base}.{sfx}", "rb") as f:
-                replace_file(dst, f.read())
+                replace_file(dst, f.read(), 0o755 if sfx == "so" else 0o644)
     except OSError:
         return False
     return True
 
 
-def replace_file(path: str, data: bytes) -> None:
-    """Write path as a new file (temp file + rename), never into the old one: a
-    process may have the old shared object mapped, and rewriting it in place
-    crashes that process (the loader's own exit handlers run from it)."""
+def replace_file(path: str, data: bytes, mode: int | None = None) -> None:
+    """Write path as a new file (temp file + rename, `mode` its permissions if given),
+    never into the old one: a reader never sees a partial file, and a process that
+    has the old shared object mapped is not crashed by rewriting it in place (the
+    loader's own exit handlers run from it)."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".jx-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o755 if path.endswith(".so") else 0o644)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -124,10 +123,6 @@ def store_files(key: str, sources: dict) -> None:
         os.makedirs(os.path.dirname(base), exist_ok=True)
         for sfx, src in sources.items():
             with open(src, "rb") as f:
-                data = f.read()
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(base), suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, f"{base}.{sfx}")
+                replace_file(f"{base}.{sfx}", f.read())
     except OSError:
         pass

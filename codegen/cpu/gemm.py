@@ -167,6 +167,14 @@ def plan(kernel) -> Plan | None:
     return Plan(dt, batch, m[0], n[0], ka[0], m[1], ka[1], kb[1], n[1])
 
 
+def _pack_panels(b, pack, dst, mat, first, count, step, s_row, s_k, pc, kc, et):
+    """Pack rows first..first+count of an operand (A's rows or B's columns: row stride
+    s_row, k stride s_k, from k = pc) panel by panel, `step` rows to a panel."""
+    with _loop(b, 0, count, step, "pp") as j:
+        src = _gep(b, mat, b.add(b.mul(b.add(first, j), _c(s_row)), b.mul(pc, _c(s_k))), et)
+        pack(b, _panel_at(b, dst, j, step, kc, et), src, _min(b, _c(step), b.sub(count, j)), kc)
+
+
 def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     """sub(a, b, c, mlen, nlen, scratch): C[:mlen, :nlen] = A[:mlen] B[:, :nlen]."""
     name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.kc}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
@@ -206,22 +214,14 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                 src = _gep(b, a, b.add(ic, b.mul(pc, _c(p.ak))), et)
                 pack_a_rows(b, ap, src, mc, kc)
             else:
-                with _loop(b, 0, mc, blk.mr, "pa") as ir_:
-                    src = _gep(b, a, b.add(b.mul(b.add(ic, ir_), _c(p.am)),
-                                           b.mul(pc, _c(p.ak))), et)
-                    pack_a(b, _panel_at(b, ap, ir_, blk.mr, kc, et), src,
-                           _min(b, mr, b.sub(mc, ir_)), kc)
+                _pack_panels(b, pack_a, ap, a, ic, mc, blk.mr, p.am, p.ak, pc, kc, et)
             with _loop(b, 0, nlen, blk.nc, "jc") as jc:
                 nc = _min(b, _c(blk.nc), b.sub(nlen, jc))
                 if p.bn == 1:
                     src = _gep(b, bmat, b.add(jc, b.mul(pc, _c(p.bk))), et)
                     pack_b(b, bp, src, nc, kc)
                 else:
-                    with _loop(b, 0, nc, blk.nr, "pb") as jr:
-                        src = _gep(b, bmat, b.add(b.mul(b.add(jc, jr), _c(p.bn)),
-                                                  b.mul(pc, _c(p.bk))), et)
-                        pack_b(b, _panel_at(b, bp, jr, blk.nr, kc, et), src,
-                               _min(b, nr, b.sub(nc, jr)), kc)
+                    _pack_panels(b, pack_b, bp, bmat, jc, nc, blk.nr, p.bn, p.bk, pc, kc, et)
                 with _loop(b, 0, mc, blk.mr, "ir") as ir_:
                     rows = _min(b, mr, b.sub(mc, ir_))
                     crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)

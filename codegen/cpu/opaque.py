@@ -70,15 +70,8 @@ def _dot_general(ctx, kernel):
         gemm.emit(ctx, kernel, gp)
         return
     b = ctx.b
-    eqn = kernel.root
-    lhs, rhs = eqn.inputs
-    (out,) = eqn.outputs
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    lf, rf = _free(lhs.aval.ndim, lc, lb), _free(rhs.aval.ndim, rc, rb)
-    ls, rs, os_ = lhs.aval.shape, rhs.aval.shape, out.aval.shape
-    dt, odt = lhs.aval.dtype, out.aval.dtype
-    lp, rp, op = ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)
-    if out.aval.size == 0:
+    (lc, rc, lb, rb, lf, rf), (ls, rs, os_), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
+    if 0 in os_:
         return
     zero = U.const(odt, 0)
     with U.loop_nest(b, os_, "z", ctx.outer) as zi:      # this chunk's rows only
@@ -115,16 +108,21 @@ def _is_matvec(kernel) -> bool:
     return n == 1 and U.is_float(lhs.aval.dtype) and kernel.outputs[0].aval.size > 0
 
 
-def _dot_reduce(ctx, kernel):
-    b = ctx.b
+def _dot_parts(ctx, kernel) -> tuple:
+    """((lhs/rhs contracting, batch and free dims), (lhs, rhs, out shapes), (operand and
+    result dtypes), (lhs, rhs, out pointers)) of a dot_general kernel."""
     eqn = kernel.root
     lhs, rhs = eqn.inputs
     (out,) = eqn.outputs
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lf, rf = _free(lhs.aval.ndim, lc, lb), _free(rhs.aval.ndim, rc, rb)
-    ls, rs = lhs.aval.shape, rhs.aval.shape
-    dt, odt = lhs.aval.dtype, out.aval.dtype
-    lp, rp, op = ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)
+    return ((lc, rc, lb, rb, lf, rf), (lhs.aval.shape, rhs.aval.shape, out.aval.shape),
+            (lhs.aval.dtype, out.aval.dtype), (ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)))
+
+
+def _dot_reduce(ctx, kernel):
+    b = ctx.b
+    (lc, rc, lb, rb, lf, rf), (ls, rs, _), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
     nb = len(lb)
     ksizes = [ls[d] for d in lc]
     with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
