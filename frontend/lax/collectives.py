@@ -69,6 +69,13 @@ def axis_index(axis_name):
     return U.bind1(C.axis_index, index, axis_name=axis_name)
 
 
+def _merge_with_next(x, axis: int):
+    """x with dims axis and axis + 1 merged into one (a tiled collective's result)."""
+    from .. import numpy as jnp            # jx.numpy imports jx.lax: not at the top
+    shape = U.shape_of(x)
+    return jnp.reshape(x, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:])
+
+
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """Every device's x, stacked along a new axis `axis` (ordered by device), or
     concatenated along the existing `axis` when tiled."""
@@ -84,10 +91,7 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
         ax = U.canonical_axis(axis, nd if tiled else nd + 1)
         g = U.bind1(C.all_gather, leaf, index, axis_name=axis_name, size=size)
         g = jnp.moveaxis(g, 0, ax)
-        if tiled:
-            shape = U.shape_of(g)
-            g = jnp.reshape(g, shape[:ax] + (shape[ax] * shape[ax + 1],) + shape[ax + 2:])
-        return g
+        return _merge_with_next(g, ax) if tiled else g
     return tree.tree_map(one, x)
 
 
@@ -131,10 +135,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         rest = len(U.shape_of(y)) - 1
         c = U.canonical_axis(concat_axis, rest if tiled else rest + 1)
         y = jnp.moveaxis(y, 0, c)
-        if tiled:
-            ys = U.shape_of(y)
-            y = jnp.reshape(y, ys[:c] + (ys[c] * ys[c + 1],) + ys[c + 2:])
-        return y
+        return _merge_with_next(y, c) if tiled else y
     return tree.tree_map(one, x)
 
 
