@@ -1,18 +1,25 @@
 """python -m benchmarks [--quick] [--only NAME ...] [--min-time S] [--threads N] [--out DIR]
+                     [--busy N]
 
 Runs the suite (suite.py) on jx, eager NumPy and JAX; prints the table and the
 geometric-mean speedups of jx over JAX and over NumPy; writes results.md and
 results.json (default: into this folder).
+
+--busy N times each engine quiet and then again while N spinning processes keep
+N cores busy (busy.py), and reports the slowdowns instead (busy_report.py):
+results-busy.md and results-busy.json.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import time
 
-from . import engines, machine as machine_mod, report, runner, suite
+from . import busy, busy_report, engines, machine as machine_mod, measure, report, \
+    runner, suite
 
 
 def parse(argv):
@@ -33,6 +40,9 @@ def parse(argv):
                    help="compile without jx's object cache: first calls include LLVM")
     p.add_argument("--remeasure", action="store_true",
                    help="measure the machine's limits again (else the cached ones)")
+    p.add_argument("--busy", type=int, default=0, metavar="N",
+                   help="time every engine quiet, then with N cores kept busy by spinning "
+                        "processes; report the slowdowns (results-busy.md/.json)")
     return p.parse_args(argv)
 
 
@@ -41,6 +51,10 @@ def main(argv=None) -> int:
     machine_mod.ensure_threads(args.threads, "benchmarks")
     min_time = args.min_time if args.min_time is not None else (0.05 if args.quick else 1.0)
     out = report.console()
+    if args.busy and not 1 <= args.busy <= busy.max_spinners():
+        out.print(f"--busy {args.busy}: choose 1 to {busy.max_spinners()} (the cores "
+                  "this run may use)")
+        return 2
     cases = suite.select(tuple(args.only))
     if not cases:
         out.print(f"no case matches {args.only}; cases: {', '.join(c.name for c in suite.CASES)}")
@@ -49,12 +63,16 @@ def main(argv=None) -> int:
     machine = machine_mod.limits(threads, remeasure=args.remeasure, quick=args.quick)
     items = suite.items(cases, quick=args.quick, jax=not args.no_jax)
     opts = runner.Options(min_time=min_time, engines=("jx", "numpy") if args.no_jax
-                          else ("jx", "numpy", "jax"))
+                          else ("jx", "numpy", "jax"), busy=args.busy,
+                          min_reps=runner.BUSY_MIN_REPS if args.busy else measure.MIN_REPS)
     t0 = time.perf_counter()
     with engines.fresh_object_cache() if args.cold else contextlib.nullcontext():
         results = runner.run_all(items, opts, machine)
     elapsed = time.perf_counter() - t0
-    command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.busy:
+        busy_report.emit(out, results, machine, args.busy, command.strip(), args.out, elapsed)
+        return 1 if any(r.get("agree") is False for r in results) else 0
     out.print(report.table(results, machine, title="jx benchmark suite"))
     for line in report.notes_lines(results):
         out.print(f"note: {line}", soft_wrap=True)

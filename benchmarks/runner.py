@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import jx
 
-from . import engines, inputs, machine as machine_mod, measure
+from . import busy, engines, inputs, machine as machine_mod, measure
 
 
 @dataclass
@@ -27,12 +27,18 @@ class BenchItem:
     size: str = ""                     # short description of the problem size
 
 
+# --busy: samples per engine and phase, quiet and busy alike (busy times spread
+# widely, so their median needs more of them than a quiet run's).
+BUSY_MIN_REPS = 3 * measure.MIN_REPS
+
+
 @dataclass
 class Options:
     min_time: float = 1.0
     min_reps: int = measure.MIN_REPS
     engines: tuple = ("jx", "numpy", "jax")
     debug: bool = False
+    busy: int = 0         # > 0: time every engine again with this many cores kept busy
 
 
 class Disagreement(Exception):
@@ -103,8 +109,31 @@ def bench_item(item: BenchItem, opts: Options, machine: dict, progress=None) -> 
         rec.update(median_s=t.median, min_s=t.min, max_s=t.max, calls=t.calls,
                    samples=len(t.samples))
         on(1.0)
+    if opts.busy:
+        _time_busy(item, chosen, res, opts, step)
     _figures(res, machine)
     return res
+
+
+def _time_busy(item, chosen, res: dict, opts: Options, step) -> None:
+    """Time every engine again, same inputs, while opts.busy spinners run (--busy).
+
+    The figure kept is the median: with a spinner on a core the scheduler slices
+    time between it and the engine's threads, so call times spread widely (often
+    two clusters: the spinner descheduled or not). The minimum would pick the
+    lucky call that ran as on a quiet machine, hiding the slowdown being measured;
+    the median is the typical call under contention."""
+    timed = [e for e in chosen if "median_s" in res["engines"][e.name]]
+    with busy.Spinners(opts.busy) as spin:
+        for eng in timed:
+            rec = res["engines"][eng.name]
+            on = step(f"{item.name}: {eng.label}, {opts.busy} busy")
+            t = measure.time_calls(eng.call, opts.min_time, on, min_reps=opts.min_reps)
+            spin.check()          # a spinner that died would make the run a quiet one
+            rec["busy"] = {"median_s": t.median, "min_s": t.min, "max_s": t.max,
+                           "calls": t.calls, "samples": len(t.samples)}
+            rec["busy_slowdown"] = t.median / rec["median_s"]
+            on(1.0)
 
 
 def _describe(e: Exception) -> str:
@@ -176,11 +205,11 @@ def format_exception(e: BaseException) -> str:
 def run_all(items: list, opts: Options, machine: dict, show_progress: bool | None = None):
     """bench_item over items under one progress bar; the list of result dicts."""
     from .report import ProgressBar
-    steps = sum(1 + len(opts.engines) for _ in items)
+    per_item = 1 + len(opts.engines) * (2 if opts.busy else 1)
     results = []
-    with ProgressBar(steps, enabled=show_progress) as bar:
+    with ProgressBar(per_item * len(items), enabled=show_progress) as bar:
         for item in items:
             done = bar.done
             results.append(bench_item(item, opts, machine, bar))
-            bar.done = done + 1 + len(opts.engines)     # skipped engines still count
+            bar.done = done + per_item              # skipped engines still count
     return results
