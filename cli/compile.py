@@ -18,6 +18,12 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
                   target: str, cpu: str | None, name: str | None, arch: str | None = None) -> dict:
     if target not in ("cpu", "cuda"):
         raise CliError(f"unknown --target {target!r}; jx compiles for 'cpu' and 'cuda'.")
+    if cpu is not None and target == "cpu":
+        from jx.codegen.cpu.target import UnknownCpuError, check_cpu
+        try:
+            cpu = check_cpu(cpu)
+        except UnknownCpuError as err:
+            raise CliError(str(err)) from None
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries)
     loading.apply_shapes(selected, shapes)
@@ -60,7 +66,8 @@ def register(main: click.Group, reports_errors) -> None:
                   help="Override a declared input, e.g. x=f32[256,784].")
     @click.option("--target", default="cpu", show_default=True, help="Backend.")
     @click.option("--cpu", default=None, metavar="NAME",
-                  help="LLVM CPU name to compile for (default: this machine's).")
+                  help="LLVM CPU name to compile for, e.g. x86-64-v3 (default: this "
+                       "machine's, 'native').")
     @click.option("--name", default=None, help="Artifact name (default: the model's stem).")
     @click.option("--arch", default=None, metavar="SM",
                   help="GPU architecture for --target cuda (default sm_80; sm_90 for Hopper).")

@@ -12,14 +12,15 @@ import functools
 
 # LLVM feature name -> /proc/cpuinfo flag, for the x86 extensions code may use.
 X86_FLAGS = {
-    "ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "popcnt": "popcnt",
+    "sse3": "pni", "ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "popcnt": "popcnt",
     "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c", "bmi": "bmi1",
     "bmi2": "bmi2", "lzcnt": "abm", "movbe": "movbe", "fma4": "fma4", "xop": "xop",
     "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512cd": "avx512cd",
     "avx512dq": "avx512dq", "avx512vl": "avx512vl", "avx512vbmi": "avx512vbmi",
     "avx512ifma": "avx512ifma", "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
     "avx512fp16": "avx512_fp16", "avx512vpopcntdq": "avx512_vpopcntdq",
-    "avx512bitalg": "avx512_bitalg", "avx512vbmi2": "avx512_vbmi2",
+    "avx512bitalg": "avx512_bitalg", "avx512vbmi2": "avx512_vbmi2", "gfni": "gfni",
+    "vaes": "vaes", "vpclmulqdq": "vpclmulqdq",
 }
 
 

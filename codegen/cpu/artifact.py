@@ -50,7 +50,7 @@ def _leaves(avals, tree, root_names=None) -> list:
 def build_module(name: str, entries: list, cpu: str, triple: str,
                  parallel: bool = False) -> tuple:
     """(LLVM IR text with the manifest embedded, manifest dict)."""
-    mb = ModuleBuilder(name, parallel=parallel)
+    mb = ModuleBuilder(name, parallel=parallel, cpu=cpu)
     records = []
     for e in entries:
         symbol = mb.entry(e.name, e.program)
@@ -94,6 +94,26 @@ def find_cc() -> str:
     return cc
 
 
+def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
+    """The objects linked beside the model's: jx's parallel runtime and its
+    compiler-runtime routines; every symbol the model's object needs must be
+    defined by one of them or by the C library (symbols.py)."""
+    from . import libcalls, symbols
+    from .objsyms import global_symbols
+    runtime_defined = frozenset()
+    if runtime_obj:
+        with open(runtime_obj, "rb") as f:
+            runtime_defined = frozenset(global_symbols(f.read())[0])
+    symbols.check(obj, symbols.for_artifact(runtime_defined), "the artifact's object")
+    lib_obj, _ = cached_object(libcalls.module_ir(), cpu, triple)
+    lib_path = os.path.join(cache.cache_dir(), "runtime",
+                            f"jx_libcalls-{hashlib.sha256(lib_obj).hexdigest()[:16]}.o")
+    if not os.path.exists(lib_path):
+        os.makedirs(os.path.dirname(lib_path), exist_ok=True)
+        cache.replace_file(lib_path, lib_obj)
+    return ((runtime_obj,) if runtime_obj else ()) + (lib_path,)
+
+
 def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
     with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
         obj_path = os.path.join(tmp, "model.o")
@@ -101,7 +121,7 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
             f.write(obj)
         tmp_out = os.path.join(tmp, "model.so")
         cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path, *extra_objects, "-pthread",
-               "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
+               "-lm", "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
@@ -150,8 +170,8 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
                    triple: str | None = None) -> dict:
     """Write lib<name>.so and <name>.h into out_dir; returns their paths and the manifest."""
     check_entry_names(entries)
-    from .compiler import host_cpu, host_triple
-    cpu = cpu or host_cpu()
+    from .target import check_cpu, host_cpu, host_triple
+    cpu = check_cpu(cpu) if cpu else host_cpu()
     triple = triple or host_triple()
     from .parallel import Build
     runtime = Build("object")      # the thread pool, linked in; cc runs meanwhile
@@ -178,8 +198,9 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             if runtime_obj and not runtime.wait():
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")
+            support = _support_objects(obj, runtime_obj, cpu, triple)
             try:
-                link_shared(obj, so_path, (runtime_obj,) if runtime_obj else ())
+                link_shared(obj, so_path, support)
                 cache.replace_file(h_path, header, 0o644)
             except OSError as e:
                 raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "

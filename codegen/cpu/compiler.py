@@ -5,35 +5,27 @@ suite (its kernels are already explicit loops; the GEMM is hand-blocked) and cos
 ~0.2 s more per cold `jx compile` of the SGD-step sample."""
 from __future__ import annotations
 
-import functools
-
 import llvmlite.binding as llvm
 
+from . import target
 
-@functools.lru_cache(maxsize=None)
+
 def _init() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
+    target._llvm()
 
 
 def target_machine(cpu: str | None = None, triple: str | None = None,
                    features: str | None = None, reloc: str = "default"):
     """The host machine by default; a named cpu/triple cross-compiles."""
-    _init()
-    if triple is None:
-        triple = llvm.get_process_triple()
-    if cpu is None or cpu == "native" or cpu == llvm.get_host_cpu_name():
-        cpu = llvm.get_host_cpu_name()
-        if features is None:
-            features = llvm.get_host_cpu_features().flatten()
-    if "avx512f" in (features or "") and "prefer-256-bit" not in features:
-        # Intel tunings prefer 256-bit vectors to avoid AVX-512 clock drops on old
-        # parts; our loops are compute-dense transcendental chains where 512 wins.
-        features += ",-prefer-256-bit"
-    target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features or "", opt=3,
-                                        reloc=reloc, codemodel="jitdefault"
-                                        if reloc == "default" else "default")
+    llvm = target._llvm()
+    triple = triple or target.host_triple()
+    cpu = target.host_cpu() if cpu in (None, "native") else cpu
+    if features is None:
+        features = target.llvm_features(cpu)
+    tgt = llvm.Target.from_triple(triple)
+    return tgt.create_target_machine(cpu=cpu, features=features, opt=3, reloc=reloc,
+                                     codemodel="jitdefault" if reloc == "default"
+                                     else "default")
 
 
 def optimise(ir_text: str, tm):
@@ -58,10 +50,14 @@ class JitModule:
     (by any process), so a warm jx.jit skips LLVM entirely.
     """
 
-    def __init__(self, ir_text: str):
+    def __init__(self, ir_text: str, cpu: str | None = None):
         from .cache import cached_object
-        obj, self.cache_hit = cached_object(ir_text, host_cpu(), host_triple(), reloc="default")
-        tm = target_machine()          # the engine takes ownership: one per module
+        from . import symbols
+        cpu = cpu or target.jit_cpu()
+        obj, self.cache_hit = cached_object(ir_text, cpu, host_triple(), reloc="default")
+        symbols.libcalls_for_jit(cpu)
+        symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
+        tm = target_machine(cpu)       # the engine takes ownership: one per module
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
@@ -77,22 +73,6 @@ def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
     return tm.emit_object(mod)
 
 
-def required_features(cpu: str) -> list:
-    """The instruction-set extensions code built for `cpu` may use, by LLVM name
-    (the loader checks them against the running CPU): the host's enabled ones for a
-    host build; unknown (empty) for a CPU named with --cpu."""
-    from jx.runtime.cpu import X86_FLAGS
-    if cpu != host_cpu():
-        return []
-    feats = llvm.get_host_cpu_features()
-    return sorted(f for f in X86_FLAGS if feats.get(f))
-
-
-def host_cpu() -> str:
-    _init()
-    return llvm.get_host_cpu_name()
-
-
-def host_triple() -> str:
-    _init()
-    return llvm.get_process_triple()
+required_features = target.required_features
+host_cpu = target.host_cpu
+host_triple = target.host_triple

@@ -35,6 +35,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import irutil as U
+from . import target
 from .gemm_pieces import (_c, _declare, _fn, _gep, _loop, _micro_fn, _min, _narrow_fn,
                           _pack_fn, _pack_rows_fn, _pad, _panel_at, _vname)
 
@@ -66,23 +67,9 @@ class Blocking:
         return self.nv * self.vw
 
 
-@functools.lru_cache(maxsize=None)
-def _host_vector_bytes() -> int:
-    import llvmlite.binding as llvm
-    from .compiler import _init
-    _init()
-    feats = llvm.get_host_cpu_features()
-    if feats.get("avx512f"):
-        return 64
-    if feats.get("avx2") or feats.get("avx"):
-        return 32
-    return 16
-
-
-
-def blocking(dtype, n: int = 1 << 30) -> Blocking:
-    """Register and cache blocking for the host's widest vectors (n: columns of C)."""
-    vbytes = _host_vector_bytes()
+def blocking(dtype, n: int = 1 << 30, cpu: str | None = None) -> Blocking:
+    """Register and cache blocking for the target's widest vectors (n: columns of C)."""
+    vbytes = target.vector_bytes(cpu or target.host_cpu())
     item = np.dtype(dtype).itemsize
     vw = vbytes // item
     # 32 vector registers with AVX-512: 12 x 2 accumulators + 2 of B (+1 broadcast);
@@ -297,7 +284,7 @@ def emit(ctx, kernel, p: Plan) -> None:
         b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
                         ir.Constant(U.I1, 0)])
         return
-    blk = blocking(p.dtype, p.n)
+    blk = blocking(p.dtype, p.n, target.of_module(mod))
     nk = -(-p.k // blk.kc)               # equal K blocks: no short last block
     blk = dataclasses.replace(blk, kc=-(-p.k // nk))
     tag = f"{_vname(et)}.v{blk.vw}"

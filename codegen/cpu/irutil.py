@@ -10,7 +10,8 @@ from contextlib import contextmanager
 import llvmlite.ir as ir
 import numpy as np
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
+                        ir.IntType(64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -94,15 +95,34 @@ def to_storage(b, v, dt):
         return b.zext(v, I8)
     if dt == np.float16:
         return b.fptrunc(v, F16)
-    if is_bf16(dt):           # round to nearest even; NaN stays a (quiet) NaN
-        i32 = ir.IntType(32)
-        bits = b.bitcast(v, i32)
-        odd = b.and_(b.lshr(bits, ir.Constant(i32, 16)), ir.Constant(i32, 1))
-        rounded = b.add(bits, b.add(ir.Constant(i32, 0x7FFF), odd))
-        quiet = b.or_(bits, ir.Constant(i32, 0x400000))
-        bits = b.select(b.fcmp_unordered("uno", v, v), quiet, rounded)
-        return b.trunc(b.lshr(bits, ir.Constant(i32, 16)), ir.IntType(16))
+    if is_bf16(dt):
+        return bf16_bits(b, v)
     return v
+
+
+def round_to_odd_f32(b: ir.IRBuilder, x) -> ir.Value:
+    """float64 x to float32, rounded to odd: toward zero, with the last bit set when
+    inexact. Rounding that again to a format of <= 22 significant bits (float16,
+    bfloat16) gives the correctly rounded result of x, in one rounding, with
+    native float32 -> half conversions (and vectorisable)."""
+    r = b.fptrunc(x, F32)
+    back = b.fpext(r, F64)
+    fabs = b.module.declare_intrinsic("llvm.fabs", [F64])
+    too_far = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [x]))
+    inexact = b.fcmp_ordered("!=", back, x)
+    bits = b.sub(b.bitcast(r, I32), b.zext(too_far, I32))
+    return b.bitcast(b.or_(bits, b.zext(inexact, I32)), F32)
+
+
+def bf16_bits(b: ir.IRBuilder, v) -> ir.Value:
+    """The bfloat16 nearest to float32 v (ties to even) as i16 bits; NaN stays a
+    quiet NaN."""
+    bits = b.bitcast(v, I32)
+    odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd))
+    quiet = b.or_(bits, ir.Constant(I32, 0x400000))
+    bits = b.select(b.fcmp_unordered("uno", v, v), quiet, rounded)
+    return b.trunc(b.lshr(bits, ir.Constant(I32, 16)), I16)
 
 
 def interleave_hint(module: ir.Module, count: int):

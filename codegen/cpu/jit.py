@@ -22,10 +22,12 @@ class CompiledFunction:
 
     def __init__(self, program, name: str = "fn"):
         from . import parallel
-        mb = ModuleBuilder(name, parallel=parallel.available())
+        from .target import jit_cpu
+        cpu = jit_cpu()
+        mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
         symbol = mb.entry(name, program)
         self.ir_text = mb.text()
-        self.jit = JitModule(self.ir_text)
+        self.jit = JitModule(self.ir_text, cpu)
         self.fn = _ENTRY(self.jit.address(symbol))
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]

@@ -190,11 +190,11 @@ _ERFC = {F32: (4.0, 0.5, (-0.671794056892395, 1.3452848196029663, 0.189374923706
 # ---------------------------------------------------------------------------
 # A thin emitter for one float type.
 
-@functools.lru_cache(maxsize=None)
-def _scalef() -> bool:
-    """Does the host have AVX-512's vscalef (the code is compiled for the host)?"""
-    from .gemm import _host_vector_bytes
-    return _host_vector_bytes() == 64
+def _scalef(module) -> bool:
+    """Does the target have AVX-512's vscalef?"""
+    from . import target
+    return target.vector_bytes(target.of_module(module)) == 64
+
 
 class _Ops:
     """Scalar float ops of one type at a builder's position. Python numbers passed as
@@ -296,7 +296,7 @@ class _Ops:
         with |k| < 2**31. One vscalef on AVX-512 hosts, where llvm.ldexp
         vectorises; elsewhere it would become a libm call per element, so two
         exact power-of-two factors do it there."""
-        if not _scalef():
+        if not _scalef(self.b.module):
             k1 = self.b.ashr(k, self.i(1))   # two halves: each 2^k normal
             return self.mul(self.mul(x, self.pow2(k1)), self.pow2(self.b.sub(k, k1)))
         k32 = self.b.trunc(k, ir.IntType(32)) if self.wide else k

@@ -165,8 +165,10 @@ class KernelContext:
 
 
 class ModuleBuilder:
-    def __init__(self, name: str = "jx", parallel: bool = False):
+    def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None):
         self.module = ir.Module(name)
+        # the CPU the code is for: target-dependent lowerings read it from the module
+        self.module.jx_cpu = cpu
         self.parallel = parallel
         self._parallel_for = ir.Function(
             self.module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.I64]), "jx_parallel_for") \

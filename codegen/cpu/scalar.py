@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import mathlib
+from . import irutil as U
 from .irutil import compute_type, const, is_float, is_signed
 
 SCALAR: dict = {}
@@ -273,9 +274,10 @@ def convert(b, x, src, dst):
         return b.uitofp(x, tt) if is_float(dst) else b.zext(x, tt)
     if is_float(src) and is_float(dst):
         if dst == np.float16 and st.intrinsic_name == "f64":
-            # straight to half: through float32 would round twice (1 + 2**-11 + 2**-40
-            # is 1.001 in float16, but 1.0 by way of float32)
-            return b.fpext(b.fptrunc(x, ir.HalfType()), tt)
+            # one rounding: through float32 (nearest) would round twice (1 + 2**-11 +
+            # 2**-40 is 1.001 in float16, but 1.0 by way of float32); rounding to odd
+            # first keeps the float32 -> half step native (no __truncdfhf2 call)
+            return b.fpext(b.fptrunc(U.round_to_odd_f32(b, x), ir.HalfType()), tt)
         if st == tt:
             return x
         return b.fpext(x, tt) if st.intrinsic_name == "f32" and tt.intrinsic_name == "f64" \

@@ -1,0 +1,92 @@
+"""Every external symbol compiled code needs is resolved before the code can run.
+
+An object may name three kinds of outside symbols: jx's parallel runtime
+(`jx_parallel_for`, ...), the compiler-runtime routines LLVM calls instead of
+emitting code (libcalls.py provides them all), and the C library (`malloc`,
+`memcpy`, `fmod`, ...). Any other name is a backend bug that would otherwise
+surface as a jump to address 0 at the first call, so it is a build error here,
+naming the symbols.
+
+`SEEN` records every object's needs in this process; the test suite asserts
+afterwards that each was one jx provides.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import jx
+
+from . import libcalls
+from .objsyms import global_symbols
+
+SEEN: dict = {}          # symbol -> the first object (its role) that needed it
+
+
+class UnresolvedSymbolError(jx.JxError):
+    """Compiled code calls a function that nothing provides."""
+
+
+@functools.lru_cache(maxsize=None)
+def _c_libraries() -> tuple:
+    libs = [ctypes.CDLL(None)]
+    for name in ("libm.so.6", "libm.so"):
+        try:
+            libs.append(ctypes.CDLL(name))
+            break
+        except OSError:
+            pass
+    return tuple(libs)
+
+
+def in_c_library(name: str) -> bool:
+    """Is `name` a libc/libm function (artifacts link both)?"""
+    return not name.startswith("__") and any(hasattr(lib, name) for lib in _c_libraries())
+
+
+def check(obj: bytes, provided, what: str) -> set:
+    """The object's undefined symbols, each of which `provided(name)` must accept;
+    UnresolvedSymbolError naming those it does not."""
+    _, undefined = global_symbols(obj)
+    for name in undefined:
+        SEEN.setdefault(name, what)
+    missing = sorted(n for n in undefined if not provided(n))
+    if missing:
+        raise UnresolvedSymbolError(
+            f"{what} calls {', '.join(missing)}, which neither jx's runtime, its compiler-"
+            "runtime routines (codegen/cpu/libcalls.py) nor the C library provide; this "
+            "is a jx backend bug: please report it with the program that caused it. "
+            "Running the code would jump to address 0.")
+    return undefined
+
+
+def for_artifact(runtime_defined: frozenset):
+    """The symbols an artifact's object may leave to be resolved at link time."""
+    ours = libcalls.names() | runtime_defined
+    return lambda name: name in ours or in_c_library(name)
+
+
+def libcalls_for_jit(tm_cpu: str) -> None:
+    """Compile libcalls.py for this process once and make its routines visible to
+    every later JIT module (llvm.add_symbol)."""
+    _jit_libcalls(tm_cpu)
+
+
+@functools.lru_cache(maxsize=None)
+def _jit_libcalls(cpu: str):
+    import llvmlite.binding as llvm
+    from .compiler import target_machine
+    from .cache import cached_object
+    from .compiler import host_triple
+    obj, _ = cached_object(libcalls.module_ir(), cpu, host_triple(), reloc="default")
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    for name in libcalls.names():
+        llvm.add_symbol(name, engine.get_function_address(name))
+    return engine               # kept alive by the cache: the code must stay mapped
+
+
+def resolvable_in_process(name: str) -> bool:
+    import llvmlite.binding as llvm
+    return llvm.address_of_symbol(name) not in (None, 0)

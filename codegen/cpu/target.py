@@ -1,0 +1,209 @@
+"""Facts about the CPU code is built for, and the host it runs on, in one place.
+
+A *target* is an LLVM CPU name: the host's own (the default), one named with
+`jx compile --cpu NAME`, or for jx.jit the environment variable JX_CPU. What
+the backend derives from it: the instruction-set extensions the code may use
+(the manifest lists them, the loader checks them), the widest vector register
+(the GEMM's register blocking), and, for the host, its cache sizes (the GEMM's
+cache blocking, see gemm.py).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+
+import jx
+
+# x86-64 levels by LLVM feature names; each includes the one before.
+_V2 = ("sse3", "ssse3", "sse4.1", "sse4.2", "popcnt")
+_V3 = _V2 + ("avx", "avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe")
+_V4 = _V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+_ICX = _V4 + ("avx512vbmi", "avx512vbmi2", "avx512ifma", "avx512vnni", "avx512bitalg",
+              "avx512vpopcntdq", "gfni", "vaes", "vpclmulqdq")
+_SPR = _ICX + ("avx512bf16", "avx512fp16")
+_ZEN4 = _ICX + ("avx512bf16",)
+
+# The 64-bit CPUs LLVM knows, each with the extensions its code may use (those
+# the loader can check; see jx.runtime.cpu.X86_FLAGS). Names not listed here
+# are refused: they are 32-bit CPUs or unknown to LLVM.
+CPUS = {
+    "x86-64": (), "generic": (), "k8": (), "athlon64": (), "athlon-fx": (), "opteron": (),
+    "nocona": ("sse3",), "k8-sse3": ("sse3",), "athlon64-sse3": ("sse3",),
+    "opteron-sse3": ("sse3",), "amdfam10": ("sse3", "popcnt", "lzcnt"),
+    "barcelona": ("sse3", "popcnt", "lzcnt"), "core2": ("sse3", "ssse3"),
+    "penryn": ("sse3", "ssse3", "sse4.1"), "bonnell": ("sse3", "ssse3", "movbe"),
+    "atom": ("sse3", "ssse3", "movbe"), "btver1": ("sse3", "ssse3", "popcnt", "lzcnt"),
+    "x86-64-v2": _V2, "nehalem": _V2, "corei7": _V2, "westmere": _V2,
+    "silvermont": _V2 + ("movbe",), "slm": _V2 + ("movbe",), "goldmont": _V2 + ("movbe",),
+    "goldmont-plus": _V2 + ("movbe",), "tremont": _V2 + ("movbe",),
+    "sandybridge": _V2 + ("avx",), "corei7-avx": _V2 + ("avx",),
+    "ivybridge": _V2 + ("avx", "f16c"), "core-avx-i": _V2 + ("avx", "f16c"),
+    "btver2": _V2 + ("avx", "f16c", "bmi", "lzcnt", "movbe"),
+    "bdver1": _V2 + ("avx", "fma4", "xop", "lzcnt"),
+    "bdver2": _V2 + ("avx", "fma", "fma4", "xop", "f16c", "bmi", "lzcnt"),
+    "bdver3": _V2 + ("avx", "fma", "fma4", "xop", "f16c", "bmi", "lzcnt"),
+    "bdver4": _V3 + ("fma4", "xop"),
+    "x86-64-v3": _V3, "haswell": _V3, "core-avx2": _V3, "broadwell": _V3, "skylake": _V3,
+    "alderlake": _V3, "raptorlake": _V3, "meteorlake": _V3, "gracemont": _V3,
+    "arrowlake": _V3, "arrowlake-s": _V3, "lunarlake": _V3, "pantherlake": _V3,
+    "sierraforest": _V3, "grandridge": _V3, "clearwaterforest": _V3,
+    "znver1": _V3, "znver2": _V3, "znver3": _V3,
+    "x86-64-v4": _V4, "skylake-avx512": _V4, "skx": _V4, "cascadelake": _V4 + ("avx512vnni",),
+    "cooperlake": _V4 + ("avx512vnni", "avx512bf16"),
+    "cannonlake": _V4 + ("avx512vbmi", "avx512ifma"),
+    "knl": _V3 + ("avx512f", "avx512cd"), "knm": _V3 + ("avx512f", "avx512cd",
+                                                         "avx512vpopcntdq"),
+    "icelake-client": _ICX, "icelake-server": _ICX, "tigerlake": _ICX, "rocketlake": _ICX,
+    "znver4": _ZEN4, "znver5": _ZEN4,
+    "sapphirerapids": _SPR, "emeraldrapids": _SPR, "graniterapids": _SPR,
+    "graniterapids-d": _SPR, "diamondrapids": _SPR,
+}
+
+
+class UnknownCpuError(jx.JxError, ValueError):
+    """A CPU name LLVM cannot build 64-bit x86 code for."""
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm():
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+def host_cpu() -> str:
+    return _llvm().get_host_cpu_name()
+
+
+def host_triple() -> str:
+    return _llvm().get_process_triple()
+
+
+@functools.lru_cache(maxsize=None)
+def host_features() -> frozenset:
+    """LLVM's names of the extensions this CPU has (and the OS enables)."""
+    feats = _llvm().get_host_cpu_features()
+    return frozenset(f for f in feats if feats[f])
+
+
+def check_cpu(name: str, where: str = "--cpu") -> str:
+    """`name` if it is the host's or a 64-bit CPU LLVM knows; else UnknownCpuError
+    listing the valid names (LLVM would print a warning and abort the process)."""
+    if name in ("native", host_cpu()) or name in CPUS:
+        return host_cpu() if name == "native" else name
+    if _llvm_accepts(name):      # a CPU newer than this table
+        return name
+    known = ", ".join(sorted(CPUS))
+    raise UnknownCpuError(
+        f"{where} {name!r} is not a 64-bit x86 CPU this LLVM knows. Use 'native' (this "
+        f"host, {host_cpu()}), a generic level (x86-64, x86-64-v2, x86-64-v3, x86-64-v4) "
+        f"or one of: {known}")
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm_accepts(name: str) -> bool:
+    """Ask LLVM in a child process: an unknown name is a warning on stderr there and
+    a fatal error at the first object emitted."""
+    code = ("import llvmlite.binding as l; l.initialize_native_target(); "
+            "l.initialize_native_asmprinter(); t = l.Target.from_triple(l.get_process_triple()); "
+            f"tm = t.create_target_machine(cpu={name!r}); "
+            "m = l.parse_assembly('define void @f() { ret void }'); tm.emit_object(m)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return proc.returncode == 0 and "not a recognized processor" not in proc.stderr
+
+
+def of_module(module) -> str:
+    """The CPU an llvmlite module is being built for (ModuleBuilder records it)."""
+    return getattr(module, "jx_cpu", None) or host_cpu()
+
+
+def jit_cpu() -> str:
+    """The CPU jx.jit compiles for: JX_CPU (as `jx compile --cpu`), else the host."""
+    name = os.environ.get("JX_CPU")
+    return check_cpu(name, "JX_CPU=") if name else host_cpu()
+
+
+def features(cpu: str) -> frozenset:
+    """The extensions code built for `cpu` may use (LLVM names)."""
+    if cpu == host_cpu():
+        return host_features()
+    return frozenset(CPUS.get(cpu, ()))
+
+
+def required_features(cpu: str) -> list:
+    """The extensions the loader must find on the running CPU, by LLVM name."""
+    from jx.runtime.cpu import X86_FLAGS
+    return sorted(f for f in features(cpu) if f in X86_FLAGS)
+
+
+def runnable_here(cpu: str) -> str | None:
+    """None if this host can run code built for `cpu`, else why not."""
+    from jx.runtime.cpu import missing
+    if cpu == host_cpu():
+        return None
+    lacking = missing(required_features(cpu))
+    return f"this CPU lacks {', '.join(lacking)}" if lacking else None
+
+
+def vector_bytes(cpu: str) -> int:
+    """The widest vector register code for `cpu` has: 64 (AVX-512), 32 (AVX), 16."""
+    f = features(cpu)
+    if "avx512f" in f:
+        return 64
+    return 32 if "avx" in f else 16
+
+
+def llvm_features(cpu: str) -> str:
+    """The feature string for LLVM's target machine: the host's exact set for the
+    host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
+    defaults otherwise. 512-bit vectors are preferred where they exist: Intel's
+    tunings default to 256 bits (clock drops on old parts), but jx's loops are
+    dense transcendental chains and GEMM tiles where 512 measured faster."""
+    if cpu == host_cpu():
+        feats = _llvm().get_host_cpu_features().flatten()
+    else:
+        feats = ""
+    if "avx512f" in features(cpu):
+        feats = (feats + "," if feats else "") + "-prefer-256-bit"
+    return feats
+
+
+@functools.lru_cache(maxsize=None)
+def cache_sizes() -> dict:
+    """The host's per-core data cache sizes in bytes {1: L1d, 2: L2, 3: L3 share}, read
+    from sysfs; conservative defaults where they cannot be read."""
+    sizes = {1: 32 << 10, 2: 1 << 20, 3: 2 << 20}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return sizes
+    for entry in entries:
+        try:
+            with open(os.path.join(base, entry, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(base, entry, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, entry, "size")) as f:
+                text = f.read().strip()
+            with open(os.path.join(base, entry, "shared_cpu_list")) as f:
+                sharers = _count_cpus(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if kind not in ("Data", "Unified"):
+            continue
+        size = int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[text[-1]] \
+            if text[-1] in "KMG" else int(text)
+        sizes[level] = size // max(1, sharers) if level >= 3 else size
+    return sizes
+
+
+def _count_cpus(spec: str) -> int:
+    n = 0
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
