@@ -99,3 +99,10 @@ def set_num_threads(n: int) -> None:
     path = jit_library()
     if path is not None:
         ctypes.CDLL(path).jx_set_num_threads(int(n))
+
+
+def num_threads() -> int | None:
+    """Threads a parallel region of jx.jit-compiled code uses (None without cc)."""
+    import ctypes
+    path = jit_library()
+    return None if path is None else ctypes.CDLL(path).jx_get_num_threads()

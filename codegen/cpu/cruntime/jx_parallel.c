@@ -2,12 +2,22 @@
  * a persistent pool of worker threads that runs `fn(ctx, lo, hi)` over [0, n)
  * in chunks. One parallel region runs at a time; a call made while another is
  * running (another thread, or a nested kernel) simply runs serially, so calls
- * from several threads stay correct. Threads: JX_NUM_THREADS, else the online
- * CPUs; jx_set_num_threads() changes it (1 = serial).
+ * from several threads stay correct. Threads: JX_NUM_THREADS, else the CPUs
+ * this process may use (its affinity mask and cgroup CPU quota);
+ * jx_set_num_threads() changes it (1 = serial).
  */
+/* for sched_getaffinity and CPU_COUNT; this file comes first in the unity build
+ * (parallel.py), before any system header */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef JX_VISIBLE
@@ -29,14 +39,99 @@ static int jx_threads = 1;       /* threads used by a region, the caller include
 static int jx_started = 0;       /* worker threads running */
 static uint64_t jx_generation = 0;
 static int jx_busy = 0;          /* workers still inside the current region */
+static int jx_region_threads;    /* threads of the current region, the caller included */
+/* The calling thread's index in the region whose chunk it runs: 0 for the caller
+ * (and for a serial call), 1.. for workers. Only workers with an index below
+ * jx_region_threads take part in a region, so indices of concurrently running
+ * chunks differ and stay below the region's thread count (per-thread scratch). */
+static __thread int jx_index;
 
 static jx_body_fn jx_fn;
 static void *jx_ctx;
 static int64_t jx_n, jx_chunk, jx_next;
 
+/* The CPUs this process may run on (taskset, a cpuset, docker --cpuset-cpus),
+ * which can be far fewer than those online. */
+static long jx_affinity_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);   /* more CPUs than a cpu_set_t holds */
+}
+
+/* The smaller of two limits, 0 meaning none. */
+static long jx_min_limit(long a, long b) {
+    return a <= 0 ? b : (b <= 0 || a < b ? a : b);
+}
+
+/* The CPU quota of cgroup directory `dir` in whole CPUs, rounded up (a quota of
+ * 1.5 CPUs keeps 2 threads busy), or 0 for none. v2: cpu.max "QUOTA PERIOD", or
+ * "max PERIOD"; v1: cpu.cfs_quota_us (-1 = none) and cpu.cfs_period_us. */
+static long jx_cgroup_dir_cpus(const char *dir, int v1) {
+    char path[4200], word[32] = "";
+    long quota = 0, period = 0;
+    FILE *f;
+    snprintf(path, sizeof path, v1 ? "%s/cpu.cfs_quota_us" : "%s/cpu.max", dir);
+    if ((f = fopen(path, "r"))) {
+        if (fscanf(f, "%31s %ld", word, &period) < 1) word[0] = 0;
+        fclose(f);
+        quota = strcmp(word, "max") == 0 ? 0 : strtol(word, NULL, 10);
+    }
+    if (v1 && quota > 0) {
+        snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%ld", &period) != 1) period = 0;
+            fclose(f);
+        }
+    }
+    return quota > 0 && period > 0 ? (quota + period - 1) / period : 0;
+}
+
+/* The tightest quota on the way from cgroup `base`+`rel` up to `base`: a parent's
+ * limit binds its children, and inside a container /proc/self/cgroup may name a
+ * host path while the container's own group is mounted at `base`. */
+static long jx_cgroup_walk(const char *base, const char *rel, int v1) {
+    char dir[4096];
+    size_t stop = strlen(base);
+    if (stop + strlen(rel) >= sizeof dir) rel = "";
+    snprintf(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") == 0 ? "" : rel);
+    long cpus = 0;
+    for (;;) {
+        cpus = jx_min_limit(cpus, jx_cgroup_dir_cpus(dir, v1));
+        char *slash = strrchr(dir + stop, '/');
+        if (!slash) return cpus;
+        *slash = 0;
+    }
+}
+
+/* The CPU quota of this process's cgroup in whole CPUs, or 0 for none (a
+ * container given --cpus=2 still sees every CPU in its affinity mask). */
+static long jx_cgroup_cpus(void) {
+    /* Test hook only: JX_CGROUP_ROOT points at a fake cgroup tree
+     * (tests/test_parallel_runtime.py); the default is where Linux mounts it. */
+    const char *root = getenv("JX_CGROUP_ROOT");
+    if (!root || !*root) root = "/sys/fs/cgroup";
+    /* lines "ID:CONTROLLERS:PATH": v2 is "0::PATH"; v1's cpu controller may share
+     * a hierarchy ("4:cpu,cpuacct:PATH"). Absent lines leave the root group. */
+    char line[4096], v2[2048] = "", v1[2048] = "", base[2048];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!path) continue;
+        *path++ = 0;
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", ctl + 1);
+        if (!ctl[1]) snprintf(v2, sizeof v2, "%s", path);
+        else if (strstr(list, ",cpu,")) snprintf(v1, sizeof v1, "%s", path);
+    }
+    if (f) fclose(f);
+    snprintf(base, sizeof base, "%s/cpu", root);
+    return jx_min_limit(jx_cgroup_walk(root, v2, 0), jx_cgroup_walk(base, v1, 1));
+}
+
 static int jx_default_threads(void) {
     const char *env = getenv("JX_NUM_THREADS");
-    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = env ? strtol(env, NULL, 10) : jx_min_limit(jx_affinity_cpus(), jx_cgroup_cpus());
     if (n < 1) n = 1;
     if (n > JX_MAX_THREADS) n = JX_MAX_THREADS;
     return (int)n;
@@ -52,10 +147,6 @@ static void jx_work(jx_body_fn fn, void *ctx) {
     }
 }
 
-/* Spin this many pauses (about a millisecond) before sleeping: back-to-back
- * regions, the common case in a model, then start without a futex wake-up. */
-#define JX_SPIN 8192
-
 static inline void jx_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -64,19 +155,60 @@ static inline void jx_pause(void) {
 #endif
 }
 
+/* Before sleeping, a waiting thread (a worker waiting for a region, the caller
+ * for the workers) spins for up to JX_SPIN_NS: back-to-back regions (a model's
+ * kernels, a few microseconds of serial code apart) then start without a futex
+ * wake-up, which costs ~20-30 us (measured in a KVM guest; more from a deep
+ * C-state). A gap longer than 0.1 ms makes a wake-up a small part of it, and an
+ * idle worker hands its core back within 0.1 ms, which matters when cores are
+ * shared. Bounded by time, not by a count of pauses: a pause takes ~10 cycles
+ * on old Intel, ~65 on Zen, ~140 on Skylake-X. */
+#define JX_SPIN_NS 100000
+/* After JX_YIELD_NS the spin also yields, so a thread that shares our core (the
+ * one we wait for, when there are more threads than cores) runs now rather than
+ * after our spin: with two 2-thread processes on 2 cores a small region took
+ * ~33 us, against ~115 us without yielding (~390 us with a 1 ms spin), and it
+ * costs nothing measurable on an idle machine. */
+#define JX_YIELD_NS 10000
+
+static inline uint64_t jx_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* One step of a spin: a pause, and every 64th step a look at the clock (~20-40
+ * ns, small next to 64 pauses; the first look starts the clock, so a short wait
+ * never reads it). False once the spin budget is spent. Start with *start = 0. */
+static inline int jx_spin(unsigned *step, uint64_t *start) {
+    jx_pause();
+    if (++*step % 64) return 1;
+    uint64_t now = jx_now_ns();
+    if (!*start) *start = now;
+    if (now - *start > JX_YIELD_NS) sched_yield();
+    return now - *start < JX_SPIN_NS;
+}
+
+/* Worker k's generation when it was started: a region that ran before is not its
+ * own (set before pthread_create, which orders it before the worker reads it). */
+static uint64_t jx_born[JX_MAX_THREADS];
+
 static void *jx_worker(void *arg) {
-    /* the generation when it was started: a region that ran before is not its own */
-    uint64_t seen = (uint64_t)(uintptr_t)arg;
+    jx_index = (int)(intptr_t)arg;
+    uint64_t seen = jx_born[jx_index];
     for (;;) {
-        for (int i = 0; i < JX_SPIN &&
-                        __atomic_load_n(&jx_generation, __ATOMIC_ACQUIRE) == seen; i++)
-            jx_pause();
+        unsigned step = 0;
+        uint64_t t0 = 0;
+        while (__atomic_load_n(&jx_generation, __ATOMIC_ACQUIRE) == seen && jx_spin(&step, &t0))
+            ;
         pthread_mutex_lock(&jx_mu);
         while (jx_generation == seen) pthread_cond_wait(&jx_start, &jx_mu);
         seen = jx_generation;
         jx_body_fn fn = jx_fn;
         void *ctx = jx_ctx;
+        int mine = jx_index < jx_region_threads;   /* else: a smaller region, sit it out */
         pthread_mutex_unlock(&jx_mu);
+        if (!mine) continue;
         jx_work(fn, ctx);
         pthread_mutex_lock(&jx_mu);
         if (__atomic_sub_fetch(&jx_busy, 1, __ATOMIC_ACQ_REL) == 0) pthread_cond_signal(&jx_done);
@@ -104,16 +236,17 @@ static void jx_init(void) {
     pthread_atfork(NULL, NULL, jx_after_fork_child);
 }
 
-/* Start workers up to jx_threads - 1 (called with jx_region held). */
+/* Start workers up to jx_threads - 1 (called with jx_region held); worker k has
+ * index k for good. */
 static void jx_ensure_workers(void) {
     while (jx_started < jx_threads - 1) {
+        int k = jx_started + 1;
+        jx_born[k] = __atomic_load_n(&jx_generation, __ATOMIC_ACQUIRE);
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int err = pthread_create(&t, &attr, jx_worker,
-                                 (void *)(uintptr_t)__atomic_load_n(&jx_generation,
-                                                                    __ATOMIC_ACQUIRE));
+        int err = pthread_create(&t, &attr, jx_worker, (void *)(intptr_t)k);
         pthread_attr_destroy(&attr);
         if (err) { jx_threads = jx_started + 1; return; }
         jx_started++;
@@ -132,20 +265,12 @@ JX_API int jx_get_num_threads(void) {
     return jx_threads;
 }
 
-JX_API void jx_parallel_for(jx_body_fn fn, void *ctx, int64_t n) {
-    pthread_once(&jx_once, jx_init);
-    if (n <= 0) return;
-    if (jx_threads <= 1 || n == 1 || pthread_mutex_trylock(&jx_region) != 0) {
-        fn(ctx, 0, n);
-        return;
-    }
-    jx_ensure_workers();
-    int threads = jx_started + 1 < jx_threads ? jx_started + 1 : jx_threads;
-    if (threads <= 1) {
-        pthread_mutex_unlock(&jx_region);
-        fn(ctx, 0, n);
-        return;
-    }
+JX_API int jx_worker_index(void) {
+    return jx_index;
+}
+
+/* Run [0, n) on `threads` threads, the caller included (jx_region held). */
+static void jx_run_region(jx_body_fn fn, void *ctx, int64_t n, int threads) {
     /* a few chunks per thread balances uneven rows without much scheduling */
     int64_t chunks = (int64_t)threads * 4;
     int64_t chunk = (n + chunks - 1) / chunks;
@@ -155,15 +280,35 @@ JX_API void jx_parallel_for(jx_body_fn fn, void *ctx, int64_t n) {
     jx_n = n;
     jx_chunk = chunk < 1 ? 1 : chunk;
     jx_next = 0;
-    jx_busy = jx_started;
+    jx_region_threads = threads;
+    jx_busy = threads - 1;
     __atomic_add_fetch(&jx_generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&jx_start);
     pthread_mutex_unlock(&jx_mu);
     jx_work(fn, ctx);
-    for (int i = 0; i < JX_SPIN && __atomic_load_n(&jx_busy, __ATOMIC_ACQUIRE) > 0; i++)
-        jx_pause();
+    unsigned step = 0;
+    uint64_t t0 = 0;
+    while (__atomic_load_n(&jx_busy, __ATOMIC_ACQUIRE) > 0 && jx_spin(&step, &t0))
+        ;
     pthread_mutex_lock(&jx_mu);
     while (jx_busy > 0) pthread_cond_wait(&jx_done, &jx_mu);
     pthread_mutex_unlock(&jx_mu);
-    pthread_mutex_unlock(&jx_region);
+}
+
+JX_API void jx_parallel_for(jx_body_fn fn, void *ctx, int64_t n) {
+    pthread_once(&jx_once, jx_init);
+    if (n <= 0) return;
+    /* Index 0 while this call runs, serial or not; a serial call nested in a
+     * worker's chunk gives the worker its own index back afterwards. */
+    int outer = jx_index;
+    jx_index = 0;
+    int threads = 1;
+    if (jx_threads > 1 && n > 1 && pthread_mutex_trylock(&jx_region) == 0) {
+        jx_ensure_workers();
+        threads = jx_started + 1 < jx_threads ? jx_started + 1 : jx_threads;
+        if (threads > 1) jx_run_region(fn, ctx, n, threads);
+        pthread_mutex_unlock(&jx_region);
+    }
+    if (threads <= 1) fn(ctx, 0, n);
+    jx_index = outer;
 }
