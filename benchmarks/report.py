@@ -127,6 +127,16 @@ def machine_table(machine: dict):
     return t
 
 
+def facts_table(title: str, facts: dict):
+    from rich.table import Table
+    t = Table(title=title, title_justify="left", show_header=False)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for k, v in facts.items():
+        t.add_row(k, v)
+    return t
+
+
 def json_doc(results: list, machine: dict | None, command: str, extra: dict | None = None):
     entries = []
     for res in results:

@@ -157,8 +157,11 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
                            "benchmarks/ folder (or --machine for the machine's limits).")
         machine = _limits(machine_mod, err, threads, remeasure, quick)
         out.print(report.machine_table(machine))
+        codegen = _codegen_facts()
+        out.print(report.facts_table("code generation for this host", codegen))
         if json_path:
-            report.write_json(json_path, {"command": _command(), "machine": machine})
+            report.write_json(json_path, {"command": _command(), "machine": machine,
+                                          "codegen": codegen})
         return
     items = _items(path, names, shapes, model, not no_jax, quick)
     machine = _limits(machine_mod, err, threads, remeasure, quick)
@@ -215,6 +218,16 @@ def _limits(machine_mod, err, threads, remeasure, quick) -> dict:
         err.print("measuring the machine's limits (once per machine; cached in "
                   f"{machine_mod.cache_path()})...")
     return machine_mod.limits(threads, remeasure=remeasure, quick=quick)
+
+
+def _codegen_facts() -> dict:
+    """The constants the CPU backend derives from this host (not cached: they are
+    read from the host each time, and `jx bench --machine` shows them)."""
+    from jx.codegen.cpu import gemm, parallel, target
+    facts = target.describe()
+    facts["runtime threads"] = str(parallel.num_threads() or 1)
+    facts.update(gemm.describe())
+    return facts
 
 
 def _command() -> str:

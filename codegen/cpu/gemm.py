@@ -41,9 +41,8 @@ from .gemm_pieces import (_c, _declare, _fn, _gep, _loop, _micro_fn, _min, _narr
 
 # Multiply-adds per thread below which another thread costs more than it saves.
 MIN_WORK_PER_THREAD = 1 << 22
-TASKS_PER_THREAD = 1     # 2 would let a preempted thread's share go to the others,
-                         # but each task packs its own panels: measured 10% slower
-                         # on the SGD step's 128-row products
+TASKS_PER_THREAD = 4     # taken dynamically: a thread whose core is busy (another
+                         # process, a preemption) does fewer, not its fixed share
 # For tests and tuning: blocking fields to override (small blocks make small
 # matrices cross every block boundary), A read in place (True) or packed
 # (False), and the split dim ("m" or "n"); None chooses.
@@ -77,15 +76,32 @@ def blocking(dtype, n: int = 1 << 30, cpu: str | None = None) -> Blocking:
     # rows enough to cover the FMA latency.
     nv = 1 if n <= vw else 2
     mr = (12 if vbytes == 64 else 6) if nv == 2 else 8
-    # KC: the A micro-panel (MR x KC) fills a third of L1; NC: the B block
-    # (KC x NC) about half a 2 MiB L2; MC: the A block (when A is packed) 2 MiB.
-    kc = (16384 // (mr * item)) // 8 * 8
-    nc = max(nv * vw, (1 << 20) // (kc * item) // (nv * vw) * (nv * vw))
-    mc = max(mr, (2 << 20) // (kc * item) // mr * mr)
+    # Cache blocking from the host's caches (target.cache_sizes): KC so the A
+    # micro-panel (MR x KC) fills half of L1, NC so the B block (KC x NC) fills
+    # half of L2 (the rest holds A micro-panels and C tiles), MC so a packed A
+    # block fills half this core's share of L3 (at most 2 MiB: beyond, packing
+    # and its reuse no longer overlap). A 32 KiB L1 / 2 MiB L2 Intel core gets the
+    # blocking tuned there before; a Zen 4 core (1 MiB L2) a B block half as big.
+    caches = target.cache_sizes()
+    kc = max(8, (caches[1] // 2 // (mr * item)) // 8 * 8)
+    nc = max(nv * vw, caches[2] // 2 // (kc * item) // (nv * vw) * (nv * vw))
+    a_block = min(2 << 20, max(caches[2], caches[3] // 2))
+    mc = max(mr, a_block // (kc * item) // mr * mr)
     blk = Blocking(vw, mr, nv, kc, mc, nc)
     if OVERRIDE:
         blk = Blocking(**{**blk.__dict__, **OVERRIDE})
     return blk
+
+
+def describe() -> dict:
+    """The blocking this host gets, for `jx bench --machine`."""
+    out = {}
+    for dt in ("float32", "float64"):
+        blk = blocking(dt)
+        out[f"GEMM {dt} blocking"] = (f"MR x NR {blk.mr} x {blk.nr}, KC {blk.kc}, "
+                                      f"MC {blk.mc}, NC {blk.nc}")
+    out["GEMM tasks per thread"] = str(TASKS_PER_THREAD)
+    return out
 
 
 @dataclass(frozen=True)
@@ -180,7 +196,7 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     micro = _micro_fn(module, et, tag, blk, packed=True)
     direct = _direct_a(p)
     if direct:      # full row panels read A in place; only a last partial one is packed
-        micro_a = _micro_fn(module, et, tag, blk, packed=False)
+        micro_a = _micro_fn(module, et, tag, blk, packed=False, strides=(p.am, p.ak))
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
@@ -254,7 +270,20 @@ def _direct_a(p: Plan) -> bool:
     contiguous copies, and read in place its k steps may all hit one L1 set.)"""
     if DIRECT_A is not None:
         return DIRECT_A
-    return p.ak == 1 and p.am != 1
+    return p.ak == 1 and p.am != 1 and not _rows_collide(p.am * p.dtype.itemsize)
+
+
+def _rows_collide(row_bytes: int, rows: int = 12) -> bool:
+    """Would `rows` rows this far apart crowd one L1 set? Rows 4 KiB apart (a
+    1024-float K) all map to one set of a 64-set L1: the micro-kernel's loads of
+    A then evict each other every few k steps (packed, 87 -> 97 GFLOP/s for
+    128x1024x1024 on one Zen 4 core). More than half the ways in one set counts."""
+    sets, ways = target.l1_geometry()
+    per_set: dict = {}
+    for i in range(rows):
+        s = (i * row_bytes // 64) % sets
+        per_set[s] = per_set.get(s, 0) + 1
+    return max(per_set.values()) > ways // 2
 
 
 # ------------------------------------------------------------------ the kernel
@@ -309,9 +338,11 @@ def emit(ctx, kernel, p: Plan) -> None:
     extra = [v for v in epi.inputs if v is not out] if epi is not None else []
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p) \
         if epi is not None else None
-    body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail)
+    body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail,
+                    indexed=ctx.module._parallel_for is not None and max_threads > 1)
 
-    # tasks: TASKS_PER_THREAD per thread of the pool, at most max_threads threads
+    # tasks: TASKS_PER_THREAD per thread of the pool (at most max_threads threads),
+    # taken dynamically; scratch: one slot per thread, not per task
     pool = ctx.module._parallel_for
     threaded = pool is not None and max_threads > 1
     if threaded:
@@ -319,11 +350,12 @@ def emit(ctx, kernel, p: Plan) -> None:
         threads = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_threads))
         tasks = b.select(b.icmp_signed(">", threads, _c(1)),
                          _min(b, b.mul(threads, _c(TASKS_PER_THREAD)), _c(units)), _c(1))
+        slots = _min(b, threads, tasks)
     else:
-        tasks = _c(1)
+        tasks = slots = _c(1)
     malloc = _declare(mod, "malloc", U.PTR, [U.I64])
     free = _declare(mod, "free", U.VOID, [U.PTR])
-    mem = b.call(malloc, [b.add(b.mul(tasks, _c(slot)), _c(64))])
+    mem = b.call(malloc, [b.add(b.mul(slots, _c(slot)), _c(64))])
     ok = b.function.append_basic_block("gemm.alloc.ok")
     b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), ctx.fail_block, ok)
     b.position_at_end(ok)
@@ -332,9 +364,9 @@ def emit(ctx, kernel, p: Plan) -> None:
     with b.goto_block(entry):        # a static alloca: A, B, C, scratch, tasks, epilogue's
         if entry.instructions:
             b.position_before(entry.instructions[0])
-        args = b.alloca(U.PTR, _c(5 + len(extra)), name="gemm.ctx")
-    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR)]
-                          + [ctx.ptr(v) for v in extra]):
+        args = b.alloca(U.PTR, _c(_CTX + len(extra)), name="gemm.ctx")
+    for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR),
+                           b.inttoptr(slots, U.PTR)] + [ctx.ptr(v) for v in extra]):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
     if threaded:
         many = b.function.append_basic_block("gemm.parallel")
@@ -356,7 +388,7 @@ def emit(ctx, kernel, p: Plan) -> None:
 def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan):
     """tail(b, args, c, bi, r0, r1, c0, c1): the epilogue kernel `epi` over rows
     r0..r1 and columns c0..c1 of matrix bi of C, reading the product of `dot` from
-    C and writing C; the buffers of `extra`, its other inputs, are args[5:]. The
+    C and writing C; the buffers of `extra`, its other inputs, are args[_CTX:]. The
     loops live in their own function whose pointers are noalias (outputs never
     overlap inputs), or LLVM would not vectorise them."""
     from .fused import FusedEmitter
@@ -390,26 +422,50 @@ def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan):
     b.ret_void()
 
     def tail(b, args, c, bi, r0, r1, c0, c1):
-        ptrs = [b.load(b.gep(args, [_c(5 + i)], source_etype=U.PTR), typ=U.PTR)
+        ptrs = [b.load(b.gep(args, [_c(_CTX + i)], source_etype=U.PTR), typ=U.PTR)
                 for i in range(len(extra))]
         b.call(fn, [c, *ptrs, bi, r0, r1, c0, c1])
     return tail
 
 
-def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail=None):
+# The GEMM's context array: A, B, C, scratch, tasks, scratch slots, then the
+# epilogue's other inputs.
+_CTX = 6
+
+
+def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail=None,
+             indexed=False):
     """body(ctx, lo, hi): tasks w in lo..hi-1 each run their contiguous share of
-    the batch's M (or N) granules, in slot w of the scratch (then `tail`, an
-    epilogue, over the same share)."""
+    the batch's M (or N) granules (then `tail`, an epilogue, over the same share),
+    packing into the scratch slot of the pool thread running them (indexed), or
+    slot 0. A thread whose index has no slot (the pool grew since the kernel
+    counted its threads) allocates its own."""
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                      f"{kname}.gemm")
     fn.linkage = "internal"
     args, lo, hi = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    a, bm, c, scratch, tasks = (
-        b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(5))
-    tasks = b.ptrtoint(tasks, U.I64)
+    a, bm, c, scratch, tasks, slots = (
+        b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(_CTX))
+    tasks, slots = b.ptrtoint(tasks, U.I64), b.ptrtoint(slots, U.I64)
+    own = ir.Constant(U.PTR, None)
+    mine = scratch
+    if indexed:
+        index = b.sext(b.call(_declare(module, "jx_worker_index", U.I32, []), []), U.I64)
+        has_slot = b.icmp_signed("<", index, slots)
+        pre = b.block
+        with b.if_then(b.not_(has_slot), likely=False):
+            got = b.call(_declare(module, "malloc", U.PTR, [U.I64]), [_c(slot + 64)])
+            with b.if_then(b.icmp_unsigned("==", got, own), likely=False):
+                b.call(_declare(module, "llvm.trap", U.VOID, []), [])   # out of memory
+            grew = b.block
+        own = b.phi(U.PTR)
+        own.add_incoming(ir.Constant(U.PTR, None), pre)
+        own.add_incoming(got, grew)
+        aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(own, U.I64), _c(63)), _c(-64)), U.PTR)
+        mine = b.select(has_slot, b.gep(scratch, [b.mul(index, _c(slot))], source_etype=U.I8,
+                                        inbounds=True), aligned)
     with _loop(b, lo, hi, 1, "w") as w:
-        mine = b.gep(scratch, [b.mul(w, _c(slot))], source_etype=U.I8, inbounds=True)
         u0 = b.sdiv(b.mul(w, _c(units)), tasks)
         u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(units)), tasks)
         pre = b.block
@@ -452,6 +508,8 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
         u.add_incoming(b.add(u, b.sub(s1, s0)), b.block)
         b.branch(head)
         b.position_at_end(end)
+    if indexed:
+        b.call(_declare(module, "free", U.VOID, [U.PTR]), [own])
     b.ret_void()
     return fn
 

@@ -231,20 +231,27 @@ def _k_loop_end(b, k, accs, new, kc) -> None:
     b.position_at_end(done)
 
 
-def _micro_fn(module, et, tag, blk: Blocking, packed: bool):
+def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
     """micro(kc, ap, bp, c, mr, nr, first, ldc, sa, sk): C[:mr, :nr] (+)= A Bp over
     kc for C rows ldc apart, where A[i, k] = ap[i + k * MR] (a packed panel) or
-    ap[i * sa + k * sk] (A read in place). The strides are arguments, not constants:
-    one function serves every product of a module (each copy is ~60 KB of IR,
-    and LLVM's time grows with it); the k loop's addresses are row pointers
-    computed once either way."""
+    ap[i * sa + k * sk] (A read in place). ldc is an argument: one function serves
+    every product of a module (each copy is ~60 KB of IR, and LLVM's time grows
+    with it). A read in place is the exception: its strides (sa, sk) = `strides`
+    are constants of its own copy, since MR row pointers a run-time stride apart
+    need MR general registers, more than x86-64 has left in the k loop; the
+    spills made the direct kernel 3x slower in a model with two different
+    strides (measured on Zen 4; one stride was constant-propagated anyway)."""
     mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
     name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{'packed' if packed else 'direct'}"
+    if not packed:
+        name += f".{strides[0]}.{strides[1]}"
     fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1,
                                     U.I64, U.I64, U.I64])
     if fn is None:
         return module.globals[name]
     kc, ap, bp, c, mr, nr, first, ldc, sa, sk = fn.args
+    if not packed:
+        sa, sk = _c(strides[0]), _c(strides[1])
     for a in (ap, bp, c):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, vw)

@@ -172,6 +172,20 @@ def llvm_features(cpu: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def l1_geometry() -> tuple:
+    """(sets, ways) of the host's L1 data cache; (64, 8) where sysfs does not say."""
+    base = "/sys/devices/system/cpu/cpu0/cache/index0"
+    try:
+        with open(os.path.join(base, "number_of_sets")) as f:
+            sets = int(f.read())
+        with open(os.path.join(base, "ways_of_associativity")) as f:
+            ways = int(f.read())
+        return (sets, ways) if sets > 0 and ways > 0 else (64, 8)
+    except (OSError, ValueError):
+        return 64, 8
+
+
+@functools.lru_cache(maxsize=None)
 def cache_sizes() -> dict:
     """The host's per-core data cache sizes in bytes {1: L1d, 2: L2, 3: L3 share}, read
     from sysfs; conservative defaults where they cannot be read."""
@@ -199,6 +213,14 @@ def cache_sizes() -> dict:
             if text[-1] in "KMG" else int(text)
         sizes[level] = size // max(1, sharers) if level >= 3 else size
     return sizes
+
+
+def describe() -> dict:
+    """What code generation derives from this host, for `jx bench --machine`."""
+    c = cache_sizes()
+    kib = lambda n: f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"  # noqa: E731
+    return {"LLVM CPU": host_cpu(), "vector registers": f"{vector_bytes(host_cpu()) * 8}-bit",
+            "caches per core": f"L1d {kib(c[1])}, L2 {kib(c[2])}, L3 share {kib(c[3])}"}
 
 
 def _count_cpus(spec: str) -> int:
