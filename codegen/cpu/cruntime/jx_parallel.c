@@ -38,7 +38,14 @@ static pthread_cond_t jx_done = PTHREAD_COND_INITIALIZER;
 static int jx_threads = 1;       /* threads used by a region, the caller included */
 static int jx_started = 0;       /* worker threads running */
 static uint64_t jx_generation = 0;
-static int jx_busy = 0;          /* workers still inside the current region */
+/* A region ends when all its chunks are done, not when every worker has looked
+ * in: a worker that is asleep, or whose core another process holds, would
+ * otherwise hold up the caller after the others did its share. So a worker may
+ * arrive after its region ended; it claims chunks with one compare-and-swap on
+ * jx_claim, (generation << 32) | next chunk, which fails once the generation
+ * moved on, and a region cannot end while one of its chunks is unclaimed. */
+static uint64_t jx_claim;
+static int64_t jx_completed;     /* chunks of the current region finished */
 static int jx_region_threads;    /* threads of the current region, the caller included */
 /* The calling thread's index in the region whose chunk it runs: 0 for the caller
  * (and for a serial call), 1.. for workers. Only workers with an index below
@@ -48,7 +55,15 @@ static __thread int jx_index;
 
 static jx_body_fn jx_fn;
 static void *jx_ctx;
-static int64_t jx_n, jx_chunk, jx_next;
+static int64_t jx_n, jx_chunk, jx_nchunks;
+
+/* What a thread taking part in a region knows of it, read under jx_mu. */
+typedef struct {
+    jx_body_fn fn;
+    void *ctx;
+    int64_t n, chunk, nchunks;
+    uint32_t gen;
+} jx_region_t;
 
 /* The CPUs this process may run on (taskset, a cpuset, docker --cpuset-cpus),
  * which can be far fewer than those online. */
@@ -137,14 +152,36 @@ static int jx_default_threads(void) {
     return (int)n;
 }
 
-/* Take chunks until none are left. */
-static void jx_work(jx_body_fn fn, void *ctx) {
+static void jx_signal_done(void);
+
+/* Take chunks of region r until none are left (or r has ended). */
+static void jx_work(const jx_region_t *r) {
+    uint64_t v = __atomic_load_n(&jx_claim, __ATOMIC_ACQUIRE);
     for (;;) {
-        int64_t lo = __atomic_fetch_add(&jx_next, jx_chunk, __ATOMIC_RELAXED);
-        if (lo >= jx_n) return;
-        int64_t hi = lo + jx_chunk < jx_n ? lo + jx_chunk : jx_n;
-        fn(ctx, lo, hi);
+        int64_t idx = (int64_t)(v & 0xffffffffu);
+        if ((uint32_t)(v >> 32) != r->gen || idx >= r->nchunks) return;
+        if (!__atomic_compare_exchange_n(&jx_claim, &v, v + 1, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            continue;                      /* v now holds the current word */
+        int64_t lo = idx * r->chunk;
+        int64_t hi = lo + r->chunk < r->n ? lo + r->chunk : r->n;
+        r->fn(r->ctx, lo, hi);
+        if (__atomic_add_fetch(&jx_completed, 1, __ATOMIC_ACQ_REL) == r->nchunks)
+            jx_signal_done();
+        v = __atomic_load_n(&jx_claim, __ATOMIC_ACQUIRE);
     }
+}
+
+static void jx_signal_done(void) {
+    pthread_mutex_lock(&jx_mu);
+    pthread_cond_broadcast(&jx_done);
+    pthread_mutex_unlock(&jx_mu);
+}
+
+/* The current region, as its caller published it (call with jx_mu held). */
+static jx_region_t jx_current(void) {
+    jx_region_t r = {jx_fn, jx_ctx, jx_n, jx_chunk, jx_nchunks, (uint32_t)jx_generation};
+    return r;
 }
 
 static inline void jx_pause(void) {
@@ -204,15 +241,10 @@ static void *jx_worker(void *arg) {
         pthread_mutex_lock(&jx_mu);
         while (jx_generation == seen) pthread_cond_wait(&jx_start, &jx_mu);
         seen = jx_generation;
-        jx_body_fn fn = jx_fn;
-        void *ctx = jx_ctx;
+        jx_region_t r = jx_current();
         int mine = jx_index < jx_region_threads;   /* else: a smaller region, sit it out */
         pthread_mutex_unlock(&jx_mu);
-        if (!mine) continue;
-        jx_work(fn, ctx);
-        pthread_mutex_lock(&jx_mu);
-        if (__atomic_sub_fetch(&jx_busy, 1, __ATOMIC_ACQ_REL) == 0) pthread_cond_signal(&jx_done);
-        pthread_mutex_unlock(&jx_mu);
+        if (mine) jx_work(&r);
     }
     return NULL;
 }
@@ -228,7 +260,7 @@ static void jx_after_fork_child(void) {
     jx_start = fresh_cond;
     jx_done = fresh_cond;
     jx_started = 0;
-    jx_busy = 0;
+    jx_completed = 0;
 }
 
 static void jx_init(void) {
@@ -279,19 +311,23 @@ static void jx_run_region(jx_body_fn fn, void *ctx, int64_t n, int threads) {
     jx_ctx = ctx;
     jx_n = n;
     jx_chunk = chunk < 1 ? 1 : chunk;
-    jx_next = 0;
+    jx_nchunks = (n + jx_chunk - 1) / jx_chunk;
     jx_region_threads = threads;
-    jx_busy = threads - 1;
-    __atomic_add_fetch(&jx_generation, 1, __ATOMIC_RELEASE);
+    jx_completed = 0;
+    uint64_t gen = jx_generation + 1;
+    __atomic_store_n(&jx_claim, (gen & 0xffffffffu) << 32, __ATOMIC_RELEASE);
+    __atomic_store_n(&jx_generation, gen, __ATOMIC_RELEASE);
+    jx_region_t r = jx_current();
     pthread_cond_broadcast(&jx_start);
     pthread_mutex_unlock(&jx_mu);
-    jx_work(fn, ctx);
+    jx_work(&r);
     unsigned step = 0;
     uint64_t t0 = 0;
-    while (__atomic_load_n(&jx_busy, __ATOMIC_ACQUIRE) > 0 && jx_spin(&step, &t0))
+    while (__atomic_load_n(&jx_completed, __ATOMIC_ACQUIRE) < r.nchunks && jx_spin(&step, &t0))
         ;
     pthread_mutex_lock(&jx_mu);
-    while (jx_busy > 0) pthread_cond_wait(&jx_done, &jx_mu);
+    while (__atomic_load_n(&jx_completed, __ATOMIC_ACQUIRE) < r.nchunks)
+        pthread_cond_wait(&jx_done, &jx_mu);
     pthread_mutex_unlock(&jx_mu);
 }
 
