@@ -376,3 +376,32 @@ def test_generic_cpu_artifacts_record_and_check_their_extensions(tmp_path):
     assert {"avx2", "fma", "f16c"} <= set(lib.manifest["cpu_features"])
     assert "avx512f" not in lib.manifest["cpu_features"]
     assert target.runnable_here("sapphirerapids") or "avx512fp16" in target.host_features()
+
+
+def test_caches_are_keyed_by_what_codegen_reads_from_the_host(tmp_path, monkeypatch):
+    """A cache directory shared by hosts (NFS home, a baked image) must not hand one
+    host's code to another: the GEMM's blocking comes from the host's cache sizes and
+    L1 geometry, and a host build uses the host's exact feature set, which a VM can
+    cut below what its CPU name implies (same name, no AVX-512)."""
+    from jx.cli.compile import compile_model
+    from jx.codegen.cpu import cache
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path / "cache"))
+    model = os.path.join(os.path.dirname(__file__), "..", "samples", "mlp.py")
+
+    def build(out):
+        return compile_model(model, str(tmp_path / out), ("predict",), (), "cpu", None, None)
+    first = build("a")
+    assert build("b")["cache_hit"]
+    monkeypatch.setattr(target, "cache_sizes", lambda: {1: 48 << 10, 2: 2 << 20, 3: 4 << 20})
+    other = build("c")
+    assert not other["cache_hit"] and other["sha256"] != first["sha256"]
+    monkeypatch.setattr(target, "l1_geometry", lambda: (64, 12))
+    assert not build("d")["cache_hit"]
+
+    ir_text = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
+    cpu, triple = target.host_cpu(), target.host_triple()
+    assert not cache.cached_object(ir_text, cpu, triple)[1]
+    assert cache.cached_object(ir_text, cpu, triple)[1]
+    host = target.llvm_features
+    monkeypatch.setattr(target, "llvm_features", lambda c: host(c) + ",-avx512f")
+    assert not cache.cached_object(ir_text, cpu, triple)[1]

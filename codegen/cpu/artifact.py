@@ -71,9 +71,14 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
 
 def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -> str:
     """Everything the artifact depends on, without building any IR: the fused
-    programs' text, the entries' trees and names, target and versions."""
+    programs' text, the entries' trees and names, target and versions, and what
+    codegen reads from the host (its feature set for a host build, its cache sizes
+    and L1 geometry for the GEMM's blocking): a cache directory shared between
+    hosts must not hand one host's code to another."""
     from jx.passes.fuse_print import format_program
-    parts = [name, cpu, triple, str(runtime_obj)]
+    from . import target
+    parts = [name, cpu, triple, str(runtime_obj), target.llvm_features(cpu),
+             repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry())]
     for e in entries:
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
                   format_program(e.program)]

@@ -70,8 +70,11 @@ def store(key: str, data: bytes) -> None:
 
 
 def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tuple:
-    """(object code, cache hit?) for the module, compiling with LLVM on a miss."""
-    key = cache_key(ir_text + "\0" + reloc, cpu, triple)
+    """(object code, cache hit?) for the module, compiling with LLVM on a miss. The
+    key has the LLVM feature string the object is built with: for a host build
+    it is the host's exact set, which a VM can cut below its CPU name's."""
+    from .target import llvm_features
+    key = cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
     data = load(key)
     if data is not None:
         return data, True
