@@ -405,3 +405,12 @@ def test_caches_are_keyed_by_what_codegen_reads_from_the_host(tmp_path, monkeypa
     host = target.llvm_features
     monkeypatch.setattr(target, "llvm_features", lambda c: host(c) + ",-avx512f")
     assert not cache.cached_object(ir_text, cpu, triple)[1]
+
+
+def test_a_cpu_llvm_knows_but_the_table_does_not_is_refused():
+    """`skylake_avx512` (LLVM's alias) builds AVX-512 code; accepted, its manifest
+    listed no extensions and the loader would have run it on any x86-64 CPU."""
+    for name in ("skylake_avx512",):
+        assert target._llvm_accepts(name)
+        with pytest.raises(target.UnknownCpuError, match="cannot tell which"):
+            target.check_cpu(name)

@@ -90,13 +90,20 @@ def host_features() -> frozenset:
 
 
 def check_cpu(name: str, where: str = "--cpu") -> str:
-    """`name` if it is the host's or a 64-bit CPU LLVM knows; else UnknownCpuError
+    """`name` if it is the host's or a 64-bit CPU in CPUS; else UnknownCpuError
     listing the valid names (LLVM would print a warning and abort the process)."""
     if name in ("native", host_cpu()) or name in CPUS:
         return host_cpu() if name == "native" else name
-    if _llvm_accepts(name):      # a CPU newer than this table
-        return name
     known = ", ".join(sorted(CPUS))
+    if _llvm_accepts(name):
+        # an alias (skylake_avx512) or a CPU newer than this table: its code may use
+        # extensions jx cannot name, so the manifest could not list them and the
+        # loader would run it anywhere (an illegal instruction, not an error)
+        raise UnknownCpuError(
+            f"{where} {name!r} is a CPU LLVM knows but jx does not: it cannot tell which "
+            "instruction-set extensions its code may use, so the loader could not refuse "
+            "the code on a CPU without them. Use 'native', a generic level (x86-64, "
+            f"x86-64-v2, x86-64-v3, x86-64-v4) or one of: {known}")
     raise UnknownCpuError(
         f"{where} {name!r} is not a 64-bit x86 CPU this LLVM knows. Use 'native' (this "
         f"host, {host_cpu()}), a generic level (x86-64, x86-64-v2, x86-64-v3, x86-64-v4) "
