@@ -356,10 +356,12 @@ def emit(ctx, kernel, p: Plan) -> None:
     threaded = pool is not None and max_threads > 1
     if threaded:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
-        threads = _min(b, b.sext(b.call(nthreads, []), U.I64), _c(max_threads))
+        pool_threads = b.sext(b.call(nthreads, []), U.I64)
+        threads = _min(b, pool_threads, _c(max_threads))
         tasks = b.select(b.icmp_signed(">", threads, _c(1)),
                          _min(b, b.mul(threads, _c(per_thread)), _c(units)), _c(1))
-        slots = _min(b, threads, tasks)
+        # any thread of the pool may take a task, not only `threads` of them
+        slots = _min(b, pool_threads, tasks)
     else:
         tasks = slots = _c(1)
     malloc = _declare(mod, "malloc", U.PTR, [U.I64])
