@@ -353,6 +353,11 @@ def test_unknown_cpu_names_are_clear_errors(monkeypatch):
     with pytest.raises(target.UnknownCpuError, match="JX_CPU= 'zen4'"):
         jx.jit(lambda x: x + 1)(np.ones(3, np.float32))
     assert target.check_cpu("native") == target.host_cpu()
+    foreign = next((c for c in cpu_matrix.MATRIX[1:] if target.runnable_here(c)), None)
+    if foreign:
+        monkeypatch.setenv("JX_CPU", foreign)
+        with pytest.raises(target.UnknownCpuError, match="runs its code on this host"):
+            jx.jit(lambda x: x + 2)(np.ones(3, np.float32))
 
 
 def test_cli_rejects_a_mistyped_cpu(tmp_path):

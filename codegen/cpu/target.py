@@ -130,7 +130,15 @@ def of_module(module) -> str:
 def jit_cpu() -> str:
     """The CPU jx.jit compiles for: JX_CPU (as `jx compile --cpu`), else the host."""
     name = os.environ.get("JX_CPU")
-    return check_cpu(name, "JX_CPU=") if name else host_cpu()
+    if not name:
+        return host_cpu()
+    cpu = check_cpu(name, "JX_CPU=")
+    why = runnable_here(cpu)
+    if why:     # jx.jit runs what it compiles here: an illegal instruction otherwise
+        raise UnknownCpuError(f"JX_CPU={name}: jx.jit runs its code on this host, and {why}; "
+                              f"use a CPU this host can run (its own is {host_cpu()}), or "
+                              f"build an artifact with `jx compile --cpu {name}` instead")
+    return cpu
 
 
 def features(cpu: str) -> frozenset:
