@@ -189,15 +189,20 @@ def llvm_features(cpu: str) -> str:
 @functools.lru_cache(maxsize=None)
 def l1_geometry() -> tuple:
     """(sets, ways) of the host's L1 data cache; (64, 8) where sysfs does not say."""
-    base = "/sys/devices/system/cpu/cpu0/cache/index0"
-    try:
-        with open(os.path.join(base, "number_of_sets")) as f:
-            sets = int(f.read())
-        with open(os.path.join(base, "ways_of_associativity")) as f:
-            ways = int(f.read())
-        return (sets, ways) if sets > 0 and ways > 0 else (64, 8)
-    except (OSError, ValueError):
-        return 64, 8
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else ():
+        def field(name):
+            with open(os.path.join(root, entry, name)) as f:
+                return f.read().strip()
+        try:
+            if field("level") != "1" or field("type") not in ("Data", "Unified"):
+                continue
+            sets, ways = int(field("number_of_sets")), int(field("ways_of_associativity"))
+        except (OSError, ValueError):
+            continue
+        if sets > 0 and ways > 0:
+            return sets, ways
+    return 64, 8
 
 
 @functools.lru_cache(maxsize=None)
