@@ -62,7 +62,7 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "outputs": _leaves(g.out_avals, e.out_tree),
             "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree)})
     code = mb.text()
-    from .compiler import required_features
+    from .target import required_features
     manifest = {"abi_version": ABI_VERSION, "jx_version": jx.__version__, "target": triple,
                 "cpu": cpu, "cpu_features": required_features(cpu), "entries": records}
     manifest["content_hash"] = manifest_mod.content_hash(manifest, code)

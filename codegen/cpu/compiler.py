@@ -10,10 +10,6 @@ import llvmlite.binding as llvm
 from . import target
 
 
-def _init() -> None:
-    target._llvm()
-
-
 def target_machine(cpu: str | None = None, triple: str | None = None,
                    features: str | None = None, reloc: str = "default"):
     """The host machine by default; a named cpu/triple cross-compiles."""
@@ -30,7 +26,7 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
 
 def optimise(ir_text: str, tm):
     """Parse + verify (a malformed module is a backend bug), then the pipeline."""
-    _init()
+    target._llvm()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
     mod.triple = tm.triple
@@ -54,7 +50,8 @@ class JitModule:
         from .cache import cached_object
         from . import symbols
         cpu = cpu or target.jit_cpu()
-        obj, self.cache_hit = cached_object(ir_text, cpu, host_triple(), reloc="default")
+        obj, self.cache_hit = cached_object(ir_text, cpu, target.host_triple(),
+                                            reloc="default")
         symbols.libcalls_for_jit(cpu)
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
@@ -72,7 +69,3 @@ def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
     mod = optimise(ir_text, tm)
     return tm.emit_object(mod)
 
-
-required_features = target.required_features
-host_cpu = target.host_cpu
-host_triple = target.host_triple

@@ -345,15 +345,15 @@ def emit(ctx, kernel, p: Plan) -> None:
     extra = [v for v in epi.inputs if v is not out] if epi is not None else []
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p) \
         if epi is not None else None
+    pool = ctx.module._parallel_for
+    threaded = pool is not None and max_threads > 1
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail,
-                    indexed=ctx.module._parallel_for is not None and max_threads > 1)
+                    indexed=threaded)
 
     shares_packing = not rows and (by_m or not _direct_a(p))
     per_thread = TASKS_PER_THREAD_PACKING if shares_packing else TASKS_PER_THREAD
     # tasks: per_thread per thread of the pool (at most max_threads threads),
     # taken dynamically; scratch: one slot per thread, not per task
-    pool = ctx.module._parallel_for
-    threaded = pool is not None and max_threads > 1
     if threaded:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
         pool_threads = b.sext(b.call(nthreads, []), U.I64)

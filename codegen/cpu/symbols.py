@@ -66,25 +66,22 @@ def for_artifact(runtime_defined: frozenset):
     return lambda name: name in ours or in_c_library(name)
 
 
-def libcalls_for_jit(tm_cpu: str) -> None:
-    """Compile libcalls.py for this process once and make its routines visible to
-    every later JIT module (llvm.add_symbol)."""
-    _jit_libcalls(tm_cpu)
-
-
 @functools.lru_cache(maxsize=None)
-def _jit_libcalls(cpu: str):
+def libcalls_for_jit(cpu: str):
+    """Compile libcalls.py for this process once (per target CPU) and make its
+    routines visible to every later JIT module (llvm.add_symbol); returns the
+    engine, which the cache keeps alive: the code must stay mapped."""
     import llvmlite.binding as llvm
-    from .compiler import target_machine
     from .cache import cached_object
-    from .compiler import host_triple
+    from .compiler import target_machine
+    from .target import host_triple
     obj, _ = cached_object(libcalls.module_ir(), cpu, host_triple(), reloc="default")
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     for name in libcalls.names():
         llvm.add_symbol(name, engine.get_function_address(name))
-    return engine               # kept alive by the cache: the code must stay mapped
+    return engine
 
 
 def resolvable_in_process(name: str) -> bool:

@@ -187,51 +187,53 @@ def llvm_features(cpu: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def l1_geometry() -> tuple:
-    """(sets, ways) of the host's L1 data cache; (64, 8) where sysfs does not say."""
+def _sysfs_caches() -> tuple:
+    """The host's data (or unified) caches as sysfs describes cpu0's: dicts with
+    level, size (bytes), sharers (CPUs sharing it), sets and ways (0 if unknown)."""
     root = "/sys/devices/system/cpu/cpu0/cache"
-    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else ():
-        def field(name):
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return ()
+
+    def field(entry, name, default=None):
+        try:
             with open(os.path.join(root, entry, name)) as f:
                 return f.read().strip()
+        except OSError:
+            return default
+
+    caches = []
+    for entry in entries:
         try:
-            if field("level") != "1" or field("type") not in ("Data", "Unified"):
-                continue
-            sets, ways = int(field("number_of_sets")), int(field("ways_of_associativity"))
-        except (OSError, ValueError):
+            text = field(entry, "size")
+            size = int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[text[-1]] \
+                if text[-1] in "KMG" else int(text)
+            cache = {"level": int(field(entry, "level")), "size": size,
+                     "sharers": _count_cpus(field(entry, "shared_cpu_list")),
+                     "sets": int(field(entry, "number_of_sets", "0")),
+                     "ways": int(field(entry, "ways_of_associativity", "0"))}
+        except (TypeError, ValueError, IndexError):
             continue
-        if sets > 0 and ways > 0:
-            return sets, ways
+        if field(entry, "type") in ("Data", "Unified"):
+            caches.append(cache)
+    return tuple(caches)
+
+
+def l1_geometry() -> tuple:
+    """(sets, ways) of the host's L1 data cache; (64, 8) where sysfs does not say."""
+    for c in _sysfs_caches():
+        if c["level"] == 1 and c["sets"] > 0 and c["ways"] > 0:
+            return c["sets"], c["ways"]
     return 64, 8
 
 
-@functools.lru_cache(maxsize=None)
 def cache_sizes() -> dict:
     """The host's per-core data cache sizes in bytes {1: L1d, 2: L2, 3: L3 share}, read
     from sysfs; conservative defaults where they cannot be read."""
     sizes = {1: 32 << 10, 2: 1 << 20, 3: 2 << 20}
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return sizes
-    for entry in entries:
-        try:
-            with open(os.path.join(base, entry, "level")) as f:
-                level = int(f.read())
-            with open(os.path.join(base, entry, "type")) as f:
-                kind = f.read().strip()
-            with open(os.path.join(base, entry, "size")) as f:
-                text = f.read().strip()
-            with open(os.path.join(base, entry, "shared_cpu_list")) as f:
-                sharers = _count_cpus(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if kind not in ("Data", "Unified"):
-            continue
-        size = int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[text[-1]] \
-            if text[-1] in "KMG" else int(text)
-        sizes[level] = size // max(1, sharers) if level >= 3 else size
+    for c in _sysfs_caches():
+        sizes[c["level"]] = c["size"] // max(1, c["sharers"]) if c["level"] >= 3 else c["size"]
     return sizes
 
 

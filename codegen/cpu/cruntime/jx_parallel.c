@@ -152,7 +152,11 @@ static int jx_default_threads(void) {
     return (int)n;
 }
 
-static void jx_signal_done(void);
+static void jx_signal_done(void) {
+    pthread_mutex_lock(&jx_mu);
+    pthread_cond_broadcast(&jx_done);
+    pthread_mutex_unlock(&jx_mu);
+}
 
 /* Take chunks of region r until none are left (or r has ended). */
 static void jx_work(const jx_region_t *r) {
@@ -172,12 +176,6 @@ static void jx_work(const jx_region_t *r) {
     }
 }
 
-static void jx_signal_done(void) {
-    pthread_mutex_lock(&jx_mu);
-    pthread_cond_broadcast(&jx_done);
-    pthread_mutex_unlock(&jx_mu);
-}
-
 /* The current region, as its caller published it (call with jx_mu held). */
 static jx_region_t jx_current(void) {
     jx_region_t r = {jx_fn, jx_ctx, jx_n, jx_chunk, jx_nchunks, (uint32_t)jx_generation};
@@ -193,7 +191,7 @@ static inline void jx_pause(void) {
 }
 
 /* Before sleeping, a waiting thread (a worker waiting for a region, the caller
- * for the workers) spins for up to JX_SPIN_NS: back-to-back regions (a model's
+ * for the chunks the workers took) spins for up to JX_SPIN_NS: back-to-back regions (a model's
  * kernels, a few microseconds of serial code apart) then start without a futex
  * wake-up, which costs ~20-30 us (measured in a KVM guest; more from a deep
  * C-state). A gap longer than 0.1 ms makes a wake-up a small part of it, and an
