@@ -157,7 +157,7 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
                            "benchmarks/ folder (or --machine for the machine's limits).")
         machine = _limits(machine_mod, err, threads, remeasure, quick)
         out.print(report.machine_table(machine))
-        codegen = _codegen_facts()
+        codegen = _codegen_facts(err, remeasure)
         out.print(report.facts_table("code generation for this host", codegen))
         if json_path:
             report.write_json(json_path, {"command": _command(), "machine": machine,
@@ -220,13 +220,19 @@ def _limits(machine_mod, err, threads, remeasure, quick) -> dict:
     return machine_mod.limits(threads, remeasure=remeasure, quick=quick)
 
 
-def _codegen_facts() -> dict:
-    """The constants the CPU backend derives from this host (not cached: they are
-    read from the host each time, and `jx bench --machine` shows them)."""
-    from jx.codegen.cpu import gemm, parallel, target
+def _codegen_facts(err, remeasure: bool) -> dict:
+    """What the CPU backend derives from this host: read from it (target, GEMM
+    blocking) or measured once and cached (tuning; again with --remeasure)."""
+    from jx.autotune import ensure
+    from jx.codegen.cpu import gemm, parallel, target, tuning
+    if remeasure or (tuning.mode() == "auto" and tuning.record() is None):
+        err.print("measuring the code-generation constants (once per host; cached in "
+                  f"{tuning.path()})...")
+        ensure(force=remeasure)
     facts = target.describe()
     facts["runtime threads"] = str(parallel.num_threads() or 1)
     facts.update(gemm.describe())
+    facts.update(tuning.describe())
     return facts
 
 
@@ -251,7 +257,7 @@ def register(main: click.Group, reports_errors) -> None:
                   help="Threads for every engine (jx, BLAS, XLA); default: all cores.")
     @click.option("--machine", "machine_only", is_flag=True,
                   help="Print the machine's limits (measured once, then cached).")
-    @click.option("--remeasure", is_flag=True, help="Measure the machine's limits again.")
+    @click.option("--remeasure", is_flag=True, help="Measure the machine's limits and the code-generation constants again.")
     @click.option("--model", default=None, type=click.Path(dir_okay=False), metavar="FILE",
                   help="For an artifact: the model source it was compiled from (default: "
                        "<stem>.py beside its folder), for the NumPy and JAX engines.")

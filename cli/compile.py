@@ -50,9 +50,21 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         if target == "cuda":
             from jx.codegen.cuda.artifact import build_artifact as build_cuda
             return build_cuda(stem, programs, out_dir, arch=arch)
+        _tune_host()
         return build_artifact(stem, programs, out_dir, cpu=cpu)
     except (BuildError, JxError) as err:
         raise CliError(f"compiling {shown} failed: {err}") from err
+
+
+def _tune_host() -> None:
+    """The host's tuned constants (codegen/cpu/tuning.py), measured on the first
+    compile; say so, as it takes a few seconds."""
+    from jx.autotune import ensure
+    from jx.codegen.cpu import tuning
+    if tuning.mode() == "auto" and tuning.record() is None:
+        click.echo(f"measuring this host's code-generation constants (once; cached in "
+                   f"{tuning.path()})...", err=True)
+    ensure()
 
 
 def register(main: click.Group, reports_errors) -> None:

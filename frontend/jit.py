@@ -58,6 +58,8 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
             args, kwargs = abstract(args), abstract(kwargs)
         else:
             from jx.codegen.cpu.jit import CompiledFunction
+            from .autotune import ensure
+            ensure()                 # the host's tuned constants, measured at first use
         from jx.passes.fuse import fuse
         from jx.passes.pipeline import run
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums)

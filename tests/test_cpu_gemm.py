@@ -14,7 +14,7 @@ import jx.numpy as jnp
 
 pytest.importorskip("llvmlite")
 
-from jx.codegen.cpu import gemm, parallel  # noqa: E402
+from jx.codegen.cpu import gemm, parallel, tuning  # noqa: E402
 from jx.codegen.cpu.jit import CompiledFunction  # noqa: E402
 
 COVERED = {"dot_general"}
@@ -157,7 +157,7 @@ def test_every_block_boundary(rng, monkeypatch, split, direct, threads):
     monkeypatch.setattr(gemm, "OVERRIDE", dict(SMALL_BLOCKS))
     monkeypatch.setattr(gemm, "DIRECT_A", direct)
     monkeypatch.setattr(gemm, "SPLIT", split)
-    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
     if not threads:
         monkeypatch.setattr(parallel, "available", lambda: False)
     for dt in FLOATS:
@@ -186,7 +186,7 @@ def test_thread_counts(rng, monkeypatch):
     """One thread, and more threads than cores (more tasks than granules)."""
     if not parallel.available():
         pytest.skip("no C compiler: no thread pool")
-    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
     a, b = _rand(rng, (50, 33), np.float32), _rand(rng, (33, 70), np.float32)
     cf = _compiled(jnp.matmul, (a, b))
     try:
@@ -217,7 +217,7 @@ def test_narrow_outputs_of_transposed_a(rng, monkeypatch, dt, threads):
     """C a few columns wide from an A stored transposed (h.T @ dy of an output
     layer): the narrow kernel, vectors along M, over tails of M, every width it
     takes, strided B and batch dims."""
-    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1 if threads else 1 << 40)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1 if threads else 1 << 40)
     vw = 64 // np.dtype(dt).itemsize
     cases = []
     for m in (vw, vw + 3, 2 * vw + 1, 100, 1024):
@@ -298,7 +298,7 @@ def jax_tree_leaves(t):
 
 
 def test_epilogues_with_threads_split_either_way(rng, monkeypatch):
-    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
     monkeypatch.setattr(gemm, "OVERRIDE", dict(SMALL_BLOCKS))
     for split in ("m", "n"):
         monkeypatch.setattr(gemm, "SPLIT", split)
@@ -313,7 +313,7 @@ def test_epilogues_with_threads_split_either_way(rng, monkeypatch):
 def test_consumers_reading_the_product_elsewhere_are_not_epilogues(rng, monkeypatch, threads):
     """A consumer that reads the product at other indices through fused layout ops
     (after an elementwise op) cannot update C in place."""
-    monkeypatch.setattr(gemm, "MIN_WORK_PER_THREAD", 1 if threads else 1 << 40)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1 if threads else 1 << 40)
     a, b, z = (_rand(rng, (64, 64), np.float32) for _ in range(3))
     x, w, bias = _rand(rng, (100, 70), np.float32), _rand(rng, (70, 40), np.float32), \
         _rand(rng, (40,), np.float32)

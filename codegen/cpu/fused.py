@@ -16,6 +16,7 @@ from jx.ir import Literal, Var
 from jx.passes.fuse import EXPENSIVE
 
 from . import irutil as U
+from . import tuning
 from .scalar import SCALAR, convert
 
 INDEX_RULES: dict = {}
@@ -223,11 +224,12 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
 
 
 TILE = 16
-# Vector iterations run side by side in loops whose expression chains
-# INTERLEAVE_FROM or more transcendentals one after another (U.interleave_hint
-# says why). Measured: tanh(exp(sqrt)) in a row 25% faster; tanh(x) * exp(x),
-# whose two chains already overlap, and single transcendentals no faster.
-INTERLEAVE, INTERLEAVE_FROM = 4, 2
+# Loops whose expression chains INTERLEAVE_FROM or more transcendentals one after
+# another run several vector iterations side by side (U.interleave_hint says why);
+# how many is measured per host (tuning "interleave": tanh(exp(sqrt)) in a row ran
+# 25% faster with 4 on the first hosts measured). tanh(x) * exp(x), whose two
+# chains already overlap, and single transcendentals gained nothing.
+INTERLEAVE_FROM = 2
 
 
 def _serial_depth(kernel) -> int:
@@ -242,8 +244,9 @@ def _serial_depth(kernel) -> int:
 
 
 def _interleave(b, kernel):
-    return U.interleave_hint(b.module, INTERLEAVE) \
-        if _serial_depth(kernel) >= INTERLEAVE_FROM else None
+    count = tuning.value("interleave")
+    return U.interleave_hint(b.module, count) \
+        if count and _serial_depth(kernel) >= INTERLEAVE_FROM else None
 
 
 def _transposes_last_dim(kernel) -> bool:

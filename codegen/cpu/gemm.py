@@ -35,12 +35,10 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import irutil as U
-from . import target
+from . import target, tuning
 from .gemm_pieces import (_c, _declare, _fn, _gep, _loop, _micro_fn, _min, _narrow_fn,
                           _pack_fn, _pack_rows_fn, _pad, _panel_at, _vname)
 
-# Multiply-adds per thread below which another thread costs more than it saves.
-MIN_WORK_PER_THREAD = 1 << 22
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
 # a preemption) does fewer instead of holding up the product. More tasks cost
 # where each task packs a shared operand again (A split by N, B split by M):
@@ -340,7 +338,7 @@ def emit(ctx, kernel, p: Plan) -> None:
         sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
     units = p.nbatch * per
     work = p.nbatch * p.m * p.n * p.k
-    max_threads = max(1, min(units, work // MIN_WORK_PER_THREAD))
+    max_threads = max(1, min(units, work // tuning.value("gemm_min_work")))
 
     extra = [v for v in epi.inputs if v is not out] if epi is not None else []
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p) \

@@ -19,7 +19,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from . import epilogue
+from . import epilogue, tuning
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import ABI_VERSION, CHECKSUM_SYMBOL, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
@@ -50,7 +50,6 @@ class ConstPool:
 
 ALIGN = 64
 STACK_WORKSPACE = 64 * 1024     # workspaces up to this size live on the stack
-PARALLEL_MIN_WORK = 1 << 17      # element-operations below which threads cost more than they save
 
 
 def parallel_chunks(kernel) -> int:
@@ -68,7 +67,7 @@ def parallel_chunks(kernel) -> int:
         shape, work = PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
     else:
         return 0
-    if not shape or shape[0] < 2 or work < PARALLEL_MIN_WORK:
+    if not shape or shape[0] < 2 or work < tuning.value("parallel_min_work"):
         return 0
     return shape[0]
 
@@ -238,7 +237,7 @@ class ModuleBuilder:
                                  if o in k.outputs}
                         emit_loop(bb, k, buffers, self.consts, fixed=fixed, reuse=reuse)
 
-        if self.parallel and n_rows > 1 and work >= PARALLEL_MIN_WORK:
+        if self.parallel and n_rows > 1 and work >= tuning.value("parallel_min_work"):
             body, bb, ptrs, lo, hi = self._outline(fn.name, len(atoms))
             emit_rows(bb, ptrs, lo, hi)
             bb.ret_void()

@@ -174,15 +174,18 @@ def vector_bytes(cpu: str) -> int:
 def llvm_features(cpu: str) -> str:
     """The feature string for LLVM's target machine: the host's exact set for the
     host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
-    defaults otherwise. 512-bit vectors are preferred where they exist: Intel's
-    tunings default to 256 bits (clock drops on old parts), but jx's loops are
-    dense transcendental chains and GEMM tiles where 512 measured faster."""
+    defaults otherwise. On AVX-512 CPUs the loop vectoriser's preferred width is
+    set explicitly (Intel's tunings default to 256 bits, against clock drops on old
+    parts): for the host as measured there (tuning "vector_bits"), else 512."""
+    from . import tuning
     if cpu == host_cpu():
         feats = _llvm().get_host_cpu_features().flatten()
     else:
         feats = ""
     if "avx512f" in features(cpu):
-        feats = (feats + "," if feats else "") + "-prefer-256-bit"
+        bits = tuning.value("vector_bits") if cpu == host_cpu() else 512
+        feats = (feats + "," if feats else "") + ("+" if bits == 256 else "-") + \
+            "prefer-256-bit"
     return feats
 
 

@@ -1,0 +1,183 @@
+"""Constants the CPU backend measures on its host instead of assuming them.
+
+Each entry of DEFAULTS is a choice whose best value depends on the machine: how
+much work pays for waking the thread pool, how many vector iterations a
+transcendental chain should interleave, which vector width the loop vectoriser
+should prefer. A host measures them once, at its first compile (jx/autotune.py
+builds the probes with jx.jit, so the measuring lives above the code generator
+that reads the values here), and caches them in <cache dir>/tuning.json beside
+the machine limits, keyed by fingerprint(): another CPU, cache, thread count or
+jx version measures again. `jx bench --machine` shows them; `jx bench --machine
+--remeasure` measures them again. JX_TUNE=off keeps the defaults (the test
+suite does, so its code does not depend on one run's timings).
+
+The values shape the IR (parallel regions, loop metadata) or the LLVM feature
+string, both part of the object cache's key, so a new measurement can never
+reuse code built under an old one.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+
+import jx
+
+from .cache import cache_dir
+
+VERSION = 1               # bump when a probe changes meaning: cached records re-measure
+
+DEFAULTS = {
+    # element-operations below which a loop kernel runs on one thread
+    "parallel_min_work": 1 << 17,
+    # multiply-adds per thread below which a product uses fewer threads
+    "gemm_min_work": 1 << 22,
+    # vector iterations interleaved in loops with chained transcendentals (0: LLVM's choice)
+    "interleave": 4,
+    # the loop vectoriser's preferred width on AVX-512 hosts (256 or 512 bits)
+    "vector_bits": 512,
+}
+
+OVERRIDE: dict = {}         # name -> value: for probes (see using) and tests
+_lock = threading.RLock()
+_state = {"record": None, "read": False, "measuring": False}
+
+
+def value(name: str):
+    """The value code generation uses: an override (see using), the host's measured
+    value, or the default."""
+    if name in OVERRIDE:
+        return OVERRIDE[name]
+    rec = record()
+    return (rec or {}).get("values", {}).get(name, DEFAULTS[name])
+
+
+@contextlib.contextmanager
+def using(**values):
+    """Code built inside uses these values (probes and tests)."""
+    unknown = set(values) - set(DEFAULTS)
+    if unknown:
+        raise KeyError(f"no tuned constant named {', '.join(sorted(unknown))}")
+    with _lock:
+        saved = dict(OVERRIDE)
+        OVERRIDE.update(values)
+    try:
+        yield
+    finally:
+        with _lock:
+            OVERRIDE.clear()
+            OVERRIDE.update(saved)
+
+
+def mode() -> str:
+    """JX_TUNE: 'auto' (measure at the first compile; the default) or 'off'."""
+    m = os.environ.get("JX_TUNE", "auto").strip().lower() or "auto"
+    if m not in ("auto", "off"):
+        raise jx.JxError(f"JX_TUNE={m!r} is not a tuning mode; use 'auto' (measure the "
+                         "host once, at the first compile) or 'off' (built-in defaults)")
+    return m
+
+
+def fingerprint() -> str:
+    """What the measurements depend on: the CPU, its caches, the threads the
+    runtime uses, and the code that is measured."""
+    from . import parallel, target
+    caches = target.cache_sizes()
+    return "|".join([
+        _cpu_model(), target.host_cpu(), ",".join(sorted(target.host_features())),
+        ",".join(f"L{k}={v}" for k, v in sorted(caches.items())),
+        "x".join(map(str, target.l1_geometry())),
+        f"threads={parallel.num_threads() or 1}", f"jx {jx.__version__}", f"v{VERSION}"])
+
+
+def path() -> str:
+    return os.path.join(cache_dir(), "tuning.json")
+
+
+def _read_file() -> dict:
+    try:
+        with open(path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}           # absent or unreadable: measure again, never fatal
+
+
+def record() -> dict | None:
+    """This host's measured record ({'values', 'measured', 'seconds'}), or None."""
+    with _lock:
+        if not _state["read"]:
+            rec = _read_file().get(fingerprint())
+            ok = isinstance(rec, dict) and isinstance(rec.get("values"), dict) and \
+                set(rec["values"]) <= set(DEFAULTS)
+            _state["record"], _state["read"] = (rec if ok else None), True
+        return _state["record"]
+
+
+def save(rec: dict) -> None:
+    """Store this host's record (atomically: concurrent first compiles may race)."""
+    with _lock:
+        data = _read_file()
+        data[fingerprint()] = rec
+        folder = os.path.dirname(path())
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path())
+        except OSError:
+            pass            # a read-only cache: the values still hold for this process
+        _state["record"], _state["read"] = rec, True
+
+
+def ensure(measure, force: bool = False) -> dict | None:
+    """Measure the host with `measure()` unless it is measured already, tuning is
+    off, or a measurement is under way (its probes compile too). Returns the record."""
+    if mode() == "off" and not force:
+        return None
+    with _lock:
+        if _state["measuring"] or (record() is not None and not force):
+            return _state["record"]
+        _state["measuring"] = True
+        try:
+            rec = measure()
+        finally:
+            _state["measuring"] = False
+        save(rec)
+        return rec
+
+
+def forget() -> None:
+    """Drop what this process read (tests that point JX_CACHE_DIR elsewhere)."""
+    with _lock:
+        _state["record"], _state["read"] = None, False
+
+
+def describe() -> dict:
+    """The values in use and where they came from, for `jx bench --machine`."""
+    rec = record()
+    src = "measured" if rec else ("defaults (JX_TUNE=off)" if mode() == "off"
+                                  else "defaults (not measured yet)")
+    vals = {name: value(name) for name in DEFAULTS}
+    out = {"tuning": f"{src}; {path()}" if rec else src,
+           "parallel loops from": f"{vals['parallel_min_work']} element-operations",
+           "GEMM work per thread": f">= {vals['gemm_min_work']} multiply-adds",
+           "transcendental interleave": str(vals["interleave"] or "LLVM's choice"),
+           "AVX-512 loops prefer": f"{vals['vector_bits']}-bit vectors"}
+    for probe, figure in (rec or {}).get("measured", {}).items():
+        out[f"probe: {probe}"] = str(figure)
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
