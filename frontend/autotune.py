@@ -6,7 +6,7 @@ with the constant under test pinned (tuning.using), timed as the best of a few
 batches of calls:
 
   fork-join      a parallel and a serial build of the same small loop: the pool's
-                 cost per region is their difference
+                 cost per region is the median difference of their timings
   loop cost      one thread over a loop that fits in L2: seconds per element-op
   GEMM rate      one thread over a 256^3 product: multiply-adds per second
 
@@ -35,35 +35,55 @@ def ensure(force: bool = False) -> dict | None:
     return tuning.ensure(measure, force=force)
 
 
-def _per_call(fn, *args) -> float:
-    """Seconds per call of fn(*args): the best of BATCHES batches of BATCH_SECONDS."""
+def _batch(fn, args) -> int:
+    """Calls per batch: enough for BATCH_SECONDS (after a warm-up call)."""
     fn(*args)
-    n, t = 1, 0.0
-    while True:                                   # calls per batch
+    n = 1
+    while n < 1 << 16:
         t0 = time.perf_counter()
         for _ in range(n):
             fn(*args)
-        t = time.perf_counter() - t0
-        if t >= BATCH_SECONDS or n >= 1 << 16:
+        if time.perf_counter() - t0 >= BATCH_SECONDS:
             break
         n *= 2
-    best = t / n
-    for _ in range(BATCHES - 1):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
+    return n
 
 
-def _probe(fun, args, **pinned) -> float:
-    """Compile fun with the tuned constants `pinned` and time it."""
+def _timed(fn, args, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn(*args)
+    return (time.perf_counter() - t0) / n
+
+
+def _per_call(fn, *args) -> float:
+    """Seconds per call of fn(*args): the best of BATCHES batches."""
+    n = _batch(fn, args)
+    return min(_timed(fn, args, n) for _ in range(BATCHES))
+
+
+def _difference(slow, fast, args) -> float:
+    """Seconds slow(*args) takes over fast(*args): batches of the two alternate (so
+    both see the same machine), and the median of their differences is robust to
+    a batch a preemption spoilt."""
+    n = max(_batch(slow, args), _batch(fast, args))
+    diffs = sorted(_timed(slow, args, n) - _timed(fast, args, n) for _ in range(3 * BATCHES))
+    return diffs[len(diffs) // 2]
+
+
+def _build(fun, args, **pinned):
+    """fun compiled with the tuned constants `pinned`."""
     import jx
     from jx.codegen.cpu import tuning
     jitted = jx.jit(fun)
     with tuning.using(**pinned):
         jitted(*args)                              # compiles under the pinned values
-    return _per_call(jitted, *args)
+    return jitted
+
+
+def _probe(fun, args, **pinned) -> float:
+    """Seconds per call of fun built with `pinned`."""
+    return _per_call(_build(fun, args, **pinned), *args)
 
 
 def _pow2(x: float, lo: int, hi: int) -> int:
@@ -109,9 +129,9 @@ def measure() -> dict:
 
     if threads > 1:
         small = rng.random((8 * threads, 256), dtype=np.float32)
-        t_par = _probe(_affine, (small,), parallel_min_work=0)
-        t_ser = _probe(_affine, (small,), parallel_min_work=NEVER)
-        fork = max(t_par - t_ser, 0.5e-6)
+        fork = max(0.5e-6, _difference(_build(_affine, (small,), parallel_min_work=0),
+                                       _build(_affine, (small,), parallel_min_work=NEVER),
+                                       (small,)))
         measured["fork-join"] = f"{fork * 1e6:.1f} us ({threads} threads)"
         values["parallel_min_work"] = _pow2(2 * fork * threads / (op_s * (threads - 1)),
                                             1 << 12, 1 << 22)
