@@ -17,6 +17,7 @@ that stops calling gives the memory back after its results die.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -55,11 +56,14 @@ class _Lease:
         self.__array_interface__ = {"data": (ptr, False), "shape": shape,
                                     "typestr": dtype.str, "version": 3}
 
-    def __del__(self):
-        returned, lock = _returned, _lock
-        if returned is None or lock is None:       # interpreter shutdown
+    # What a dying lease needs is bound here: at interpreter shutdown the module's
+    # globals are cleared (to None) in an order of their own while results still
+    # die, and a block then simply goes back to the allocator.
+    def __del__(self, _finalizing=sys.is_finalizing, _returned=_returned):
+        if _finalizing():
             return
-        returned.append((self.nbytes, self.block))
+        _returned.append((self.nbytes, self.block))
+        lock = _lock                    # renewed in a forked child: read it now
         if lock.acquire(blocking=False):
             try:
                 _drain()

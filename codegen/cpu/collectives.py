@@ -265,9 +265,22 @@ class Step:
                                                                 * a.dtype.itemsize)
                          for a, d in zip(in_avals, dims)]
         self.out_steps = [dev * np.uintp(a.size * a.dtype.itemsize) for a in self.out_avals]
-        self.in_table = np.empty((n, 1 + len(in_avals)), np.uintp)
-        self.in_table[:, 0] = data_ptr(self.index) + 4 * dev
-        self.out_table = np.empty((n, max(1, len(self.out_avals))), np.uintp)
+        self._index_ptrs = data_ptr(self.index) + 4 * dev
+        # pointer tables not in use: a call owns the pair it takes, so calls from
+        # several threads never overwrite each other's pointers
+        self._tables: list = []
+
+    def take_tables(self) -> tuple:
+        """(in_table, out_table) for one call; give them back with give_tables."""
+        try:
+            return self._tables.pop()
+        except IndexError:
+            in_table = np.empty((self.n, 1 + len(self.in_avals)), np.uintp)
+            in_table[:, 0] = self._index_ptrs
+            return in_table, np.empty((self.n, max(1, len(self.out_avals))), np.uintp)
+
+    def give_tables(self, tables: tuple) -> None:
+        self._tables.append(tables)
 
 
 def compile_step(fn, axis_name, args, dims, n: int) -> Step:
@@ -306,7 +319,8 @@ def run_step(step: Step, leaves, out_axes):
         if not step.agreed or os.environ.get("JX_MPI_CHECK", "1") != "0":
             _agree(comm, step.signature)
             step.agreed = True
-    n, in_table, out_table = step.n, step.in_table, step.out_table
+    n = step.n
+    tables = in_table, out_table = step.take_tables()
     keep = []
     for k, (x, d, aval, offs) in enumerate(zip(leaves, step.dims, step.in_avals,
                                                step.in_steps), start=1):
@@ -319,7 +333,10 @@ def run_step(step: Step, leaves, out_axes):
     outs = [np.empty((n,) + a.shape, a.dtype) for a in step.out_avals]
     for k, (o, offs) in enumerate(zip(outs, step.out_steps)):
         out_table[:, k] = data_ptr(o) + offs
-    launch(step.entry, n, in_table, out_table)
+    try:
+        launch(step.entry, n, in_table, out_table)
+    finally:
+        step.give_tables(tables)
     del keep
     if out_axes == 0:
         return tree.unflatten(step.out_tree, outs)
