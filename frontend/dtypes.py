@@ -71,6 +71,15 @@ def is_int(dt) -> bool:
     return np.dtype(dt) in INTS
 
 
+def finfo(dt):
+    """Float limits; np.finfo does not know bfloat16, ml_dtypes' finfo does."""
+    dt = np.dtype(dt)
+    if dt == bfloat16:
+        import ml_dtypes
+        return ml_dtypes.finfo(dt)
+    return np.finfo(dt)
+
+
 def python_scalar_dtype(x) -> np.dtype:
     if isinstance(x, bool):
         return bool_

@@ -7,7 +7,7 @@ from ..core import Tracer
 from ..errors import ShapeError
 from ..prims import structural as st
 from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axes, \
-    canonical_axis, promote_dtypes, shape_of
+    canonical_axis, convert, promote_dtypes, shape_of
 
 
 def reshape(a, newshape, order="C"):
@@ -193,9 +193,10 @@ def pad(array, pad_width, mode="constant", constant_values=0):
                 idx = np.pad(np.arange(shape_of(x)[ax]), (int(lo), int(hi)), mode=mode)
                 x = _take_static(x, ax, idx)
         return x
-    (xv, cv) = promote_dtypes(x, constant_values)
+    # the array keeps its dtype (as in NumPy and JAX): the constant is cast to it
+    cv = convert(constant_values, x.dtype, [x])
     config = tuple((int(lo), int(hi), 0) for lo, hi in pw)
-    return bind1(st.pad, xv, cv, padding_config=config)
+    return bind1(st.pad, x, cv, padding_config=config)
 
 
 def _take_static(x, axis, idx):

