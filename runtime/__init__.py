@@ -12,13 +12,14 @@ from .cheader import header_text
 from .entry import CompiledEntry
 from .errors import (AbiVersionError, ArgumentError, ArtifactError, ArtifactLoadError,
                      ArtifactMemoryError, DtypeMismatchError, EntryAttributeError,
-                     EntryNotFoundError, EntryStatusError, HashMismatchError, ManifestError,
+                     EntryNotFoundError, EntryStatusError, HashMismatchError, IntegrityError,
+                     ManifestError,
                      MissingSymbolError, ShapeMismatchError, TreeMismatchError)
 from .loader import Artifact, load
 from .manifest import content_hash, manifest_json
 
 __all__ = ["load", "Artifact", "CompiledEntry", "header_text", "content_hash", "manifest_json",
            "ABI_VERSION", "STATUS", "ArtifactError", "ArtifactLoadError", "MissingSymbolError",
-           "AbiVersionError", "ManifestError", "HashMismatchError", "EntryNotFoundError",
+           "AbiVersionError", "ManifestError", "HashMismatchError", "IntegrityError", "EntryNotFoundError",
            "EntryAttributeError", "ArgumentError", "TreeMismatchError", "DtypeMismatchError",
            "ShapeMismatchError", "EntryStatusError", "ArtifactMemoryError"]

@@ -32,6 +32,11 @@ class HashMismatchError(ArtifactLoadError):
     """The artifact's content hash differs from the one the caller pinned."""
 
 
+class IntegrityError(ArtifactLoadError):
+    """The file's bytes are not the ones `jx compile` wrote (its seal does not match, or
+    it has none), or its manifest disagrees with the checksum built beside it."""
+
+
 class EntryNotFoundError(ArtifactError, LookupError):
     """No entry of that name in the artifact. (Attribute access raises
     EntryAttributeError, which is also an AttributeError, so hasattr works.)"""

@@ -1,23 +1,30 @@
 """jx.runtime.load(path) -> Artifact: open a compiled shared object, check it,
 and expose its entries as Python callables.
 
-Checks, in order, each with an error naming the file: it exists and is a shared
-object for this platform (ELF/Mach-O/PE magic, then the dynamic loader), it
-exports jx_abi_version and jx_manifest, its ABI version is the one this runtime
-reads, the manifest parses and agrees with that version, every entry symbol is
+Checks, in order, each with an error naming the file: it is a regular file (a
+FIFO, directory or symbolic-link loop is named as such), a shared object for this
+platform (magic, ELF headers inside the file), its seal matches (the sha256 of
+every byte, manifest included, recorded by `jx compile`: all of these before
+dlopen, so a damaged or foreign file runs none of its code), the dynamic loader
+accepts it, it exports jx_abi_version, jx_manifest and jx_manifest_sha256, the
+manifest matches that checksum, its ABI version is the one this runtime reads,
+the manifest parses and agrees with that version, every entry symbol is
 exported, and (optionally) its content hash is the one the caller pinned.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import hashlib
+import io
 import os
+import struct
 
 from . import abi, cpu, elf, manifest as manifest_mod
 from .entry import CompiledEntry, bind_function
 from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
-                     EntryNotFoundError, HashMismatchError, ManifestError,
-                     MissingSymbolError)
+                     EntryNotFoundError, HashMismatchError, IntegrityError,
+                     ManifestError, MissingSymbolError)
 
 # Leading bytes of the shared-object formats a dynamic loader accepts.
 _MAGICS = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
@@ -35,52 +42,81 @@ def _runtime_version() -> str:
 _opened: dict = {}        # absolute path -> the file's identity when it was opened
 
 
-def _dlopen_current(path: str) -> ctypes.CDLL:
-    """dlopen the file now at path. The dynamic loader hands back the library it
-    already mapped for a path, so a file rebuilt since this process opened it is
-    opened through a private copy (loaded, then unlinked) to get the new code."""
-    st = os.stat(path)
-    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+def _dlopen_current(path: str, data: bytes, ident: tuple) -> ctypes.CDLL:
+    """dlopen the file at path, whose verified bytes are data. The dynamic loader hands
+    back the library it already mapped for a path, so a file rebuilt since this
+    process opened it is opened through a private copy (loaded, then unlinked) to
+    get the new code; so is one replaced between the check and dlopen (the copy
+    holds exactly the bytes that were checked)."""
     mode = getattr(os, "RTLD_LOCAL", 0)  # two artifacts both export jx_manifest
     if _opened.setdefault(path, ident) == ident:
-        return ctypes.CDLL(path, mode=mode)
-    import shutil
+        lib = ctypes.CDLL(path, mode=mode)
+        if _identity(os.stat(path)) == ident:
+            return lib
     import tempfile
     try:                    # beside it (a tmp mount may forbid mapping code), else tmp
         fd, copy = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     except OSError:
         fd, copy = tempfile.mkstemp(suffix=".so")
     try:
-        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
-            shutil.copyfileobj(src, out)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
         return ctypes.CDLL(copy, mode=mode)
     finally:
         os.unlink(copy)
 
 
-def _open_library(path: str) -> ctypes.CDLL:
-    if not os.path.exists(path):
-        raise ArtifactLoadError(f"{path}: no such file; build it with `jx compile MODEL.py`")
-    if os.path.isdir(path):
-        raise ArtifactLoadError(f"{path} is a directory; pass the shared object inside it "
-                                "(the .so written by `jx compile`)")
+def _identity(st) -> tuple:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read_artifact(path: str) -> tuple:
+    """(bytes, identity) of the file at path; ArtifactLoadError saying what the path
+    is when it is no regular file (never waiting on a FIFO)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-            problem = elf.check(f, os.fstat(f.fileno()).st_size) if head == b"\x7fELF" else None
+        st = os.stat(path)
+        data = elf.read_regular(path)
+    except elf.NotRegularFile as e:
+        hint = ("pass the shared object inside it (the .so written by `jx compile`)"
+                if e.kind == "a directory" else "pass the .so file written by `jx compile`")
+        raise ArtifactLoadError(f"{path} is {e.kind}, not a shared object file; {hint}") \
+            from None
+    except FileNotFoundError:
+        raise ArtifactLoadError(f"{path}: no such file; build it with `jx compile MODEL.py`") \
+            from None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ArtifactLoadError(f"{path} is a symbolic link that loops (it resolves to "
+                                    "itself); point it at the .so written by `jx compile`") \
+                from None
         raise ArtifactLoadError(f"{path}: cannot read the file ({e.strerror})") from None
+    return data, _identity(st)
+
+
+def _open_library(path: str) -> ctypes.CDLL:
+    """Every check that needs only the file's bytes, then dlopen: nothing in a file
+    that fails them (a foreign or damaged .so) ever runs, constructors included."""
+    data, ident = _read_artifact(path)
+    head = data[:4]
     if not head:
         raise ArtifactLoadError(f"{path} is empty; rebuild it with `jx compile`")
     if not any(head.startswith(m) for m in _MAGICS):
         raise ArtifactLoadError(f"{path} is not a shared object (it starts with {head!r}); "
                                 "pass the .so written by `jx compile`")
+    try:
+        problem = elf.check(io.BytesIO(data), len(data)) if head == b"\x7fELF" else None
+    except struct.error:
+        problem = "its ELF headers are malformed"
     if problem is not None:
         # Checked before dlopen: mapping a truncated file can kill the process (SIGBUS).
         raise ArtifactLoadError(f"{path} cannot be loaded: {problem}; rebuild it with "
                                 "`jx compile` (--target for another machine)")
+    problem = elf.check_seal(data)
+    if problem is not None:
+        raise IntegrityError(f"{path} is refused before loading: {problem}. Rebuild it with "
+                             "`jx compile` and load that file")
     try:
-        return _dlopen_current(os.path.abspath(path))
+        return _dlopen_current(os.path.abspath(path), data, ident)
     except OSError as e:
         raise ArtifactLoadError(
             f"{path} could not be loaded as a shared object ({e}); the file may be truncated "
@@ -162,12 +198,9 @@ class Artifact:
 
 
 def _check_manifest_checksum(lib, text: bytes, path: str) -> None:
-    """The manifest against the checksum built beside it (artifacts from before the
-    checksum have none: nothing to compare)."""
-    try:
-        fn = getattr(lib, abi.CHECKSUM_SYMBOL)
-    except AttributeError:
-        return
+    """The manifest against the checksum built beside it. Required: without it an
+    artifact whose symbol was renamed would skip the comparison."""
+    fn = _symbol(lib, abi.CHECKSUM_SYMBOL, path, "the manifest's checksum")
     fn.restype, fn.argtypes = ctypes.c_char_p, []
     want = fn()
     if want is None or hashlib.sha256(text).hexdigest().encode() != want:

@@ -109,10 +109,10 @@ def test_tampered_and_truncated_artifacts_fail_clearly(tiny, tmp_path):
     with pytest.raises(rt.ArtifactError, match="text.so"):
         rt.load(tmp_path / "text.so")
     # a shape edited in the embedded manifest (same length): the code was built for
-    # the old one, so the manifest's checksum must stop the load
+    # the old one, so the file's seal must stop the load
     i = data.index(b'"shape":[4,3]')
     (tmp_path / "edited.so").write_bytes(data[:i] + b'"shape":[4,9]' + data[i + 13:])
-    with pytest.raises(rt.ManifestError, match="checksum"):
+    with pytest.raises(rt.IntegrityError, match="modified or corrupted"):
         rt.load(tmp_path / "edited.so")
     a = rt.load(d / "out" / "libtiny.so")
     with pytest.raises(rt.ArtifactError, match="nope"):

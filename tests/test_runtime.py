@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import hashlib
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ import pytest
 
 import jx
 import jx.runtime as rt
-from jx.runtime import manifest as manifest_mod
+from jx.runtime import elf, manifest as manifest_mod
 from jx.runtime import treespec
 
 CC = shutil.which("cc")
@@ -65,11 +66,15 @@ def c_string(text: str) -> str:
 
 
 def build_library(directory, name: str, bodies: str, manifest_text: str | None,
-                  abi: int = 1, version_symbol: bool = True) -> str:
-    """Compile C entry bodies plus the ABI symbols into directory/lib<name>.so."""
+                  abi: int = 1, version_symbol: bool = True, checksum: bool = True) -> str:
+    """Compile C entry bodies plus the ABI symbols into directory/lib<name>.so, sealed
+    as `jx compile` seals its output."""
     src = ["#include <stdint.h>", "#include <stddef.h>"]
     if manifest_text is not None:
         src.append(f"const char* jx_manifest(void) {{ return {c_string(manifest_text)}; }}")
+        digest = hashlib.sha256(manifest_text.encode()).hexdigest()
+        if checksum:
+            src.append(f'const char* jx_manifest_sha256(void) {{ return "{digest}"; }}')
     if version_symbol:
         src.append(f"uint32_t jx_abi_version(void) {{ return {abi}; }}")
     c_path = os.path.join(directory, f"{name}.c")
@@ -78,6 +83,10 @@ def build_library(directory, name: str, bodies: str, manifest_text: str | None,
         f.write("\n".join(src) + "\n" + bodies)
     subprocess.run([CC, "-shared", "-fPIC", "-O2", "-Wall", "-Werror", c_path, "-o", so_path],
                    check=True, capture_output=True, text=True)
+    with open(so_path, "rb") as f:
+        sealed = elf.seal(f.read())
+    with open(so_path, "wb") as f:
+        f.write(sealed)
     return so_path
 
 

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 
 import jx
-from jx.runtime import cheader, manifest as manifest_mod, treespec
+from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, MANIFEST_SYMBOL, VERSION_SYMBOL,
                             entry_symbol)
 
@@ -113,9 +113,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
     lib_obj, _ = cached_object(libcalls.module_ir(), cpu, triple)
     lib_path = os.path.join(cache.cache_dir(), "runtime",
                             f"jx_libcalls-{hashlib.sha256(lib_obj).hexdigest()[:16]}.o")
-    if not os.path.exists(lib_path):
-        os.makedirs(os.path.dirname(lib_path), exist_ok=True)
-        cache.replace_file(lib_path, lib_obj)
+    cache.ensure_file(lib_path, lib_obj)      # rewritten if missing or damaged
     return ((runtime_obj,) if runtime_obj else ()) + (lib_path,)
 
 
@@ -131,8 +129,8 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
         if proc.returncode != 0:
             raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
                              f"{proc.stderr.strip()}")
-        with open(tmp_out, "rb") as f:
-            cache.replace_file(out_path, f.read(), 0o755)
+        with open(tmp_out, "rb") as f:   # sealed: the loader checks every byte
+            cache.replace_file(out_path, elf.seal(f.read()), 0o755)
 
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

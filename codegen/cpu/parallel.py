@@ -2,7 +2,9 @@
 
 Artifacts link its object file (symbols hidden, so two models in one process
 never clash); jx.jit loads it as a shared library so the JIT resolves
-`jx_parallel_for`. Both builds are cached by the source's hash. Without a C
+`jx_parallel_for`. Both builds are cached by the source's hash, each with its own
+sha256 recorded beside it: one that no longer matches (a damaged disk, a build
+killed by something else) is rebuilt before it is linked or loaded. Without a C
 compiler the backend emits serial kernels (see available()).
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
+from . import cache
 from .cache import cache_dir
 
 SOURCE = os.path.join(os.path.dirname(__file__), "cruntime", "jx_parallel.c")
@@ -45,9 +48,9 @@ class Build:
         out_dir = os.path.join(cache_dir(), "runtime")
         self.path = os.path.join(out_dir, f"jx_parallel-{_source_hash()}."
                                           f"{'o' if kind == 'object' else 'so'}")
-        if os.path.exists(self.path):
+        if cache.is_intact(self.path):
             return
-        os.makedirs(out_dir, exist_ok=True)
+        cache.make_dir(out_dir)
         # Fixed file names in a private folder: the object records its source's name,
         # and a random temp name there would make artifacts differ between caches.
         self._tmp_dir = tempfile.mkdtemp(dir=out_dir)
@@ -66,6 +69,7 @@ class Build:
             ok = self._proc.wait() == 0
             if ok:
                 os.replace(self._tmp, self.path)
+                cache.record_digest(self.path)
             shutil.rmtree(self._tmp_dir, ignore_errors=True)
             self._proc = None
             if not ok:

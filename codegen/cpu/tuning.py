@@ -25,7 +25,7 @@ import threading
 
 import jx
 
-from .cache import cache_dir
+from .cache import cache_dir, make_dir
 
 VERSION = 1               # bump when a probe changes meaning: cached records re-measure
 
@@ -123,7 +123,7 @@ def save(rec: dict) -> None:
         data[fingerprint()] = rec
         folder = os.path.dirname(path())
         try:
-            os.makedirs(folder, exist_ok=True)
+            make_dir(folder)            # private, whatever the umask
             fd, tmp = tempfile.mkstemp(dir=folder, suffix=".json")
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
