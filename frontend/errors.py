@@ -12,6 +12,10 @@ class ShapeError(JxError, TypeError):
     """Operands whose shapes or dtypes do not fit a primitive's rule."""
 
 
+class EmptyReductionError(JxError, ValueError):
+    """A reduction without an identity (max, min) over an axis of size 0."""
+
+
 class TracerConversionError(JxError, TypeError):
     """Python control flow or a concrete conversion applied to a traced value."""
 

@@ -144,6 +144,14 @@ def _axes(x, axis):
     return u.canonical_axes(axis, len(u.shape_of(x)))
 
 
+def _shift(x, axes):
+    """The max used to shift exponents; over a size-0 axis (where jnp.max raises) the
+    result is empty or a sum of nothing, so any shift does: -inf, as JAX's."""
+    shape = u.shape_of(x)
+    empty = any(shape[a] == 0 for a in axes)
+    return jnp.max(x, axis=axes, keepdims=True, initial=-np.inf if empty else None)
+
+
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """log(sum(b * exp(a))) over axis, shifted by the maximum so it cannot overflow.
 
@@ -155,7 +163,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         a, b = u.promote(a, b, to_float=True)
         a = jnp.where(jnp.not_equal(b, 0), a, -np.inf)   # zero weight drops the term
     axes = _axes(a, axis)
-    amax = jnp.max(a, axis=axes, keepdims=True)
+    amax = _shift(a, axes)
     # an all -inf (or +inf) slice keeps a finite shift: the result is then -inf (+inf)
     amax = jnp.where(jnp.isfinite(amax), amax, 0.0)
     e = jnp.exp(jnp.subtract(a, amax))
@@ -177,7 +185,7 @@ def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along axis, shifted by the maximum."""
     x = _float(x)
     axes = _axes(x, axis)
-    e = jnp.exp(jnp.subtract(x, jnp.max(x, axis=axes, keepdims=True)))
+    e = jnp.exp(jnp.subtract(x, _shift(x, axes)))
     return jnp.divide(e, jnp.sum(e, axis=axes, keepdims=True))
 
 
@@ -185,7 +193,7 @@ def log_softmax(x, axis=-1):
     """x - logsumexp(x) along axis, shifted by the maximum."""
     x = _float(x)
     axes = _axes(x, axis)
-    shifted = jnp.subtract(x, jnp.max(x, axis=axes, keepdims=True))
+    shifted = jnp.subtract(x, _shift(x, axes))
     return jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True)))
 
 

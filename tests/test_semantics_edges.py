@@ -106,3 +106,58 @@ def test_nan_to_num_low_precision(dtype):
     assert_same(jx.jit(jnp.nan_to_num)(x), jjnp.nan_to_num(x))
     kw = dict(nan=1.0, posinf=2.0, neginf=-3.0)
     assert_same(jx.jit(lambda v: jnp.nan_to_num(v, **kw))(x), jjnp.nan_to_num(x, **kw))
+
+
+# ---------------------------------------------------------------- empty max/min
+
+_EMPTY_CASES = [((3, 0), 1), ((3, 0), None), ((0,), 0), ((0, 0), 1), ((2, 0, 3), (1, 2))]
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin", "nanmax", "nanmin", "ptp"])
+@pytest.mark.parametrize("shape,axis", _EMPTY_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int8])
+def test_empty_max_raises_like_jax(name, shape, axis, dtype):
+    _, jjnp = _jax()
+    x = np.zeros(shape, dtype)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation") as want:
+        getattr(jjnp, name)(x, axis=axis)
+    op = "max" if "max" in want.value.args[0] else "min"
+    for f in (getattr(jnp, name), jx.jit(getattr(jnp, name), static_argnums=1)):
+        with pytest.raises(jx.errors.EmptyReductionError,
+                           match=f"reduction operation {op} which has no identity"
+                           ".*has size 0.*initial="):
+            f(x, axis)
+    assert issubclass(jx.errors.EmptyReductionError, jx.JxError)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("shape,axis", _EMPTY_CASES + [((3, 0), 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_empty_max_with_initial_matches_jax(name, shape, axis, dtype):
+    _, jjnp = _jax()
+    x = np.zeros(shape, dtype)
+    init = {np.float32: -2.5, np.int32: 7, np.bool_: True}[dtype]
+    want = getattr(jjnp, name)(x, axis=axis, initial=init, keepdims=True)
+    f = lambda v: getattr(jnp, name)(v, axis=axis, initial=init, keepdims=True)  # noqa
+    assert_same(f(x), want)
+    assert_same(jx.jit(f)(x), want)
+    if dtype != np.bool_:
+        np.testing.assert_array_equal(want, getattr(np, name)(x, axis=axis, initial=init,
+                                                                keepdims=True))
+
+
+def test_empty_reductions_with_identity_still_work():
+    """sum/prod/any/all, an empty axis kept, lax.reduce_max and the nn shifts: as JAX."""
+    jax, jjnp = _jax()
+    x = np.zeros((3, 0), np.float32)
+    for name in ("sum", "prod", "any", "all"):
+        assert_same(jx.jit(getattr(jnp, name), static_argnums=1)(x, 1),
+                    getattr(jjnp, name)(x, axis=1))
+    assert_same(jx.jit(lambda v: jnp.max(v, axis=0))(x), jjnp.max(x, axis=0))
+    assert_same(jx.jit(lambda v: jx.lax.reduce_max(v, (1,)))(x),
+                jax.lax.reduce_max(x, (1,)))
+    for name in ("logsumexp", "softmax", "log_softmax"):
+        f = getattr(jax.nn, name)
+        assert_same(jx.jit(lambda v: getattr(jx.nn, name)(v, axis=1))(x), f(x, axis=1))
+    g = jx.grad(lambda v: jnp.max(v, axis=1, initial=0.0).sum())(x)
+    assert_same(g, jax.grad(lambda v: jjnp.max(v, axis=1, initial=0.0).sum())(x))

@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..prims import reductions as rd
 from ..prims import structural as st
-from ..errors import ShapeError
+from ..errors import EmptyReductionError, ShapeError, user_location
 from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, promote_dtypes, \
     shape_of
 
@@ -37,6 +37,8 @@ def _reducer(prim, sum_like: bool):
         elif dtype is not None:
             x = convert(x, dtypes.canonicalize(dtype))
         axes = canonical_axes(axis, len(shape_of(x)))
+        if not sum_like and initial is None:
+            _check_nonempty(prim, shape_of(x), axes)
         out = bind1(prim, x, axes=axes)
         if initial is not None:
             from .ufuncs import add, maximum, minimum, multiply
@@ -46,6 +48,21 @@ def _reducer(prim, sum_like: bool):
         return _restore(out, axes, keepdims)
     fn.__name__ = prim.name.replace("reduce_", "")
     return fn
+
+
+def _check_nonempty(prim, shape, axes):
+    """max/min have no identity: over a size-0 axis NumPy and JAX raise rather than
+    return -inf/+inf, unless an initial value is given."""
+    empty = [a for a in axes if shape[a] == 0]
+    if empty:
+        name = prim.name.replace("reduce_", "")
+        where = user_location()
+        raise EmptyReductionError(
+            f"zero-size array to reduction operation {name} which has no identity: axis "
+            f"{empty[0]} of an array of shape {tuple(shape)} has size 0"
+            + (f" (at {where})" if where else "")
+            + f"; pass initial= (e.g. {name}(x, axis, initial=0.0)) or reduce a non-empty "
+            "axis")
 
 
 sum = _reducer(rd.reduce_sum, True)
@@ -82,12 +99,19 @@ def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
     return sqrt(var(a, axis, dtype, ddof, keepdims))
 
 
+def _logical(prim, a, axis, keepdims):
+    """any/all: on bools max/min have identities (False, True), so empty axes are fine."""
+    x = convert(as_value(a), dtypes.bool_)
+    axes = canonical_axes(axis, len(shape_of(x)))
+    return _restore(bind1(prim, x, axes=axes), axes, keepdims)
+
+
 def any(a, axis=None, keepdims=False):
-    return max(convert(as_value(a), dtypes.bool_), axis, keepdims=keepdims)
+    return _logical(rd.reduce_max, a, axis, keepdims)
 
 
 def all(a, axis=None, keepdims=False):
-    return min(convert(as_value(a), dtypes.bool_), axis, keepdims=keepdims)
+    return _logical(rd.reduce_min, a, axis, keepdims)
 
 
 def _arg(prim):
