@@ -161,3 +161,39 @@ def test_empty_reductions_with_identity_still_work():
         assert_same(jx.jit(lambda v: getattr(jx.nn, name)(v, axis=1))(x), f(x, axis=1))
     g = jx.grad(lambda v: jnp.max(v, axis=1, initial=0.0).sum())(x)
     assert_same(g, jax.grad(lambda v: jjnp.max(v, axis=1, initial=0.0).sum())(x))
+
+
+# ---------------------------------------------------------------- hypot
+
+_HYPOT_POINTS = [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-1.0, 0.0), (0.0, -2.0), (3.0, 4.0),
+                 (-3.0, 4.0), (2.0, 2.0), (-2.0, 2.0), (0.5, -7.0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_hypot_derivatives_match_jax(dtype):
+    """At (0, 0) JAX's derivative is 1/2 to each side (its scaled formula's tie in
+    maximum), not the 0/0 of sqrt(x*x + y*y)."""
+    jax, jjnp = _jax()
+    xs, ys = (np.array(c, dtype) for c in zip(*_HYPOT_POINTS))
+    for argnums in (0, 1, (0, 1)):
+        want = jax.vmap(jax.grad(jjnp.hypot, argnums))(xs, ys)
+        got = jx.vmap(jx.grad(jnp.hypot, argnums))(xs, ys)
+        jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(
+            np.asarray(g), np.asarray(w), rtol=2e-3), got, want)
+    tx, ty = np.ones_like(xs), np.full_like(ys, -0.5)
+    want = jax.jvp(jjnp.hypot, (xs, ys), (tx, ty))
+    got = jx.jit(lambda *a: jx.jvp(jnp.hypot, a[:2], a[2:]))(xs, ys, tx, ty)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3)
+    g00 = jx.grad(jnp.hypot, argnums=(0, 1))(dtype(0), dtype(0))
+    assert [float(g) for g in g00] == [0.5, 0.5]
+
+
+def test_hypot_values_do_not_overflow():
+    _, jjnp = _jax()
+    x = np.array([1e30, 3e-30, 0.0, np.inf, np.nan, -np.inf, 3.0, 1e19], np.float32)
+    y = np.array([1e30, 4e-30, 0.0, np.nan, -np.inf, 1.0, -4.0, 1e19], np.float32)
+    got = jx.jit(jnp.hypot)(x, y)
+    np.testing.assert_allclose(got, np.hypot(x, y), rtol=1e-6)
+    np.testing.assert_allclose(got, jjnp.hypot(x, y), rtol=1e-6)
+    assert got.dtype == np.float32

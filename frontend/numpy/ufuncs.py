@@ -273,7 +273,16 @@ def arctanh(x):
 
 
 def hypot(x, y):
-    return sqrt(add(square(x), square(y)))
+    """sqrt(x**2 + y**2) as JAX computes it: scaled by the larger magnitude, so it
+    neither overflows nor underflows, and its derivative at (0, 0) is JAX's (1/2 to
+    each side through the tie in maximum) rather than 0/0."""
+    a, b = promote(x, y, to_float=True)
+    a, b = absolute(a), absolute(b)
+    inf = logical_or(isposinf(a), isposinf(b))
+    hi, lo = maximum(a, b), minimum(a, b)
+    zero = equal(hi, 0)
+    scaled = multiply(hi, sqrt(add(1, square(divide(lo, where(zero, 1, hi))))))
+    return where(inf, np.inf, where(zero, hi, scaled))
 
 
 def logaddexp(x, y):
