@@ -179,7 +179,8 @@ def prod_of_others(x, axes):
     rest = [d for d in range(nd) if d not in axes]
     xt = jnp.transpose(x, rest + list(axes))
     lead = xt.shape[:len(rest)]
-    flat = jnp.reshape(xt, lead + (-1,))
+    group = int(np.prod(xt.shape[len(rest):], dtype=np.int64))   # not -1: lead may hold a 0
+    flat = jnp.reshape(xt, lead + (group,))
     ones = jnp.ones_like(flat[..., :1]) if flat.shape[-1] else flat
     left = jnp.concatenate([ones, jnp.cumprod(flat, axis=-1)[..., :-1]], axis=-1)
     right = jnp.concatenate([jnp.cumprod(flat, axis=-1, reverse=True)[..., 1:], ones], axis=-1)

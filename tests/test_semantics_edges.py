@@ -197,3 +197,30 @@ def test_hypot_values_do_not_overflow():
     np.testing.assert_allclose(got, np.hypot(x, y), rtol=1e-6)
     np.testing.assert_allclose(got, jjnp.hypot(x, y), rtol=1e-6)
     assert got.dtype == np.float32
+
+
+# ---------------------------------------------------------------- derivatives of empty products
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0,), (2, 0, 4), (0, 0)])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_prod_derivatives_over_empty_match_jax(shape, axis):
+    jax, jjnp = _jax()
+    x = np.zeros(shape, np.float32)
+    want = jax.grad(lambda v: jjnp.prod(v, axis=axis).sum())(x)
+    f = lambda v: jnp.prod(v, axis=axis).sum()        # noqa: E731
+    assert_same(jx.grad(f)(x), want)
+    assert_same(jx.jit(jx.grad(f))(x), want)
+    xs = np.zeros((2,) + shape, np.float32)
+    assert_same(jx.vmap(jx.grad(f))(xs), jax.vmap(jax.grad(
+        lambda v: jjnp.prod(v, axis=axis).sum()))(xs))
+    _, want_t = jax.jvp(lambda v: jjnp.prod(v, axis=axis), (x,), (x + 1,))
+    _, got_t = jx.jvp(lambda v: jnp.prod(v, axis=axis), (x,), (x + 1,))
+    assert_same(got_t, want_t)
+
+
+@pytest.mark.parametrize("name", ["cumprod", "cumsum"])
+def test_cumulative_derivatives_over_empty(name):
+    jax, jjnp = _jax()
+    x = np.zeros((3, 0), np.float32)
+    want = jax.grad(lambda v: getattr(jjnp, name)(v, axis=1).sum())(x)
+    assert_same(jx.jit(jx.grad(lambda v: getattr(jnp, name)(v, axis=1).sum()))(x), want)
