@@ -71,10 +71,19 @@ class FusedEmitter:
         return self.value(atom, U.delinear(self.b, flat, shape))
 
 
+# Results a 16-bit float holds exactly when its operands do: no rounding needed.
+EXACT_IN_KIND = frozenset({"neg", "abs", "sign", "max", "min", "select", "stop_gradient",
+                           "floor", "ceil", "round"})
+
+
 def _elementwise(em: FusedEmitter, eqn, idx):
     args = [em.value(a, idx if a.aval.shape else []) for a in eqn.inputs]
     dt = eqn.inputs[0].aval.dtype if eqn.prim.name != "select" else eqn.inputs[1].aval.dtype
-    return SCALAR[eqn.prim.name](em.b, args, dt, eqn.outputs[0].aval.dtype, **eqn.params)
+    out_dt = eqn.outputs[0].aval.dtype
+    v = SCALAR[eqn.prim.name](em.b, args, dt, out_dt, **eqn.params)
+    if eqn.prim.name in EXACT_IN_KIND:
+        return v
+    return U.round_to(em.b, v, out_dt)      # float16/bfloat16 round after every op
 
 
 for _name in SCALAR:

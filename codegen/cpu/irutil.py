@@ -23,6 +23,11 @@ def is_bf16(dt) -> bool:
     return np.dtype(dt).name == "bfloat16"
 
 
+def is_half(dt) -> bool:
+    """float16 or bfloat16: computed in float32, so every result needs rounding."""
+    return np.dtype(dt) == np.float16 or is_bf16(dt)
+
+
 def storage_type(dt) -> ir.Type:
     dt = np.dtype(dt)
     if dt == np.bool_:
@@ -38,7 +43,7 @@ def compute_type(dt) -> ir.Type:
     dt = np.dtype(dt)
     if dt == np.bool_:
         return I1
-    if dt == np.float16 or is_bf16(dt):
+    if is_half(dt):
         return F32
     return storage_type(dt)
 
@@ -52,13 +57,14 @@ def is_signed(dt) -> bool:
 
 
 def const(dt, value) -> ir.Constant:
-    """A constant of dt's compute type."""
+    """A constant of dt's compute type, holding value as dt represents it (0.1 as a
+    float16 constant is float16's 0.1, though it lives in a float32)."""
     t = compute_type(dt)
     if isinstance(t, ir.IntType):
         if t.width == 1:
             return ir.Constant(t, int(bool(value)))
         return ir.Constant(t, int(np.asarray(value).astype(np.dtype(dt))))
-    return ir.Constant(t, float(value))
+    return ir.Constant(t, float(np.asarray(value).astype(np.dtype(dt))))
 
 
 def i64(v: int) -> ir.Constant:
@@ -97,6 +103,18 @@ def to_storage(b, v, dt):
         return b.fptrunc(v, F16)
     if is_bf16(dt):
         return bf16_bits(b, v)
+    return v
+
+
+def round_to(b: ir.IRBuilder, v, dt) -> ir.Value:
+    """Compute-type v rounded to dt's precision, where dt is narrower than its compute
+    type (float16, bfloat16: computed in float32, rounded after every operation as
+    XLA's CPU backend and NumPy do); v itself otherwise."""
+    dt = np.dtype(dt)
+    if dt == np.float16:
+        return b.fpext(b.fptrunc(v, F16), F32)
+    if is_bf16(dt):
+        return to_compute(b, bf16_bits(b, v), dt)
     return v
 
 

@@ -273,18 +273,24 @@ def convert(b, x, src, dst):
     if src == np.bool_:
         return b.uitofp(x, tt) if is_float(dst) else b.zext(x, tt)
     if is_float(src) and is_float(dst):
-        if dst == np.float16 and st.intrinsic_name == "f64":
-            # one rounding: through float32 (nearest) would round twice (1 + 2**-11 +
-            # 2**-40 is 1.001 in float16, but 1.0 by way of float32); rounding to odd
-            # first keeps the float32 -> half step native (no __truncdfhf2 call)
-            return b.fpext(b.fptrunc(U.round_to_odd_f32(b, x), ir.HalfType()), tt)
+        if U.is_half(dst):
+            if st.intrinsic_name == "f64" and dst == np.float16:
+                # one rounding, as NumPy: through float32 (nearest) would round twice
+                # (1 + 2**-11 + 2**-40 is 1.001 in float16, but 1.0 by way of float32);
+                # rounding to odd first keeps the float32 -> half step native
+                x = U.round_to_odd_f32(b, x)
+            elif st.intrinsic_name == "f64":    # bfloat16: through float32, as
+                x = b.fptrunc(x, U.F32)          # ml_dtypes and XLA round it
+            return U.round_to(b, x, dst)       # float32 -> 16 bits is never a no-op
         if st == tt:
             return x
         return b.fpext(x, tt) if st.intrinsic_name == "f32" and tt.intrinsic_name == "f64" \
             else b.fptrunc(x, tt) if st.intrinsic_name == "f64" and tt.intrinsic_name == "f32" \
             else x
     if is_float(dst):
-        return b.sitofp(x, tt) if is_signed(src) else b.uitofp(x, tt)
+        # to float32, then to 16 bits: the two roundings NumPy (ml_dtypes) and XLA make
+        y = b.sitofp(x, tt) if is_signed(src) else b.uitofp(x, tt)
+        return U.round_to(b, y, dst)
     if is_float(src):
         # saturating conversion: the llvm.fpto[su]i.sat intrinsics map NaN to 0
         base = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"

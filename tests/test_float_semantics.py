@@ -1,0 +1,136 @@
+"""Floating-point semantics of fused CPU kernels: 16-bit floats round after every
+operation (as NumPy and XLA's CPU backend do), and reductions reorder only their
+own partial sums, so no infinity, NaN or zero sign is lost to fast-math rewrites."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx import dtypes
+
+bf16 = dtypes.bfloat16
+f16, f32, f64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
+HALVES = [f16] + ([bf16] if bf16 is not None else [])
+FLOATS = HALVES + [f32, f64]
+# sizes around the vector widths (8, 16 lanes) and the reductions' blocks (64)
+SHAPES = [(0,), (1,), (7,), (17,), (64,), (131,), (4, 33), (3, 5, 19)]
+
+
+def bits_equal(got, want):
+    """Equal bit for bit, except that any NaN matches any NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape,
+                                                                want.dtype, want.shape)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(w)
+    same = (g == w) & (np.signbit(g) == np.signbit(w))
+    bad = ~(both_nan | same)
+    assert not bad.any(), f"differs at {np.argwhere(bad)[:5].tolist()}: " \
+                          f"got {g[bad][:5]}, want {w[bad][:5]}"
+
+
+def quiet(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args)
+
+
+def jax_or_skip():
+    jax = pytest.importorskip("jax")
+    return jax, jax.numpy
+
+
+# ------------------------------------------------------------- 16-bit rounding
+
+@pytest.mark.parametrize("dt", HALVES, ids=str)
+def test_half_sum_rounds_before_the_next_op(dt):
+    a, b = np.full(5, 2048, dt), np.full(5, 0.5, dt)
+    got = jx.jit(lambda a, b: (a + b) - a)(a, b)
+    bits_equal(got, (a + b) - a)
+    if dt == f16:
+        assert not got.any()                       # 2048.5 is 2048 in float16
+
+
+def test_half_round_trip_is_not_elided():
+    x = np.array([1.0001, 2.0003, 3.0007, 65519.0, 65520.0, 1e-8], f32)
+    got = jx.jit(lambda x: x.astype(jnp.float16).astype(jnp.float32))(x)
+    bits_equal(got, quiet(lambda: x.astype(f16).astype(f32)))
+    assert got[0] == 1.0 and np.isinf(got[4])
+
+
+def _chain(m, r=lambda v: v):
+    """Rounding-sensitive arithmetic with exactly rounded ops only. The NumPy
+    reference rounds each result to the dtype with r (ml_dtypes' bfloat16 promotes
+    with Python floats), computing in float32 as NumPy's float16 ops do."""
+    def f(a, b):
+        s = r(a + b)
+        d = r(r(s - a) * b)
+        q = r(d / r(b + 1.5))
+        t = r(m.sqrt(r(m.abs(r(r(q * 3.0) + a)))))
+        return m.where(a > 0, r(t - 0.1), m.maximum(q, r(s * 0.25)))
+    return f
+
+
+def _reference_chain(dt):
+    up = f32 if dt.itemsize < 4 else dt
+    return _chain(np, lambda v: np.asarray(np.asarray(v, up).astype(dt), up))
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_half_chain_matches_per_op_rounding(dt, shape, rng):
+    a = (rng.uniform(-3000, 3000, shape)).astype(dt)
+    b = (rng.uniform(-1, 1, shape)).astype(dt)
+    got = jx.jit(_chain(jnp))(a, b)
+    want = quiet(_reference_chain(dt), a.astype(f32), b.astype(f32)).astype(dt)
+    bits_equal(got, want)
+    if dt == f16:       # NumPy's own float16 arithmetic agrees
+        bits_equal(got, quiet(_chain(np), a, b))
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=str)
+def test_half_chain_matches_jax(dt, rng):
+    jax, jjnp = jax_or_skip()
+    a = (rng.uniform(-3000, 3000, (4, 33))).astype(dt)
+    b = (rng.uniform(-1, 1, (4, 33))).astype(dt)
+    bits_equal(jx.jit(_chain(jnp))(a, b), np.asarray(jax.jit(_chain(jjnp))(a, b)))
+
+
+@pytest.mark.skipif(bf16 is None, reason="needs ml_dtypes")
+def test_bfloat16_conversions_round_to_nearest_even_and_keep_nan():
+    halfway = [1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -30]
+    x64 = np.array(halfway + [np.nan, -np.nan, np.inf, -np.inf, 3.4e38, -0.0, 1e-40], f64)
+    x32 = x64.astype(f32)
+    bits_equal(jx.jit(lambda x: x.astype(bf16))(x32), x32.astype(bf16))
+    # float64 -> bfloat16 rounds through float32, as ml_dtypes and XLA do
+    bits_equal(jx.jit(lambda x: x.astype(bf16))(x64), x64.astype(bf16))
+    got = jx.jit(lambda x: x.astype(bf16).astype(jnp.float32) * 1.0)(x32)
+    bits_equal(got, x32.astype(bf16).astype(f32))
+    assert np.isnan(got[3:5]).all()
+
+
+@pytest.mark.skipif(bf16 is None, reason="needs ml_dtypes")
+@pytest.mark.parametrize("src,dst", [(f16, bf16), (bf16, f16), (np.dtype("int32"), bf16),
+                                     (np.dtype("int32"), f16), (f64, f16)], ids=str)
+def test_conversions_between_narrow_types_round(src, dst, rng):
+    x = rng.uniform(-70000, 70000, 257)
+    x[:4] = [2 ** 30 + 2 ** 22 + 1, 2049, 2051, 0.1]
+    x = quiet(lambda: x.astype(src))
+    got = jx.jit(lambda x: (x.astype(dst) + 0).astype(jnp.float32))(x)
+    bits_equal(got, quiet(lambda: x.astype(dst).astype(f32)))
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=str)
+def test_half_constants_and_iota_are_in_the_dtype(dt):
+    x = np.arange(300, dtype=dt)
+    want = (x.astype(f32) + np.asarray(0.1, dt).astype(f32)).astype(dt)
+    bits_equal(jx.jit(lambda x: x + 0.1)(x), want)
+    got = jx.jit(lambda x: jnp.arange(3000, dtype=dt) * 1 + x[0])(x)
+    bits_equal(got, np.arange(3000).astype(dt))
+
+
+# ------------------------------------------------------------------ reductions
