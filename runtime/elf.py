@@ -64,7 +64,8 @@ def check(f, size: int) -> str | None:
         return (f"it was built for {name} ({64 if is64 else 32}-bit) but this is {here} "
                 f"({64 if host[1] else 32}-bit)")
     if phoff + phnum * phentsize > size or (shoff and shoff + shnum * shentsize > size):
-        return "its program or section header table lies past the end (the file is truncated)"
+        return ("its program or section header table lies past the end (the file is "
+                "truncated or damaged)")
     phfmt = endian + ("IIQQQQQQ" if is64 else "IIIIIIII")
     if phnum and phentsize < struct.calcsize(phfmt):
         return "its program headers are malformed"

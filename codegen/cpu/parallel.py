@@ -67,7 +67,8 @@ class Build:
     def wait(self) -> str | None:
         if self._proc is not None:
             ok = self._proc.wait() == 0
-            if ok:
+            if ok:        # cc's output follows the umask: 0o777 under umask 0
+                os.chmod(self._tmp, 0o700 if self.path.endswith(".so") else 0o600)
                 os.replace(self._tmp, self.path)
                 cache.record_digest(self.path)
             shutil.rmtree(self._tmp_dir, ignore_errors=True)
