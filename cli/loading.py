@@ -12,6 +12,7 @@ import types
 import jx
 from jx import dtypes
 from jx.export import Entry, EntryError
+from jx.ir import extent_problem
 
 from .errors import DEBUG_HINT, CliError, describe, ensure_period, model_location
 
@@ -80,7 +81,7 @@ def select_entries(module: types.ModuleType, names: tuple) -> list:
 
 _DTYPES = {**{dtypes.short_name(d): d for d in dtypes.SUPPORTED},
            **{d.name: d for d in dtypes.SUPPORTED}}
-_SPEC = re.compile(r"^\s*(\w+)\s*\[\s*((?:\d+\s*(?:,\s*\d+\s*)*,?)?)\s*\]\s*$")
+_SPEC = re.compile(r"^\s*(\w+)\s*\[(.*)\]\s*$", re.DOTALL)
 _SPEC_HELP = "ARG=DTYPE[D0,D1,...], e.g. x=f32[256,784], params.w1=f32[784,512] or s=f32[]"
 
 
@@ -93,11 +94,28 @@ def parse_spec(text: str) -> jx.ShapeDtypeStruct:
     if dtype is None:
         raise ValueError(f"unknown dtype {m.group(1)!r} (known: "
                          f"{', '.join(sorted(dtypes.short_name(d) for d in dtypes.SUPPORTED))})")
-    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+    dims = _parse_dims(m.group(2))
+    problem = extent_problem(dims, dtype)
+    if problem:
+        raise ValueError(problem)
     try:
         return jx.ShapeDtypeStruct(dims, dtype)
     except jx.JxError as e:
         raise ValueError(f"{text!r}: {e}") from None
+
+
+def _parse_dims(text: str) -> tuple:
+    """'256, 784,' -> (256, 784): each dimension a non-negative decimal integer."""
+    parts = [p.strip() for p in text.split(",")]
+    if parts and not parts[-1]:
+        parts.pop()                    # a trailing comma, as in a Python tuple
+    if parts == [""]:
+        parts = []
+    for p in parts:
+        if not re.fullmatch(r"[0-9]+", p):
+            raise ValueError(f"dimension {p!r} is not a non-negative whole number written "
+                             "in decimal digits (no expressions such as 2^32)")
+    return tuple(int(p) for p in parts)
 
 
 def apply_shapes(entries: list, shapes: tuple) -> None:

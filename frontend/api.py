@@ -11,8 +11,8 @@ import numpy as np
 
 from . import dtypes, tree
 from .core import Tracer, trace
-from .errors import JxError, ShapeError
-from .ir import ShapedArray, aval_of
+from .errors import JxError, ShapeError, user_location
+from .ir import ShapedArray, aval_of, extent_problem
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class ShapeDtypeStruct:
                                  f"from 0 to 2**48, got {d!r}")
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
+        problem = extent_problem(self.shape, self.dtype)
+        if problem:
+            where = user_location()
+            raise ShapeError(problem + (f" (at {where})" if where else ""))
 
     @property
     def aval(self) -> ShapedArray:

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import EscapedTracerError, ShapeError, TracerConversionError, user_location
-from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of
+from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
 
 PRIMITIVES: dict = {}
 
@@ -140,7 +140,12 @@ def bind_like(like: Sequence, prim: Primitive, *args, **params) -> list:
 
 def _abstract_eval(prim: Primitive, in_avals, params) -> list:
     try:
-        return prim.abstract_eval(*in_avals, **params)
+        out_avals = prim.abstract_eval(*in_avals, **params)
+        for a in out_avals:
+            problem = extent_problem(a.shape, a.dtype)
+            if problem:
+                raise ShapeError(problem)
+        return out_avals
     except ShapeError as e:
         where = user_location()
         raise ShapeError(f"{prim.name}: {e}" + (f" (at {where})" if where else "")) from None

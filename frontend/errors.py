@@ -32,6 +32,10 @@ class VerifyError(JxError):
     """The IR verifier found an ill-formed graph."""
 
 
+class OutOfMemoryError(JxError, MemoryError):
+    """A compiled function's results or scratch memory could not be allocated."""
+
+
 def user_location(skip_prefixes=("jx", "contextlib", "functools")) -> str | None:
     """file:line of the innermost frame outside jx itself (the user's code)."""
     frame = sys._getframe(1)

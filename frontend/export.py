@@ -86,12 +86,26 @@ def _check_specs(name: str, arg: str, value: Any) -> None:
                              "constants)")
 
 
+def _check_name(name, src: str) -> None:
+    """An entry's name becomes its C symbol jx_<name> and what --entry selects: a
+    newline or a quote in it would break the symbol, the header and diagnostics."""
+    if isinstance(name, str) and name.isidentifier():
+        return
+    where = f" (declared at {src})" if src else ""
+    raise EntryError(f"entry name {name!r}{where} is not an identifier; export it under a "
+                     "name of letters, digits and underscores, e.g. "
+                     "@jx.export(..., name='predict')")
+
+
 def export(*specs, static: dict | None = None, name: str | None = None, **kw_specs):
     """Declare an entry function with the shapes/dtypes of its arguments."""
     static = dict(static or {})
 
     def decorate(fn: Callable) -> Callable:
         entry_name = name or fn.__name__
+        code = getattr(fn, "__code__", None)
+        src = f"{code.co_filename}:{code.co_firstlineno}" if code else ""
+        _check_name(entry_name, src)
         try:
             names = [p.name for p in inspect.signature(fn).parameters.values()]
         except (TypeError, ValueError):
@@ -115,8 +129,6 @@ def export(*specs, static: dict | None = None, name: str | None = None, **kw_spe
                 raise EntryError(f"entry {entry_name!r}: static {k!r} is not an argument")
         for n in traced:
             _check_specs(entry_name, n, by_name[n])
-        code = getattr(fn, "__code__", None)
-        src = f"{code.co_filename}:{code.co_firstlineno}" if code else ""
         fn.__jx_entry__ = Entry(entry_name, fn, names, [by_name[n] for n in traced],
                                 static, src)
         return fn

@@ -6,6 +6,7 @@ immutable in spirit: passes build new graphs instead of editing old ones.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)      # exact: an int64 product wraps silently
 
     def strip_weak(self) -> "ShapedArray":
         return ShapedArray(self.shape, self.dtype) if self.weak_type else self
@@ -53,6 +54,24 @@ class ShapedArray:
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     __repr__ = __str__
+
+
+# Generated code forms element and byte offsets in 64-bit integers; capping an
+# array at 2**62 bytes keeps every offset (and offset + window) below 2**63.
+MAX_ARRAY_BYTES = 1 << 62
+
+
+def extent_problem(shape, dtype) -> str | None:
+    """Why an array of this shape and dtype cannot be indexed with 64-bit offsets,
+    or None when it can."""
+    count = math.prod(int(d) for d in shape)
+    nbytes = count * max(np.dtype(dtype).itemsize, 1)
+    if nbytes <= MAX_ARRAY_BYTES:
+        return None
+    name = f"{dtypes.short_name(dtype)}[{','.join(str(int(d)) for d in shape)}]"
+    return (f"shape {name} has {count:.3g} elements ({nbytes:.3g} bytes), more than the "
+            f"2**62 bytes jx can address with 64-bit offsets; use smaller dimensions "
+            "(or split the computation, e.g. with jx.lax.scan over chunks)")
 
 
 def aval_of(x) -> ShapedArray:

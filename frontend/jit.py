@@ -65,8 +65,9 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums)
         graph = run(graph, check=False)
         program = fuse(graph)
-        compiled = _Compiled(CompiledFunction(program, _symbol(fun)), graph.out_tree, graph,
-                             program)
+        # the CPU backend mangles the name itself and shows it unmangled in errors
+        name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
+        compiled = _Compiled(CompiledFunction(program, name), graph.out_tree, graph, program)
         cache[key] = compiled
         return compiled
 
@@ -98,7 +99,8 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
 
 def _symbol(fun) -> str:
     name = getattr(fun, "__name__", "fn")
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
+                   for c in name) or "fn"
 
 
 def _lower(fun, static_argnums, args, kwargs):

@@ -3,11 +3,14 @@ called through ctypes with arrays of buffer pointers."""
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 
+from jx.dtypes import short_name
+from jx.errors import OutOfMemoryError
 from jx.runtime import pool
-from jx.runtime.abi import STATUS
+from jx.runtime.abi import STATUS, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
 from .compiler import JitModule
@@ -17,6 +20,13 @@ _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
 
 
+def safe_symbol(name: str) -> str:
+    """name as an LLVM/ELF symbol fragment: ASCII letters, digits and underscores
+    (a Python __name__ may hold newlines, quotes or non-ASCII letters)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
+                   for c in name) or "fn"
+
+
 class CompiledFunction:
     """Calls the entry on flat NumPy arrays; outputs are freshly allocated."""
 
@@ -24,6 +34,9 @@ class CompiledFunction:
         from . import parallel
         from .target import jit_cpu
         cpu = jit_cpu()
+        self.name = name
+        self.program = program
+        name = safe_symbol(str(name))
         mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
         symbol = mb.entry(name, program)
         self.ir_text = mb.text()
@@ -57,19 +70,48 @@ class CompiledFunction:
                 elif x.shape != shape:
                     raise ValueError(f"input {i} has shape {x.shape}, expected {shape}")
                 table[i] = data_ptr(x)
-            outs = [empty(shape, dtype) for empty, shape, dtype in out_specs]
+            try:
+                outs = [empty(shape, dtype) for empty, shape, dtype in out_specs]
+            except MemoryError:
+                raise self._output_memory_error() from None
             for j, o in enumerate(outs):
                 table[n_in + j] = data_ptr(o)
             base = addressof(table)
             status = fn(base, base + out_offset)
             tables.append(table)
             if status:
-                name, meaning = STATUS.get(status, ("?", "unknown status"))
-                raise RuntimeError(f"compiled function failed with status {status} "
-                                   f"({name}: {meaning})")
+                raise self._status_error(status)
             return outs
 
         return call
 
     def __call__(self, *args) -> list:
         return self._call(*args)
+
+    def _output_memory_error(self) -> Exception:
+        total = sum(_nbytes(s, d) for s, d in self.out_specs)
+        outs = ", ".join(f"{short_name(d)}[{','.join(map(str, s))}]" for s, d in self.out_specs)
+        return OutOfMemoryError(
+            f"jx.jit function {self.name!r}: its results ({outs}) need {_gib(total)}, which "
+            "could not be allocated; compute smaller results (e.g. reduce inside the "
+            "function, or split the work into chunks)")
+
+    def _status_error(self, status: int) -> Exception:
+        name, meaning = STATUS.get(status, ("?", "unknown status"))
+        text = f"jx.jit function {self.name!r} failed with status {status} ({name}: {meaning})"
+        if status != STATUS_OUT_OF_MEMORY:
+            return RuntimeError(text)
+        big = max((v.aval for e in self.program.graph.eqns for v in e.outputs),
+                  key=lambda a: _nbytes(a.shape, a.dtype), default=None)
+        if big is not None:
+            text += f"; its largest intermediate is {big} ({_gib(_nbytes(big.shape, big.dtype))})"
+        return OutOfMemoryError(text + ": use smaller arrays or split the work into chunks "
+                                "(e.g. with jx.lax.scan or a Python loop over slices)")
+
+
+def _nbytes(shape, dtype) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.3g} GiB"

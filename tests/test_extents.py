@@ -1,0 +1,192 @@
+"""Extents and index widths: 64-bit index arithmetic past 2**31 elements, shapes too
+large to index refused at trace time, unallocatable results and workspaces refused
+at call time, malformed --shape specs and entry names as one-paragraph errors."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx.codegen.cpu.jit import CompiledFunction
+from jx.ir import MAX_ARRAY_BYTES, ShapedArray
+
+ROOT = Path(__file__).resolve().parent.parent
+HUGE = (1 << 31) + 16          # elements: past what a 32-bit index can count
+THIS = Path(__file__).name
+
+
+def _kernel_ir(fn, *specs) -> str:
+    """The (unoptimised) LLVM IR jx.jit would compile for fn at these specs."""
+    return CompiledFunction(jx.jit(fn).lower(*specs), "k").ir_text
+
+
+def _line_of(text: str) -> int:
+    src = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(src, 1) if text in line)
+
+
+# ---------------------------------------------------------------- argmax / argmin index width
+
+@pytest.mark.parametrize("fn", [jnp.argmax, jnp.argmin])
+@pytest.mark.parametrize("spec", [jx.i8[HUGE], jx.f32[2, HUGE]])
+def test_arg_reduction_counts_in_64_bits_past_2_31(fn, spec):
+    """The running index, loop counter and offsets are i64; the int32 result is
+    converted only once, at the end (traced and compiled, not run: no 8 GiB)."""
+    ir = _kernel_ir(fn, spec)
+    trips = int(np.prod(spec.shape, dtype=object)) - 1          # the flattened reduction
+    assert "alloca i64" in ir and re.search(rf"icmp ult i64 \S+, {trips}\b", ir)
+    phis = re.findall(r"= phi\s+(\S+)", ir)
+    assert phis and set(phis) == {"i64"}, phis
+    assert not re.search(r"= (add|sub|mul|udiv|urem|sdiv|srem)( \w+)* i32 ", ir)
+    assert len(re.findall(r"trunc i64 \S+ to i32", ir)) == 1
+
+
+def _mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.skipif(_mem_available() < 8 << 30, reason="needs ~2 GiB free beyond the suite")
+def test_arg_reduction_over_2_31_plus_elements_runs():
+    x = np.zeros(HUGE, np.int8)                  # 2 GiB: the one real allocation here
+    x[HUGE - 11] = 5                              # past 2**31
+    x[100] = -3
+    got = jx.jit(lambda v: jx.lax.argmax(v, 0, np.int64))(x)
+    assert got == HUGE - 11 == np.argmax(x)
+    assert jx.jit(lambda v: jx.lax.argmin(v, 0, np.int64))(x) == 100
+    # the default int32 result keeps the low 32 bits, as JAX's int32 index does
+    assert jx.jit(jnp.argmax)(x) == np.int64(HUGE - 11).astype(np.int32)
+    # per row the index fits int32; row 1's elements lie past byte 2**31
+    rows = x.reshape(2, HUGE // 2)
+    np.testing.assert_array_equal(jx.jit(lambda v: jnp.argmax(v, axis=1))(rows),
+                                  np.argmax(rows, axis=1).astype(np.int32))
+
+
+# ---------------------------------------------------------------- trace-time extents
+
+def test_shape_size_is_exact_past_int64():
+    assert ShapedArray((1 << 32, 1 << 32), np.float32).size == 1 << 64   # was 0 (wrapped)
+
+
+def test_broadcast_too_large_to_index_is_a_trace_error_naming_shape_and_line():
+    a = np.ones(1, np.float32)
+    f = jx.jit(lambda x: jnp.broadcast_to(x, (1 << 32, 1 << 32)).sum())   # BIG-BCAST
+    t = time.monotonic()
+    with pytest.raises(jx.ShapeError) as e:
+        f(a)
+    assert time.monotonic() - t < 30
+    msg = str(e.value)
+    assert "f32[4294967296,4294967296]" in msg and "2**62 bytes" in msg
+    assert f"{THIS}:{_line_of('# BIG-BCAST')}" in msg
+
+
+def test_product_overflowing_int64_is_refused_in_every_trace():
+    with pytest.raises(jx.ShapeError, match=r"u8\[.*\] has"):
+        jx.make_graph(lambda x: jnp.full((1 << 40, 1 << 40), x) + x)(np.uint8(1))
+
+
+def test_largest_indexable_shape_still_traces():
+    limit = (MAX_ARRAY_BYTES // 4,)                 # exactly 2**62 bytes of f32
+    g = jx.make_graph(lambda x: jnp.broadcast_to(x, limit).sum())(np.float32(1))
+    assert any(str(v.aval) == f"f32[{limit[0]}]" for e in g.eqns for v in e.outputs)
+    with pytest.raises(jx.ShapeError):
+        jx.make_graph(lambda x: jnp.broadcast_to(x, (limit[0] + 1,)).sum())(np.float32(1))
+
+
+def test_spec_maker_refuses_unindexable_shape_at_the_users_line():
+    with pytest.raises(jx.ShapeError) as e:
+        jx.f32[1 << 32, 1 << 32]                                           # BIG-SPEC
+    assert f"{THIS}:{_line_of('# BIG-SPEC')}" in str(e.value)
+    assert jx.i8[1 << 31, 1 << 31].shape == (1 << 31, 1 << 31)     # 2**62 bytes: allowed
+
+
+# ---------------------------------------------------------------- call-time memory
+
+def test_unallocatable_result_is_a_prompt_out_of_memory_error():
+    def grow(x):
+        return jnp.broadcast_to(x, (1 << 20, 1 << 20, 1 << 10)) + 1     # 4 PiB
+    t = time.monotonic()
+    with pytest.raises(jx.OutOfMemoryError) as e:
+        jx.jit(grow)(np.ones(1, np.float32))
+    assert time.monotonic() - t < 60
+    assert isinstance(e.value, MemoryError)
+    assert "'grow'" in str(e.value) and "f32[1048576,1048576,1024]" in str(e.value)
+
+
+@pytest.mark.skipif(Path("/proc/sys/vm/overcommit_memory").exists() and
+                    Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1",
+                    reason="with unconditional overcommit a huge malloc may succeed")
+def test_unallocatable_workspace_is_a_prompt_out_of_memory_error():
+    def sort_all(x):                        # the sort needs 256 TiB of scratch memory
+        return jnp.sort(jnp.broadcast_to(x, (1 << 46,))).sum()
+    t = time.monotonic()
+    with pytest.raises(jx.OutOfMemoryError) as e:
+        jx.jit(sort_all)(np.ones(1, np.float32))
+    assert time.monotonic() - t < 60
+    assert "'sort_all'" in str(e.value) and "JX_ERR_OUT_OF_MEMORY" in str(e.value)
+
+
+# ---------------------------------------------------------------- entry names
+
+@pytest.mark.parametrize("name", ["a\nb", 'q"x', "é٣", "", "a b\\c", "x" * 300])
+def test_jit_of_function_with_any_name_compiles(name):
+    def f(x):
+        return x * 2 + 1
+    f.__name__ = name
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(jx.jit(f)(x), x * 2 + 1)
+
+
+@pytest.mark.parametrize("name", ["a\nb", 'q"x', "a b", "1x", "f.g"])
+def test_export_refuses_names_that_are_not_identifiers(name):
+    def f(x):
+        return x
+    with pytest.raises(jx.EntryError) as e:
+        jx.export(x=jx.f32[3], name=name)(f)
+    assert repr(name) in str(e.value) and THIS in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- CLI --shape
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "jx.cli.main", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("spec,why", [
+    ("f32[2^32,2^32]", "dimension '2^32'"),
+    ("f32[4294967296,4294967296]", "2**62 bytes"),
+    ("f32[-1]", "dimension '-1'"),
+    ("f32[1.5]", "dimension '1.5'"),
+    ("f32[abc]", "dimension 'abc'"),
+    ("f32[3,,4]", "dimension ''"),
+    ("q7[3]", "unknown dtype 'q7'"),
+    ("f32[99999999999999999999999]", "2**62 bytes"),
+])
+@pytest.mark.parametrize("command", ["dump-ir", "compile"])
+def test_bad_shape_specs_are_one_paragraph_cli_errors(command, spec, why, tmp_path):
+    extra = ("-o", tmp_path) if command == "compile" else ()
+    r = _cli(command, "samples/elementwise.py", "-e", "sum_of_squares",
+             "--shape", f"x={spec}", *extra)
+    assert r.returncode == 1, r.stderr
+    assert why in r.stderr and f"bad --shape 'x={spec}'" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_model_entry_name_with_newline_is_a_cli_error(tmp_path):
+    model = tmp_path / "names.py"
+    model.write_text('import jx\n\n@jx.export(x=jx.f32[3], name="a\\nb")\n'
+                     "def f(x):\n    return x + 1.0\n")
+    r = _cli("compile", model, "-o", tmp_path / "o")
+    assert r.returncode == 1 and "not an identifier" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
