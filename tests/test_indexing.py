@@ -366,8 +366,8 @@ def test_getitem_errors():
         trace(lambda x, i: x[i:], jx.f32[3], jx.i32[()])
     with pytest.raises(IndexError, match="too many indices"):
         trace(lambda x: x[0, 0, 0])
-    with pytest.raises(IndexError, match="out of bounds"):
-        trace(lambda x: x[3])
+    with pytest.raises(IndexError, match="out of bounds"):   # x[3] clamps; size 0 cannot
+        trace(lambda x: x[:, 3], jx.f32[3, 0])
     with pytest.raises(IndexError, match="integer or boolean"):
         trace(lambda x: x[np.array([0.5])])
     with pytest.raises(IndexError, match="single ellipsis"):

@@ -224,3 +224,139 @@ def test_cumulative_derivatives_over_empty(name):
     x = np.zeros((3, 0), np.float32)
     want = jax.grad(lambda v: getattr(jjnp, name)(v, axis=1).sum())(x)
     assert_same(jx.jit(jx.grad(lambda v: getattr(jnp, name)(v, axis=1).sum()))(x), want)
+
+
+# ---------------------------------------------------------------- static ints out of range
+
+_X35 = np.arange(15, dtype=np.float32).reshape(3, 5)
+
+_OOB_READS = {
+    "x[10]": lambda x: x[0][10], "x[-10]": lambda x: x[0][-10], "x[5]": lambda x: x[0][5],
+    "x[-6]": lambda x: x[0][-6], "X[7]": lambda x: x[7], "X[1,10]": lambda x: x[1, 10],
+    "X[:,10]": lambda x: x[:, 10], "X[10,::2]": lambda x: x[10, ::2],
+    "X[None,10]": lambda x: x[None, 10], "X[10,[0,1]]": lambda x: x[10, np.array([0, 1])],
+    "X[[0,1],10]": lambda x: x[np.array([0, 1]), 10], "X[-7,-2]": lambda x: x[-7, -2],
+    "get": lambda x: x.at[1, 10].get(),
+    "get_fill": lambda x: x.at[1, 10].get(mode="fill", fill_value=-7.0),
+    "get_fill_neg": lambda x: x.at[-4].get(mode="fill", fill_value=-7.0),
+}
+
+
+@pytest.mark.parametrize("name", list(_OOB_READS))
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int8])
+def test_static_out_of_range_read_clamps_like_jax(name, dtype):
+    """On traced arrays JAX clamps static ints as it clamps traced indices."""
+    jax, _ = _jax()
+    f, x = _OOB_READS[name], _X35.astype(dtype)
+    if name.startswith("get_fill") and dtype != np.float32:
+        pytest.skip("fill value -7.0 is a float")
+    assert_same(jx.jit(f)(x), jax.jit(f)(x))
+    assert_same(jx.vmap(f)(np.stack([x, x + 1])), jax.vmap(f)(np.stack([x, x + 1])))
+
+
+@pytest.mark.parametrize("index", [10, -10, 5, -6])
+def test_static_out_of_range_in_vmap_and_grad(index):
+    jax, _ = _jax()
+    f = lambda r: r[index] * 2        # noqa: E731
+    assert_same(jx.vmap(f)(_X35), jax.vmap(f)(_X35))
+    assert_same(jx.jit(jx.vmap(f))(_X35), jax.vmap(f)(_X35))
+    assert_same(jx.grad(f)(_X35[1]), jax.grad(f)(_X35[1]))
+    assert_same(jx.vmap(jx.grad(f))(_X35), jax.vmap(jax.grad(f))(_X35))
+
+
+_OOB_UPDATES = {
+    "set10": lambda x: x.at[0, 10].set(-1), "set-10": lambda x: x.at[0, -10].set(-1),
+    "add10": lambda x: x.at[1, 10].add(5), "mul": lambda x: x.at[5].multiply(3),
+    "max": lambda x: x.at[-4, 1].max(99), "rows": lambda x: x.at[10, 1:3].set(-1),
+    "col": lambda x: x.at[:, 10].set(-1), "mixed": lambda x: x.at[np.array([0, 2]), 7].set(-1),
+    "clip": lambda x: x.at[0, 10].set(-1, mode="clip"),
+    "clip_neg": lambda x: x.at[-10, 2].set(-1, mode="clip"),
+    "clip_add": lambda x: x.at[7].add(1, mode="clip"),
+}
+
+
+@pytest.mark.parametrize("name", list(_OOB_UPDATES))
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int16])
+def test_static_out_of_range_update_drops_like_jax(name, dtype):
+    jax, _ = _jax()
+    f, x = _OOB_UPDATES[name], _X35.astype(dtype)
+    assert_same(jx.jit(f)(x), jax.jit(f)(x))
+    xs = np.stack([x, x + 1])
+    assert_same(jx.vmap(f)(xs), jax.vmap(f)(xs))
+
+
+def test_int_index_into_size_zero_axis_raises():
+    jax, _ = _jax()
+    for f, x in [(lambda v: v[0], np.zeros(0, np.float32)),
+                 (lambda v: v[:, 1], np.zeros((3, 0), np.float32)),
+                 (lambda v: v.at[0].set(1.0), np.zeros(0, np.float32)),
+                 (lambda v: v.at[:, 0].add(1.0), np.zeros((3, 0), np.float32))]:
+        with pytest.raises(IndexError):
+            jax.jit(f)(x)
+        with pytest.raises(IndexError, match="out of bounds for axis . with size 0"):
+            jx.jit(f)(x)
+    with pytest.raises(IndexError, match="size 0"):
+        jx.jit(lambda v, i: v.at[i].set(1.0))(np.zeros(0, np.float32), np.int32(0))
+
+
+# ---------------------------------------------------------------- 0-size gathers and scatters
+
+_EMPTY_UPDATES = {
+    "set": (lambda x: x.at[np.array([0, 1])].set(1), (0,)),
+    "add": (lambda x: x.at[np.array([0, 1])].add(np.array([1, 2])), (0,)),
+    "rows": (lambda x: x.at[np.array([0, 1])].set(1), (0, 3)),
+    "rows_max": (lambda x: x.at[np.array([0, 1]), 1].max(2), (0, 3)),
+    "cols": (lambda x: x.at[:, np.array([1])].set(2), (0, 3)),
+    "static_col": (lambda x: x.at[:, 1].set(2), (0, 3)),
+    "int_then_array": (lambda x: x.at[1, np.array([0])].set(1), (3, 0)),
+    "int_dropped": (lambda x: x.at[5].set(1), (3, 0)),
+    "slice": (lambda x: x.at[1:3].set(1), (0,)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")      # JAX: int updates into bools
+@pytest.mark.parametrize("name", list(_EMPTY_UPDATES))
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_scatter_into_size_zero_is_a_no_op(name, dtype):
+    jax, _ = _jax()
+    f, shape = _EMPTY_UPDATES[name]
+    x = np.zeros(shape, dtype)
+    assert_same(jx.jit(f)(x), jax.jit(f)(x))
+    xs = np.zeros((2,) + shape, dtype)
+    assert_same(jx.vmap(f)(xs), jax.vmap(f)(xs))
+
+
+def test_scatter_into_size_zero_with_traced_indices():
+    jax, _ = _jax()
+    f = lambda x, i: x.at[i].add(1.0)        # noqa: E731
+    x, i = np.zeros((0, 2), np.float32), np.array([0, 3, -1], np.int32)
+    assert_same(jx.jit(f)(x, i), jax.jit(f)(x, i))
+    assert_same(jx.grad(lambda x: f(x, i).sum())(x), jax.grad(lambda x: f(x, i).sum())(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.bool_, "bfloat16"])
+def test_size_zero_gather_is_a_traced_result(dtype):
+    """Inside a trace x[empty] is a traced value (with .at), and jit returns it as it
+    returns every result: a fresh, writeable ndarray of the right dtype and shape."""
+    jax, _ = _jax()
+    x = np.arange(10).reshape(5, 2).astype(dtype)
+    empty = np.zeros(0, np.int32)
+    fns = [lambda m, v: v[empty],
+           lambda m, v: v[empty].at[np.array([0])].set(np.ones((), v.dtype)),
+           lambda m, v: m.take(v, empty, axis=1),
+           lambda m, v: m.take_along_axis(v, np.zeros((5, 0), np.int32), axis=1),
+           lambda m, v: (v[empty], v[0] + v[1])]
+    result_type = type(jx.jit(lambda v: v * 1)(x))
+    for f in fns:
+        got = jx.jit(lambda v: f(jnp, v))(x)
+        want = jax.jit(lambda v: f(jax.numpy, v))(x)
+        for g, w in zip(*((got, want) if isinstance(got, tuple) else ((got,), (want,)))):
+            assert type(g) is result_type
+            assert g.flags.writeable and g.flags.c_contiguous
+            assert_same(g, w)
+    seen = []
+    jx.make_graph(lambda v: seen.append(v[empty]) or v)(x)
+    assert isinstance(seen[0], jx.Tracer)
+    f = lambda v, i: v[i].sum(axis=0)         # noqa: E731
+    assert_same(jx.grad(lambda v: f(v, empty).sum().astype(np.float32))(x.astype(np.float32)),
+                jax.grad(lambda v: f(v, empty).sum())(x.astype(np.float32)))

@@ -9,8 +9,11 @@ is static and contiguous, otherwise one scatter with the same index tensor.
 
 Out of bounds (JAX's choices, since a compiled program cannot raise): reads
 clamp (mode "clip"; .get(mode="fill") fills instead), updates are dropped
-(mode "drop"; or "clip"). Static Python ints out of range raise IndexError
-like NumPy. Negative indices wrap like NumPy, traced ones included.
+(mode "drop"; or "clip"). Static Python ints follow the same rules on traced
+arrays, as in JAX (x[10] of 5 elements is x[4]); only an int or traced scalar
+into a size-0 axis raises IndexError, since no element can stand in for it.
+Negative indices wrap like NumPy (once: -n - 1 is out of bounds), traced ones
+included.
 """
 from __future__ import annotations
 
@@ -118,9 +121,11 @@ def _parse(shape: tuple, idx) -> list:
             entries.append(_Entry("slice", pos, d, start, step, len(range(start, stop, step))))
             d += 1
         elif kind == "int":
-            if not -shape[d] <= v < shape[d]:
-                raise IndexError(f"index {v} is out of bounds for axis {d} with size {shape[d]}")
-            entries.append(_Entry("int", pos, d, value=v % shape[d]))
+            if shape[d] == 0:
+                raise IndexError(f"index {v} is out of bounds for axis {d} with size 0 "
+                                 f"(array of shape {shape}): no element to read or write")
+            # may stay out of range: reads clamp it, updates drop it (as JAX)
+            entries.append(_Entry("int", pos, d, value=v + shape[d] if v < 0 else v))
             d += 1
         elif kind == "mask":
             if v.shape != shape[d:d + v.ndim]:
@@ -152,6 +157,10 @@ def _wrap(i, n: int):
         return i
     from .ufuncs import add, less
     return _where(less(i, 0), add(i, n), i)
+
+
+def _clamp(i: int, n: int) -> int:
+    return min(max(i, 0), n - 1)
 
 
 def _index_dtype(values, shape) -> np.dtype:
@@ -190,7 +199,8 @@ def _basic(x, entries):
                 rev.append(d)       # a backward slice is a forward slice of the reversal
             starts[d], limits[d], strides[d] = s, s + (e.count - 1) * step + 1, step
         elif e.kind == "int":
-            starts[d], limits[d] = e.value, e.value + 1
+            i = _clamp(e.value, shape[d])
+            starts[d], limits[d] = i, i + 1
     if rev:
         x = bind1(st.rev, x, dimensions=tuple(rev))
     if (starts, limits, strides) != ([0] * nd, list(shape), [1] * nd):
@@ -297,8 +307,8 @@ def _plan(x, entries, wrap: bool = True) -> _Plan:
             cols.append(_place(np.arange(e.count, dtype=dt) * e.step + e.start, at, batch))
             continue
         v = e.value
-        if e.kind == "int":
-            cols.append(np.full(batch + (1,), v, dt))
+        if e.kind == "int":     # out of range stays out of range (-1 or n) but fits dt
+            cols.append(np.full(batch + (1,), min(max(v, -1), shape[e.dim]), dt))
             continue
         v = _wrap(v, shape[e.dim]) if wrap else v
         cols.append(_place(broadcast_to(convert(v, dt), bshape), adv_at, batch))
@@ -343,9 +353,15 @@ def _empty_or_bad(x, plan) -> bool:
     return False
 
 
+def _empty_like(x, shape, like):
+    """A 0-size result, staged in the trace of x or its indices: a traced value like
+    any other result (with .at, methods and jit's result type), not a NumPy constant."""
+    return broadcast_to(np.zeros((), x.dtype), shape, like)
+
+
 def _gather(x, plan, mode, fill_value=None):
     if _empty_or_bad(x, plan):
-        return np.zeros(plan.shape, x.dtype)
+        return _empty_like(x, plan.shape, [x, plan.indices])
     return bind1(ix.gather, x, plan.indices, dimension_numbers=plan.gather_dn(),
                  slice_sizes=plan.slice_sizes, mode=mode, fill_value=fill_value)
 
@@ -402,24 +418,39 @@ def _update(x, idx, values, op, mode=None):
     entries = _parse(shape_of(x), idx)
     if all(e.kind in ("none", "int") or (e.kind == "slice" and abs(e.step) == 1)
            for e in entries):
-        return _update_static(x, entries, v, op)
+        return _update_static(x, entries, v, op, clip=mode == "clip")
     plan = _plan(x, entries)
     v = _fit_update(v, plan.shape, [x])
-    if _empty_or_bad(x, plan):
+    if _updates_nothing(x, entries, plan):
         return x
     return bind1(_SCATTER[op], x, plan.indices, v, dimension_numbers=plan.scatter_dn(),
                  mode=scatter_mode)
 
 
-def _update_static(x, entries, v, op):
-    """Static contiguous windows: one dynamic_update_slice (and a slice to combine)."""
+def _updates_nothing(x, entries, plan) -> bool:
+    """No element to update: x comes back as it is (JAX drops array indices into a
+    size-0 axis), but a traced scalar into a size-0 axis is an error, like an int."""
+    shape = shape_of(x)
+    for e in entries:
+        if e.kind == "dyn" and shape[e.dim] == 0:
+            raise IndexError(f"a traced scalar index into axis {e.dim} of size 0 (array of "
+                             f"shape {shape}): no element to update")
+    return 0 in shape or int(np.prod(plan.shape, dtype=np.int64)) == 0
+
+
+def _update_static(x, entries, v, op, clip=False):
+    """Static contiguous windows: one dynamic_update_slice (and a slice to combine).
+    An int out of range drops the update (mode "drop", JAX's default) or clamps."""
     shape = shape_of(x)
     out_shape, rev, starts, window = [], [], [], []
+    dropped = False
     for e in entries:
         if e.kind == "none":
             out_shape.append(1)
         elif e.kind == "int":
-            starts.append(e.value)
+            n = shape[e.dim]
+            dropped = dropped or (not clip and not 0 <= e.value < n)
+            starts.append(_clamp(e.value, n))
             window.append(1)
         else:
             if e.step < 0:
@@ -429,7 +460,7 @@ def _update_static(x, entries, v, op):
             starts.append(lo if e.count else 0)
             window.append(e.count)
     v = _fit_update(v, tuple(out_shape), [x])
-    if 0 in window:
+    if dropped or 0 in window:
         return x
     if rev:
         v = bind1(st.rev, v, dimensions=tuple(rev))
@@ -541,7 +572,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         ishape = ishape[:d] + (n,) + ishape[d + 1:]
     a, idx = broadcast_to(a, ashape, [idx]), broadcast_to(idx, ishape, [a])
     if int(np.prod(ishape, dtype=np.int64)) == 0:
-        return np.zeros(ishape, a.dtype)
+        return _empty_like(a, ishape, [a, idx])
     if ashape[axis] == 0:
         raise IndexError(f"take_along_axis: cannot index axis {axis} of size 0")
     dt = _index_dtype([idx], ashape)
