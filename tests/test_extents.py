@@ -3,6 +3,7 @@ large to index refused at trace time, unallocatable results and workspaces refus
 at call time, malformed --shape specs and entry names as one-paragraph errors."""
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -190,3 +191,20 @@ def test_model_entry_name_with_newline_is_a_cli_error(tmp_path):
     r = _cli("compile", model, "-o", tmp_path / "o")
     assert r.returncode == 1 and "not an identifier" in r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+# ---------------------------------------------------------------- creation constants
+
+@pytest.mark.parametrize("make", [jnp.zeros, jnp.ones,
+                                  functools.partial(jnp.full, fill_value=2.0)])
+def test_creation_shapes_are_jx_errors_at_the_users_line(make):
+    with pytest.raises(jx.ShapeError) as e:
+        make((1 << 40, 1 << 40))                                         # CREATE-BIG
+    assert "2**62 bytes" in str(e.value)
+    assert f"{THIS}:{_line_of('# CREATE-BIG')}" in str(e.value)
+    with pytest.raises(jx.ShapeError, match="negative dimension"):
+        make((3, -1))
+    with pytest.raises(jx.OutOfMemoryError) as e:                # 4 PiB: NumPy refuses at once
+        make((1 << 25, 1 << 25))
+    assert "(33554432, 33554432), float32" in str(e.value) and THIS in str(e.value)
+    np.testing.assert_array_equal(make((2, 3)), np.full((2, 3), make((1,))[0]))

@@ -2,10 +2,14 @@
 (which the graph records as literals) unless built from traced values."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
 from ..core import Tracer
+from ..errors import OutOfMemoryError, ShapeError, user_location
+from ..ir import extent_problem
 from ..prims import structural as st
 from ._util import as_value, bind1, broadcast_to, convert, dtype_weak, shape_of
 
@@ -32,21 +36,45 @@ def _shape(shape) -> tuple:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
 
 
+def _at() -> str:
+    where = user_location()
+    return f" (at {where})" if where else ""
+
+
+def _constant(make, shape, dt, what: str) -> np.ndarray:
+    """make(shape, dt), or a jx error naming the shape and the user's line (not
+    NumPy's): these constants are built eagerly, even inside a trace."""
+    problem = f"shape {shape} has a negative dimension" if any(d < 0 for d in shape) \
+        else extent_problem(shape, dt)
+    if problem:
+        raise ShapeError(f"jx.numpy.{what}: {problem}{_at()}")
+    try:
+        return make(shape, dt)
+    except MemoryError:
+        nbytes = math.prod(shape) * dt.itemsize
+        raise OutOfMemoryError(
+            f"jx.numpy.{what}({shape}, {dt.name}){_at()}: its {nbytes:.3g} bytes could not be "
+            "allocated; inside a traced function broadcast a traced value instead (e.g. "
+            "jnp.broadcast_to(x, shape)), which is never stored") from None
+
+
 def full(shape, fill_value, dtype=None):
     shape = _shape(shape)
     dt = _dtype(dtype, dtype_weak(fill_value)[0])
     v = convert(as_value(fill_value), dt)
     if isinstance(v, Tracer):
         return broadcast_to(v, shape)
-    return np.full(shape, v, dtype=dt)
+    return _constant(lambda s, d: np.full(s, v, dtype=d), shape, np.dtype(dt), "full")
 
 
 def zeros(shape, dtype=None):
-    return np.zeros(_shape(shape), dtype=_dtype(dtype, dtypes.default_float))
+    return _constant(np.zeros, _shape(shape), np.dtype(_dtype(dtype, dtypes.default_float)),
+                     "zeros")
 
 
 def ones(shape, dtype=None):
-    return np.ones(_shape(shape), dtype=_dtype(dtype, dtypes.default_float))
+    return _constant(np.ones, _shape(shape), np.dtype(_dtype(dtype, dtypes.default_float)),
+                     "ones")
 
 
 def empty(shape, dtype=None):
