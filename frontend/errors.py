@@ -16,6 +16,22 @@ class EmptyReductionError(JxError, ValueError):
     """A reduction without an identity (max, min) over an axis of size 0."""
 
 
+class MaskedArrayError(JxError, ValueError):
+    """A numpy.ma.MaskedArray given to jx, which would silently drop its mask."""
+
+
+def reject_masked(x, what: str) -> None:
+    """Refuse masked arrays (as JAX does) instead of computing on their hidden data."""
+    if type(x).__name__ == "MaskedArray" and type(x).__module__.startswith("numpy.ma"):
+        where = user_location()
+        raise MaskedArrayError(
+            f"{what} is a NumPy masked array (numpy.ma.MaskedArray)"
+            + (f" (at {where})" if where else "") + "; jx, like JAX, does not take masked "
+            "arrays: their mask would be silently dropped. Pass x.filled(value) for a plain "
+            "array, or the data and the mask as two arrays (np.ma.getdata(x), "
+            "np.ma.getmaskarray(x)) and combine them with jx.numpy.where")
+
+
 class TracerConversionError(JxError, TypeError):
     """Python control flow or a concrete conversion applied to a traced value."""
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .errors import reject_masked
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ def aval_of(x) -> ShapedArray:
     """The abstract value of a concrete value (NumPy array or Python scalar)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    reject_masked(x, "a value given to a jx function or transformation")
     arr = np.asarray(x)
     dtypes.check_supported(arr.dtype)
     return ShapedArray(arr.shape, arr.dtype)

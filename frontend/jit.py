@@ -14,6 +14,7 @@ import numpy as np
 from . import tree
 from .api import leaf_aval, merge_static, split_static, trace_pytree, _static_key
 from .core import Tracer
+from .errors import MaskedArrayError, reject_masked
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
 # scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array).
@@ -87,14 +88,28 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
         if any(isinstance(x, Tracer) for x in leaves):
             return fun(*merge_static(static, dynamic, len(args)), **kwargs)
-        key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree,
-               tuple(aval_of(x) for x in leaves))
+        try:
+            avals = tuple(aval_of(x) for x in leaves)
+        except MaskedArrayError:
+            _refuse_masked(fun, args, kwargs)
+            raise
+        key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree, avals)
         compiled = cache.get(key) or compile_for(args, kwargs, key)
         return compiled.unflatten(compiled.fn(*leaves))
 
     jitted.lower = lambda *a, **k: _lower(fun, static_argnums, a, k)
     jitted._cache = cache
     return jitted
+
+
+def _refuse_masked(fun, args, kwargs):
+    """The masked-array error again, naming the argument that holds the array."""
+    named = [(f"argument {i}", a) for i, a in enumerate(args)]
+    named += [(f"keyword argument {k!r}", a) for k, a in kwargs.items()]
+    for what, a in named:
+        for leaf in tree.tree_leaves(a):
+            reject_masked(leaf, f"{what} of jx.jit({getattr(fun, '__name__', 'function')})"
+                          + ("" if leaf is a else " (a leaf inside it)"))
 
 
 def _symbol(fun) -> str:

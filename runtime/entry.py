@@ -176,6 +176,10 @@ class CompiledEntry:
         shape, converting only when no value can change; otherwise a clear error."""
         leaf = self.inputs[i]
         what = f"{self._where()}: argument {self._leaf_name(i)}"
+        if isinstance(x, np.ma.MaskedArray):
+            raise ArgumentError(f"{what} is a NumPy masked array; its mask would be silently "
+                                "dropped (jx.jit and JAX refuse them too): pass x.filled(value)"
+                                ", or the data and the mask as separate arguments")
         if isinstance(x, _NDARRAY):
             a = x
             if a.dtype != leaf.dtype:
@@ -237,9 +241,15 @@ def _python_value(x, leaf: LeafSpec, what: str) -> np.ndarray:
             f"(expected {leaf}); pass an array of dtype {target.name}")
     if a.dtype == target:
         return a
-    # bool -> int/float and int -> float can be exact; float -> int, anything -> bool not.
-    allowed = {"b": "biuf", "i": "iuf", "u": "iuf", "f": "f"}.get(a.dtype.kind, "")
+    # int -> float can be exact; float -> int and anything -> bool not. Bools stay bools:
+    # jx.jit takes a bool list as a bool array (a mask, where an int array would index)
+    allowed = {"b": "b", "i": "iuf", "u": "iuf", "f": "f"}.get(a.dtype.kind, "")
     kind = "f" if target.name == "bfloat16" else target.kind
+    if a.dtype.kind == "b" and kind != "b":
+        raise DtypeMismatchError(
+            f"{what} is {_brief(x, a)}, expected {leaf}; bools are not converted to numbers "
+            "(jx.jit would see a bool array: a mask where numbers would index or count): "
+            f"pass numbers, or an array of dtype {target.name}")
     if kind not in allowed:
         raise DtypeMismatchError(f"{what} is {_brief(x, a)}, expected {leaf}; pass an array "
                                  f"of dtype {target.name}")

@@ -360,3 +360,78 @@ def test_size_zero_gather_is_a_traced_result(dtype):
     f = lambda v, i: v[i].sum(axis=0)         # noqa: E731
     assert_same(jx.grad(lambda v: f(v, empty).sum().astype(np.float32))(x.astype(np.float32)),
                 jax.grad(lambda v: f(v, empty).sum())(x.astype(np.float32)))
+
+
+# ---------------------------------------------------------------- masked arrays
+
+_MASKED = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.asarray(x), lambda m, x: m.sin(x), lambda m, x: m.add(x, 1.0),
+    lambda m, x: m.sum(x), lambda m, x: m.where(x > 1, x, 0.0),
+    lambda m, x: m.asarray(np.ma.array([1, 2]))],
+    ids=["asarray", "sin", "add", "sum", "where", "unmasked_ma"])
+def test_masked_arrays_refused_by_jnp_like_jax(call):
+    _, jjnp = _jax()
+    with pytest.raises(ValueError, match="masked arrays"):
+        call(jjnp, _MASKED)
+    with pytest.raises(jx.errors.MaskedArrayError, match="masked array.*filled"):
+        call(jnp, _MASKED)
+
+
+def test_masked_arrays_refused_by_jit_and_transformations():
+    jax, _ = _jax()
+    f = lambda x, y: x * y          # noqa: E731
+    with pytest.raises(ValueError, match="masked arrays"):
+        jax.jit(f)(np.ones(3, np.float32), _MASKED)
+    for args, kwargs, name in [((np.ones(3, np.float32), _MASKED), {}, "argument 1"),
+                               (({"w": _MASKED}, 2.0), {}, "argument 0"),
+                               ((np.ones(3, np.float32),), {"y": _MASKED}, "argument 'y'")]:
+        with pytest.raises(jx.errors.MaskedArrayError, match=f"{name} of jx.jit\\(<lambda>\\)"):
+            jx.jit(f)(*args, **kwargs)
+    for transform in (jx.grad(lambda x: (x * 2).sum()), jx.vmap(lambda x: x * 2),
+                      lambda x: jx.lax.add(x, x), jx.make_graph(lambda x: x)):
+        with pytest.raises(jx.errors.MaskedArrayError):
+            transform(_MASKED)
+    assert issubclass(jx.errors.MaskedArrayError, (jx.JxError, ValueError))
+
+
+# ---------------------------------------------------------------- artifact argument kinds
+
+@pytest.fixture(scope="module")
+def gather_artifact(tmp_path_factory):
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler (cc)")
+    d = tmp_path_factory.mktemp("gather")
+    (d / "gather.py").write_text(
+        "import jx\n\n@jx.export(x=jx.f32[5], idx=jx.i32[2], scale=jx.f32[()])\n"
+        "def pick(x, idx, scale):\n    return x[idx] * scale\n")
+    r = subprocess.run([sys.executable, "-m", "jx.cli.main", "compile", str(d / "gather.py"),
+                        "-o", str(d / "out")], capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "JX_CACHE_DIR": str(d / "cache")})
+    assert r.returncode == 0, r.stderr
+    import jx.runtime as rt
+    return rt.load(str(d / "out" / "libgather.so"))
+
+
+def test_artifact_refuses_bools_and_floats_for_int_arguments(gather_artifact):
+    from jx.runtime.errors import ArgumentError, DtypeMismatchError
+    x = np.arange(5, dtype=np.float32) * 10
+    pick = gather_artifact.pick
+    np.testing.assert_array_equal(pick(x, [3, 1], 2), [60.0, 20.0])      # ints, exact
+    np.testing.assert_array_equal(pick(x, np.array([4, 0], np.int32), 1.0), [40.0, 0.0])
+    for idx in ([True, False], np.array([True, False]), [1.0, 2.0], [1.5, 2.0],
+                np.array([1, 2], np.float32), np.array([1, 2], np.int64)):
+        with pytest.raises(DtypeMismatchError, match="argument idx"):
+            pick(x, idx, 1.0)
+    with pytest.raises(DtypeMismatchError, match="argument scale.*bools are not converted"):
+        pick(x, [0, 1], True)
+    with pytest.raises(ArgumentError, match="argument x is a NumPy masked array"):
+        pick(np.ma.array(x, mask=[0, 0, 1, 0, 0]), [0, 1], 1.0)
+    # jx.jit sees the same bool list as a (traced) mask, not as indices: refused too
+    with pytest.raises(IndexError, match="boolean mask"):
+        jx.jit(lambda v, i: v[i])(x, [True, False])

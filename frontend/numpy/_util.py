@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, bind_like
-from ..errors import ShapeError
+from ..errors import ShapeError, reject_masked
 from ..prims import elementwise as ew
 from ..prims import structural as st
 
@@ -54,6 +54,8 @@ def shape_of(x) -> tuple:
 
 def as_value(x):
     """Tracers and NumPy arrays pass through; lists become arrays; scalars stay."""
+    if type(x) is not np.ndarray:
+        reject_masked(x, "an input of a jx.numpy function")
     if isinstance(x, (Tracer, np.ndarray)) or is_scalar_const(x):
         return x
     if isinstance(x, np.generic):
