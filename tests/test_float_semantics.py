@@ -134,3 +134,113 @@ def test_half_constants_and_iota_are_in_the_dtype(dt):
 
 
 # ------------------------------------------------------------------ reductions
+
+def test_sum_of_infinite_products_is_not_finite():
+    """Every product is infinite: a fast-math rewrite to s * sum(a) gave 0."""
+    a, s = np.array([1e38, -1e38], f32), np.float32(1e10)
+    got = jx.jit(lambda a, s: jnp.sum(a * s))(a, s)
+    bits_equal(got, quiet(lambda: np.sum(a * s)))          # inf + -inf: NaN
+    x = np.ones(7, f32)
+    got = jx.jit(lambda x: jnp.sum(x * 1e30 * 1e30 - x * 1e30 * 1e30))(x)
+    assert np.isnan(got)                                    # inf - inf per term
+
+
+def test_sum_of_infinite_products_against_jax():
+    jax, jjnp = jax_or_skip()
+    a, s = np.array([1e38, -1e38], f32), np.float32(1e10)
+    want = np.asarray(jax.jit(lambda a, s: jjnp.sum(a * s))(a, s))
+    got = jx.jit(lambda a, s: jnp.sum(a * s))(a, s)
+    assert not np.isfinite(want) and not np.isfinite(got)
+
+
+def _with_specials(shape, dt, rng, where):
+    x = rng.uniform(-1, 1, shape).astype(dt)      # sums of 100k stay float16
+    flat = x.reshape(-1)
+    for pos, val in where:
+        if flat.size:
+            flat[pos % flat.size] = val
+    return x
+
+
+# element positions: the first, one in the middle, the last (a block's tail)
+SPOTS = [0, 37, -1]
+BIG = [(100_003,), (3, 70_001)]       # parallel partial reductions, ragged chunks
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("shape", SHAPES[1:] + BIG, ids=str)
+@pytest.mark.parametrize("spot", SPOTS)
+def test_sums_of_squares_with_infinities(dt, shape, spot, rng):
+    x = _with_specials(shape, dt, rng, [(spot, -np.inf)])
+    bits_equal(jx.jit(lambda x: jnp.sum(x * x))(x), np.asarray(np.inf, dt))
+    rows = jx.jit(lambda x: jnp.sum(x * x, axis=-1))(x)
+    assert np.isinf(rows.astype(f64)).sum() == 1 and (rows.astype(f64) > 0).all()
+    y = _with_specials(shape, dt, rng, [(spot, np.inf), (spot + 1, -np.inf)])
+    if y.size > 1:          # inf + -inf
+        assert np.isnan(jx.jit(lambda y: jnp.sum(y))(y))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("shape", SHAPES[1:] + BIG, ids=str)
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("spot", SPOTS)
+def test_nan_propagates_through_reductions(dt, shape, op, spot, rng):
+    x = _with_specials(shape, dt, rng, [(spot, np.nan)])
+    fn = getattr(jnp, op)
+    assert np.isnan(jx.jit(fn)(x))
+    rows = jx.jit(lambda x: fn(x, axis=-1))(x).astype(f64)
+    assert np.isnan(rows).sum() == 1
+    bits_equal(np.isnan(rows), np.isnan(quiet(getattr(np, op), x.astype(f64), -1)))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 64, 100])
+def test_zero_signs_of_sums_and_products_match_numpy(dt, n):
+    neg = np.full(n, -0.0, dt)
+    for fn, ref in [(lambda x: jnp.sum(x), np.sum),
+                    (lambda x: jnp.sum(x * -1.0), lambda x: np.sum(-x)),
+                    (lambda x: jnp.sum(x.reshape(1, -1), axis=1), lambda x: np.sum(x, keepdims=True)),
+                    (lambda x: jnp.prod(x - 1.0), lambda x: np.prod(x - 1)),
+                    (lambda x: jnp.prod(x * 0.0 - 1.0), lambda x: np.prod(x * 0 - 1))]:
+        bits_equal(jx.jit(fn)(neg), np.asarray(ref(neg.astype(f64))).astype(dt))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_max_and_min_order_zeros_as_jax(dt):
+    """XLA's max/min take -0 < +0 (NumPy's answer depends on the order)."""
+    for x in ([-0.0, 0.0], [0.0, -0.0], [-0.0] * 9 + [0.0] + [-0.0] * 70):
+        x = np.array(x, dt)
+        bits_equal(jx.jit(jnp.max)(x), np.asarray(0.0, dt))
+        bits_equal(jx.jit(jnp.min)(-x), np.asarray(-0.0, dt))
+    jax, jjnp = jax_or_skip()
+    x = np.array([-0.0, 0.0, -0.0], f32)
+    bits_equal(jx.jit(jnp.max)(x), np.asarray(jax.jit(jjnp.max)(x)))
+    bits_equal(jx.jit(jnp.min)(x), np.asarray(jax.jit(jjnp.min)(x)))
+
+
+def _tolerance(dt, x):
+    """Error bound of a reordered sum: a few ulps of the dtype on sum(|x|)."""
+    eps = 2.0 ** -7 if dt == bf16 else np.finfo(dt).eps
+    return 4 * eps * np.sum(np.abs(x.astype(f64)), axis=-1) + np.finfo(f32).tiny
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("shape", SHAPES + BIG, ids=str)
+def test_sums_match_numpy(dt, shape, rng):
+    x = rng.uniform(-1, 1, shape).astype(dt)
+    got = jx.jit(lambda x: jnp.sum(x * x - 0.25, axis=-1))(x).astype(f64)
+    ref = np.sum((x * x - 0.25).astype(f64), axis=-1)      # terms rounded as jx's
+    assert np.all(np.abs(got - ref) <= _tolerance(dt, x)), np.max(np.abs(got - ref))
+    got = jx.jit(lambda x: jnp.sum(x))(x).astype(f64)
+    assert abs(got - np.sum(x.astype(f64))) <= 4 * _tolerance(dt, x.reshape(-1)), got
+    if x.size:
+        bits_equal(jx.jit(lambda x: jnp.max(x, axis=-1))(x), np.max(x, axis=-1))
+        bits_equal(jx.jit(jnp.min)(x), np.min(x))
+
+
+def test_sums_match_jax(rng):
+    jax, jjnp = jax_or_skip()
+    x = rng.uniform(-2, 2, (5, 131)).astype(f32)
+    for fn in (lambda m, x: m.sum(x * x, axis=1), lambda m, x: m.max(x, axis=0)):
+        want = np.asarray(jax.jit(lambda x: fn(jjnp, x))(x))
+        np.testing.assert_allclose(jx.jit(lambda x: fn(jnp, x))(x), want, rtol=1e-6)

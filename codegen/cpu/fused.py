@@ -16,7 +16,7 @@ from jx.ir import Literal, Var
 from jx.passes.fuse import EXPENSIVE
 
 from . import irutil as U
-from . import tuning
+from . import target, tuning
 from .scalar import SCALAR, convert
 
 INDEX_RULES: dict = {}
@@ -272,19 +272,104 @@ _REDUCE_INIT = {
     "reduce_min": lambda dt: np.inf if U.is_float(dt) else (
         True if np.dtype(dt) == np.bool_ else np.iinfo(dt).max),
 }
-REASSOC = ("reassoc", "nsz", "contract")   # reductions may be reordered (vectorised)
 
 
 def _combine(b, name, acc, x, dt):
+    """One step of the reduction, on scalars or vectors. Float steps carry no
+    fast-math flags: with `reassoc nsz` LLVM turned sum(a * s) into s * sum(a) (0
+    from infinite terms) and dropped zero signs. The kernels reorder float sums
+    themselves, explicitly (_float_reduction)."""
     if name == "reduce_sum":
-        return b.fadd(acc, x, flags=REASSOC) if U.is_float(dt) else b.add(acc, x)
+        return b.fadd(acc, x) if U.is_float(dt) else b.add(acc, x)
     if name == "reduce_prod":
-        return b.fmul(acc, x, flags=REASSOC) if U.is_float(dt) else b.mul(acc, x)
+        return b.fmul(acc, x) if U.is_float(dt) else b.mul(acc, x)
     if U.is_float(dt):
-        # llvm.maximum/minimum propagate NaN like NumPy and vectorise as reductions
+        # llvm.maximum/minimum propagate NaN and order -0 < +0, as XLA's max/min
         op = "llvm.maximum" if name == "reduce_max" else "llvm.minimum"
         return U.call_intrinsic(b, op, [acc, x])
     return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
+
+
+def _reduce_over(b, em, x, name, at, red_shape, outer=None, spill=None) -> ir.Value:
+    """x reduced over red_shape; at(ridx) is x's full index for reduced index ridx.
+    outer=(lo, hi) restricts the first reduced dim (a parallel part)."""
+    dt = x.aval.dtype
+    if 0 in red_shape:
+        return U.const(dt, _REDUCE_INIT[name](dt))
+    if U.is_float(dt):
+        return _float_reduction(b, em, x, name, at, red_shape, outer, spill)
+    acc = U.alloca_entry(b, U.compute_type(dt), "acc")
+    b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
+    with U.loop_nest(b, red_shape, "r", outer=outer) as ridx:
+        b.store(_combine(b, name, b.load(acc), _element(b, em, x, at(ridx), spill), dt), acc)
+    return b.load(acc)     # integers are associative: LLVM vectorises this loop itself
+
+
+def _element(b, em, x, full, spill):
+    v = em.value(x, full)
+    if spill is not None:
+        U.store(b, v, spill, U.linear(b, full, x.aval.shape), x.aval.dtype)
+    em.memo.clear()           # values at inner indices do not outlive them
+    return v
+
+
+# Float reductions keep ACCUMULATORS vectors of partial results, so that several
+# vector adds are in flight at once (an add's latency is several cycles).
+ACCUMULATORS = 4
+
+
+def _lane_count(b, dt, span: int) -> int:
+    """Partial results of a float reduction whose innermost loop runs about `span`
+    times: ACCUMULATORS vectors of the target's width, fewer (a power of two, at
+    most span) for short rows, whose lanes would mostly stay empty."""
+    size = 4 if U.is_half(dt) else np.dtype(dt).itemsize
+    full = target.vector_bytes(target.of_module(b.module)) // size * ACCUMULATORS
+    k = 1
+    while k * 2 <= min(full, max(span, 1)):
+        k *= 2
+    return k
+
+
+def _float_reduction(b, em, x, name, at, red_shape, outer, spill) -> ir.Value:
+    """Element i of the innermost reduced dim goes to partial result i mod K (K lanes
+    in an array the loop vectoriser turns into K/W vector registers: its inner loop
+    over the lanes is elementwise, so needs no permission to reorder); the lanes
+    combine pairwise at the end. This fixed order is the only reassociation."""
+    dt = x.aval.dtype
+    ct = U.compute_type(dt)
+    *lead, n = red_shape
+    inner = outer if not lead and outer is not None else None
+    span = n if inner is None else -(-n // reduce_parts_of(n))
+    k = _lane_count(b, dt, span)
+    vec = ir.VectorType(ct, k)
+    acc = U.alloca_entry(b, vec, "acc")
+    b.store(ir.Constant(vec, [U.const(dt, _REDUCE_INIT[name](dt))] * k), acc)
+    lanes = b.bitcast(acc, ct.as_pointer())
+
+    def block(lead_idx, base, count):
+        with U.for_between(b, U.i64(0), count, "lane") as j:
+            lane = b.gep(lanes, [j], source_etype=ct)
+            v = _element(b, em, x, at(lead_idx + [b.add(base, j)]), spill)
+            b.store(_combine(b, name, b.load(lane, typ=ct), v, dt), lane)
+
+    with U.loop_nest(b, lead, "r", outer=outer if lead else None) as lead_idx:
+        lo, hi = inner if inner is not None else (U.i64(0), U.i64(n))
+        stop = b.add(lo, b.and_(b.sub(hi, lo), U.i64(-k)))     # k is a power of two
+        with U.for_step(b, lo, stop, k, "blk") as base:
+            block(lead_idx, base, U.i64(k))
+        block(lead_idx, stop, b.sub(hi, stop))                 # the last n mod k
+    return _combine_lanes(b, name, b.load(acc, typ=vec), k, dt)
+
+
+def _combine_lanes(b, name, v, k, dt):
+    """Pairwise: the upper half of the lanes onto the lower half, until one is left."""
+    while k > 1:
+        k //= 2
+        mask = lambda lo: ir.Constant(ir.VectorType(U.I32, k), list(range(lo, lo + k)))
+        low = b.shuffle_vector(v, v, mask(0))
+        high = b.shuffle_vector(v, v, mask(k))
+        v = _combine(b, name, low, high, dt)
+    return b.extract_element(v, U.i64(0))
 
 
 def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
@@ -308,17 +393,9 @@ def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
             res = convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
                           np.int64, out.aval.dtype)
         else:
-            acc = U.alloca_entry(b, U.compute_type(dt), "acc")
-            b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
-            if 0 not in red_shape:
-                with U.loop_nest(b, red_shape, "r") as ridx:
-                    full = _merge(kept, oidx, axes, ridx, x.aval.ndim)
-                    v = em.value(x, full)
-                    if spill is not None:
-                        U.store(b, v, spill, U.linear(b, full, x.aval.shape), dt)
-                    b.store(_combine(b, name, b.load(acc), v, dt), acc)
-                    em.memo.clear()           # values at inner indices do not outlive them
-            res = b.load(acc)
+            res = _reduce_over(b, em, x, name,
+                               lambda ridx: _merge(kept, oidx, axes, ridx, x.aval.ndim),
+                               red_shape, spill=spill)
         U.store(b, res, buffers[id(out)], U.linear(b, oidx, out_shape), out.aval.dtype)
 
 
@@ -367,7 +444,11 @@ def reduce_parts(kernel) -> int:
     if root.prim.name not in _REDUCE_INIT or root.outputs[0].aval.shape != ():
         return 0
     (x,) = root.inputs
-    first = x.aval.shape[root.params["axes"][0]] if x.aval.shape else 0
+    return reduce_parts_of(x.aval.shape[root.params["axes"][0]] if x.aval.shape else 0)
+
+
+def reduce_parts_of(first: int) -> int:
+    """reduce_parts for a reduction whose first reduced dim has `first` elements."""
     return min(64, first)
 
 
@@ -386,13 +467,9 @@ def emit_reduce_part(b: ir.IRBuilder, kernel, buffers, consts, lo, hi, parts: in
     with U.for_between(b, lo, hi, "c") as c:
         start = b.udiv(b.mul(c, U.i64(n0)), U.i64(parts))
         stop = b.udiv(b.mul(b.add(c, U.i64(1)), U.i64(n0)), U.i64(parts))
-        acc = U.alloca_entry(b, ct, "acc")
-        b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
-        with U.loop_nest(b, red_shape, "r", outer=(start, stop)) as ridx:
-            v = em.value(x, _merge([], [], axes, ridx, x.aval.ndim))
-            b.store(_combine(b, name, b.load(acc), v, dt), acc)
-            em.memo.clear()
-        b.store(b.load(acc), b.gep(partials, [c], source_etype=ct))
+        res = _reduce_over(b, em, x, name, lambda ridx: _merge([], [], axes, ridx, x.aval.ndim),
+                           red_shape, outer=(start, stop))
+        b.store(res, b.gep(partials, [c], source_etype=ct))
 
 
 def emit_reduce_combine(b: ir.IRBuilder, kernel, buffers, parts: int, partials) -> None:
