@@ -34,11 +34,13 @@ def run_python(code: str, env: dict, timeout: float = 240) -> subprocess.Complet
 
 # -- the compile cache ----------------------------------------------------------------------
 # Two jitted functions checked against NumPy; prints how many objects LLVM emitted
-# (0 when every one came from the cache).
+# (0 when every one came from the cache). The keys' source fingerprint is pinned:
+# the backend's sources edited while the test runs must not change them.
 JIT_SCRIPT = """
     import numpy as np
     import jx, jx.numpy as jnp
-    from jx.codegen.cpu import compiler
+    from jx.codegen.cpu import cache, compiler
+    cache.backend_fingerprint = lambda: "test_integrity"
     emitted = []
     real = compiler.emit_object
     compiler.emit_object = lambda *a, **k: emitted.append(1) or real(*a, **k)
@@ -141,6 +143,21 @@ def test_cache_folders_are_private_under_umask_0(tmp_path):
     for p in c.rglob("*"):
         if p.is_file():
             assert stat.S_IMODE(p.stat().st_mode) & 0o022 == 0, p
+
+
+def test_world_writable_cache_folders_are_made_private(tmp_path, monkeypatch):
+    """Folders an older jx created under umask 0 are tightened when next written; the
+    root, which a user may have chosen to share, keeps its mode."""
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path / "c"))
+    shard = tmp_path / "c" / "objects" / "ab"
+    shard.mkdir(parents=True)
+    for p in (tmp_path / "c", tmp_path / "c" / "objects", shard):
+        os.chmod(p, 0o777)
+    cache.store("ab" + "0" * 62, parallel_free_object())
+    assert cache.load("ab" + "0" * 62) is not None
+    assert stat.S_IMODE(os.stat(tmp_path / "c").st_mode) == 0o777
+    for p in (tmp_path / "c" / "objects", shard):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
 
 
 # -- the parallel runtime built in the cache ------------------------------------------------

@@ -65,16 +65,25 @@ def _path(key: str) -> str:
 def make_dir(path: str) -> None:
     """os.makedirs with every folder it creates 0o700 (chmod after mkdir: mkdir's
     mode is cut by the umask, never widened, but a umask of 0 would leave group
-    and others the right to swap the code this cache hands to LLVM and cc)."""
+    and others the right to swap the code this cache hands to LLVM and cc). Folders
+    of jx's own below the cache root that an older jx left group- or world-writable
+    are made private too; the root itself, perhaps chosen to be shared, is left."""
     path = os.path.abspath(path)
-    if os.path.isdir(path):
-        return
-    make_dir(os.path.dirname(path))
     try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        return                  # another process made it first
-    os.chmod(path, 0o700)
+        st = os.stat(path)
+    except FileNotFoundError:
+        make_dir(os.path.dirname(path))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            return              # another process made it first
+        os.chmod(path, 0o700)
+        return
+    root = os.path.abspath(cache_dir())
+    if path.startswith(root + os.sep):
+        make_dir(os.path.dirname(path))
+        if st.st_mode & 0o022 and st.st_uid == os.getuid() and os.path.isdir(path):
+            os.chmod(path, 0o700)
 
 
 _MAGIC = b"jx-cache-v1\0"
