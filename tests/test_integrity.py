@@ -217,6 +217,27 @@ def tiny_so(tmp_path_factory):
     return d / "out" / "libtiny.so"
 
 
+@needs_cc
+def test_compile_rebuilds_damaged_runtime_objects(tiny_so, tmp_path):
+    """jx compile links the runtime and libcalls objects from the cache by path: damaged
+    ones are rebuilt, and the artifact comes out byte-identical."""
+    c = tmp_path / "cache"
+    shutil.copytree(tiny_so.parent.parent / "cache", c)
+    shutil.rmtree(c / "artifacts")                       # no cached artifact: link again
+    damaged = sorted((c / "runtime").glob("*.o"))
+    assert {p.name.split("-")[0] for p in damaged} == {"jx_parallel", "jx_libcalls"}
+    for p in damaged:
+        p.write_bytes(p.read_bytes()[:1000])
+    r = subprocess.run([sys.executable, "-m", "jx.cli.main", "compile",
+                        str(tiny_so.parent.parent / "tiny.py"), "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "JX_CACHE_DIR": str(c)})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "libtiny.so").read_bytes() == tiny_so.read_bytes()
+    for p in damaged:
+        assert elf.check_object(p.read_bytes()) is None, p
+
+
 def sections(data: bytes) -> dict:
     """{name: (file offset, size)} of a 64-bit little-endian ELF file's sections."""
     shoff, = struct.unpack_from("<Q", data, 0x28)
