@@ -82,6 +82,10 @@ def _read_artifact(path: str) -> tuple:
         raise ArtifactLoadError(f"{path} is {e.kind}, not a shared object file; {hint}") \
             from None
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise ArtifactLoadError(f"{path} is a symbolic link to {os.readlink(path)}, which "
+                                    "does not exist; build it with `jx compile MODEL.py` or "
+                                    "point the link at the .so") from None
         raise ArtifactLoadError(f"{path}: no such file; build it with `jx compile MODEL.py`") \
             from None
     except OSError as e:

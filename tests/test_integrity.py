@@ -399,7 +399,7 @@ def test_non_regular_paths_fail_promptly(tiny_so, tmp_path):
     paths = [fifo, loop, to_fifo, tmp_path, dangling, "/dev/null"]
     found = load_in_child(paths, timeout=60)      # a FIFO used to block here forever
     expect = {fifo: "is a FIFO", loop: "symbolic link that loops", to_fifo: "is a FIFO",
-              tmp_path: "is a directory", dangling: "no such file",
+              tmp_path: "is a directory", dangling: "nothing.so, which does not exist",
               "/dev/null": "is a character device"}
     for path, words in expect.items():
         kind, msg = found[str(path)]

@@ -170,8 +170,7 @@ def is_intact(path: str) -> bool:
     """Whether the file at path has the sha256 recorded beside it by record_digest (a
     built runtime object: linked or dlopen'ed by path, so it cannot carry a header)."""
     try:
-        with open(_digest_path(path), "rb") as f:
-            want = f.read(64)
+        want = elf.read_regular(_digest_path(path))[:64]
         data = elf.read_regular(path)
     except OSError:
         return False
