@@ -162,6 +162,30 @@ def layout_cases() -> list:
                                       np.concatenate([x, x[::-1]], axis=0), x[::-1, 1:],
                                       x.T.reshape(-1)),
                         (_f32(_rng(name), shape), _f32(_rng(name + "y"), (shape[0] + 1, 5)))))
+    r = _rng("edges")
+    z0, z03, z30, b05, c3 = (np.zeros((0,), np.float32), np.zeros((0, 3), np.float32),
+                             np.zeros((3, 0), np.float32), np.zeros((0, 5), np.float32),
+                             _f32(r, (3,)))
+    out.append(Case("size_zero", lambda z0, z03, z30, b05, c3: (
+                        jnp.tanh(z0) + 1.0, jnp.sum(z03, axis=0), jnp.sum(z03), z30 @ b05,
+                        jnp.concatenate([z0, c3]), jnp.sort(z0), jnp.cumsum(z30, axis=1)),
+                    lambda z0, z03, z30, b05, c3: (
+                        z0, np.zeros(3), np.float32(0), np.zeros((3, 5)), c3, z0, z30),
+                    (z0, z03, z30, b05, c3)))
+    x = _f32(r, (3, 17))
+    out.append(Case("aliased_results", lambda x: (x.reshape(-1), x, x, jnp.zeros(5), x.T.T),
+                    lambda x: (x.reshape(-1), x, x, np.zeros(5), x), (x,)))
+    x = _f32(r, (3, 17, 33))
+    out.append(Case("middle_axis_3x17x33", lambda x: (
+                        jnp.sum(x, axis=1), jnp.argmax(x, axis=1), jnp.cumsum(x, axis=1),
+                        jnp.max(x, axis=(0, 2))),
+                    lambda x: (x.sum(1, dtype=np.float64), x.argmax(1).astype(np.int32),
+                               np.cumsum(x, 1, dtype=np.float64), x.max((0, 2))),
+                    (x,), rtol=1e-5, atol=1e-5))
+    for (m, k, n) in ((13, 17, 33), (1, 1025, 3)):
+        a = r.integers(-9, 9, (m, k)).astype(np.int32)
+        b = r.integers(-9, 9, (k, n)).astype(np.int32)
+        out.append(Case(f"mm_i32_{m}x{k}x{n}", lambda a, b: a @ b, lambda a, b: a @ b, (a, b)))
     for shape in ((3, 17, 33), (7, 1, 65), (2, 63, 129)):
         name = f"transpose_{_tag(shape)}"
         out.append(Case(name, lambda x: (jnp.transpose(x, (2, 0, 1)), jnp.transpose(x, (1, 0, 2)),
@@ -388,10 +412,98 @@ def parallel_cases() -> list:
     return out
 
 
+def _eager(fn):
+    """The reference for control flow and random bits: the same jx function on
+    NumPy arrays, which jx evaluates eagerly with NumPy (no compiled code)."""
+    def ref(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    return ref
+
+
+def control_misc_cases() -> list:
+    import jx
+    from jx import lax
+    jnp, out = _jnp(), []
+
+    def loop(x, y):
+        def body(i, acc):
+            row = lax.dynamic_slice(x, (i + 2, 0), (1, 3))        # clamped past the end
+            return lax.dynamic_update_slice(acc, row * i.astype(acc.dtype), (i, 0))
+        return lax.fori_loop(0, x.shape[0], body, y)
+
+    def scan(c, xs):
+        step = lambda c, r: (c * 0.5 + r, jnp.sum(jnp.tanh(c)))  # noqa: E731
+        return lax.scan(step, c, xs), lax.scan(step, c, xs, reverse=True)
+
+    def while_(x):
+        return lax.while_loop(lambda v: jnp.sum(v) < 100.0, lambda v: v * 1.5 + 1.0, x)
+
+    def cond(p, x):
+        return lax.cond(p > 0, lambda v: jnp.cumsum(v[::-1]), lambda v: v * 2.0, x)
+
+    def cum(x):
+        return (lax.cumprod(x * 0.1 + 1.0), lax.cummax(x, reverse=True), lax.cummin(x),
+                lax.pad(x, np.float32(-1), [(-min(2, x.shape[0]), 3, 1)]),
+                lax.slice(x, (0,), (x.shape[0],), (3,)), lax.rev(x, (0,)))
+
+    def casts(x):
+        return (x.astype(jnp.float16).astype(jnp.float32), jnp.clip(x * 40, -128, 127)
+                .astype(jnp.int8), jnp.round(x * 3), jnp.isfinite(x / (x - x[0])),
+                jnp.any(x > 1.5), jnp.all(x < 1.9))
+
+    def rand(key, like):
+        k1, k2 = jx.random.split(key)
+        return jx.random.normal(k1, like.shape), jx.random.uniform(k2, like.shape + (3,))
+
+    def sorts(x, a, b):
+        return (jnp.sort(x, descending=True), jnp.argsort(x, descending=True),
+                jnp.lexsort((a, b)))
+
+    def sorts_ref(x, a, b):
+        return (np.sort(x)[::-1], np.argsort(-x, kind="stable").astype(np.int32),
+                np.lexsort((a, b)).astype(np.int32))
+
+    for n in (1, 7, 17, 33, 129):
+        r = _rng(f"control_{n}")
+        x3, x5 = _f32(r, (n, 3)), _f32(r, (n, 5))
+        x, a, b = _f32(r, (n,)), r.integers(0, 3, n).astype(np.int32), \
+            r.integers(0, 4, n).astype(np.int32)
+        out += [Case(f"loop_{n}", loop, _eager(loop), (x3, np.zeros((n, 3), np.float32))),
+                Case(f"scan_{n}", scan, _eager(scan), (_f32(r, (5,)), x5), rtol=1e-5,
+                     atol=1e-5),
+                Case(f"while_{n}", while_, _eager(while_), (np.abs(x) + 0.1,), rtol=1e-5),
+                Case(f"cond_{n}", cond, _eager(cond), (np.float32(1), x)),
+                Case(f"cond_else_{n}", cond, _eager(cond), (np.float32(-1), x)),
+                Case(f"cum_{n}", cum, _eager(cum), (x,)),
+                Case(f"casts_{n}", casts, _eager(casts), (x,)),
+                Case(f"random_{n}", rand, _eager(rand), (np.array([0, n], np.uint32), x)),
+                Case(f"sorts_{n}", sorts, sorts_ref, (x, a, b))]
+        i, j = (r.integers(-2 * n, 2 * n, n + 5).astype(np.int32),
+                r.integers(-12, 12, n + 5).astype(np.int32))
+        x9, v = _f32(r, (n, 9)), _f32(r, (n + 5,))
+
+        def gather2d_ref(x9, i, j, v):
+            wi, wj = np.clip(_wrapped(i, x9.shape[0]), 0, x9.shape[0] - 1), \
+                np.clip(_wrapped(j, 9), 0, 8)
+            wi2, wj2 = _wrapped(i, x9.shape[0]), _wrapped(j, 9)
+            ok = (wi2 >= 0) & (wi2 < x9.shape[0]) & (wj2 >= 0) & (wj2 < 9)
+            mx, mn = x9.copy(), x9.copy()
+            np.maximum.at(mx, (wi2[ok], wj2[ok]), v[ok])
+            np.minimum.at(mn, (wi2[ok], wj2[ok]), v[ok])
+            return x9[wi, wj], mx, mn
+
+        out.append(Case(f"gather2d_{n}", lambda x9, i, j, v: (
+                            x9[i, j], x9.at[i, j].max(v, mode="drop"),
+                            x9.at[i, j].min(v, mode="drop")),
+                        gather2d_ref, (x9, i, j, v)))
+    return out
+
+
 PRIMITIVE_GROUPS = {"elementwise": elementwise_cases, "reductions": reduction_cases,
                     "layout": layout_cases, "matmul": matmul_cases,
                     "indexing": indexing_cases, "scan_sort": scan_sort_cases,
-                    "parallel": parallel_cases}
+                    "control_misc": control_misc_cases, "parallel": parallel_cases}
 GROUP_ENV = {"parallel": {"JX_NUM_THREADS": "3"}}
 
 
