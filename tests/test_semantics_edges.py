@@ -435,3 +435,49 @@ def test_artifact_refuses_bools_and_floats_for_int_arguments(gather_artifact):
     # jx.jit sees the same bool list as a (traced) mask, not as indices: refused too
     with pytest.raises(IndexError, match="boolean mask"):
         jx.jit(lambda v, i: v[i])(x, [True, False])
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,axis", [((0, 3), 0), ((3, 0), 1), ((0, 3), None),
+                                        ((3, 0), -1), ((0,), 0)])
+def test_empty_arg_reductions_raise_like_jax(name, shape, axis):
+    _, jjnp = _jax()
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(ValueError, match=f"attempt to get {name} of an empty sequence"):
+        getattr(jjnp, name)(x, axis=axis)
+    with pytest.raises(jx.errors.EmptyReductionError,
+                       match=f"attempt to get {name} of an empty sequence"):
+        jx.jit(lambda v: getattr(jnp, name)(v, axis=axis))(x)
+
+
+def test_arg_reduction_over_nonempty_axis_of_empty_array():
+    _, jjnp = _jax()
+    x = np.zeros((0, 3), np.float32)
+    assert_same(jx.jit(lambda v: jnp.argmax(v, axis=1))(x), jjnp.argmax(x, axis=1))
+
+
+# ---------------------------------------------------------------- bool products
+
+_RNG = np.random.default_rng(7)
+_BA, _BB = _RNG.random((3, 4)) < 0.3, _RNG.random((4, 2)) < 0.3
+_BV, _BW = _RNG.random(4) < 0.5, _RNG.random(4) < 0.5
+_BC, _BD = _RNG.random((2, 3, 4)) < 0.4, _RNG.random((2, 4, 3)) < 0.4
+
+
+@pytest.mark.parametrize("f,args", [
+    (lambda m, a, b: m.dot(a, b), (_BA, _BB)), (lambda m, a, b: m.dot(a, b), (_BV, _BW)),
+    (lambda m, a, b: a @ b, (_BC, _BD)), (lambda m, a, b: a @ b, (_BA, _BV)),
+    (lambda m, a, b: m.tensordot(a, b, 1), (_BA, _BB)),
+    (lambda m, a, b: m.inner(a, b), (_BV, _BW)), (lambda m, a, b: m.vdot(a, b), (_BV, _BW)),
+    (lambda m, a, b: m.einsum("ij,jk->ik", a, b), (_BA, _BB)),
+    (lambda m, a, b: m.einsum("bij,bjk->bk", a, b), (_BC, _BD)),
+    (lambda m, a, b: m.einsum("ij,j->", a, b), (_BA, _BV)),
+    (lambda m, a, b: m.dot(a, b), (np.zeros((2, 0), bool), np.zeros((0, 3), bool)))],
+    ids=["dot", "dot1d", "bmm", "mv", "tensordot", "inner", "vdot", "einsum", "einsum_b",
+         "einsum_sum", "empty"])
+def test_bool_products_match_jax(f, args):
+    """JAX multiplies bool matrices as logic: or over the ands, dtype bool."""
+    jax, jjnp = _jax()
+    want = jax.jit(lambda *a: f(jjnp, *a))(*args)
+    assert_same(jx.jit(lambda *a: f(jnp, *a))(*args), want)
+    assert_same(f(jnp, *args), want)

@@ -1,17 +1,22 @@
 """Products: dot, matmul, tensordot, einsum, outer, inner, vdot — all dot_general."""
 from __future__ import annotations
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..prims import linalg as la
 from ..prims import reductions as rd
-from ._util import bind1, broadcast_shapes, broadcast_to, canonical_axis, promote_dtypes, \
-    shape_of
+from ._util import bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
+    promote_dtypes, shape_of
 from .manipulation import ravel, reshape, transpose
 
 
 def _dot_general(a, b, contract, batch=((), ())):
-    return bind1(la.dot_general, a, b, dimension_numbers=(tuple(map(tuple, contract)),
-                                                          tuple(map(tuple, batch))))
+    dn = (tuple(map(tuple, contract)), tuple(map(tuple, batch)))
+    if a.dtype == dtypes.bool_:     # as JAX: a bool product is the "or" of the "and"s
+        from .ufuncs import not_equal
+        a, b = (convert(v, dtypes.default_int, [a, b]) for v in (a, b))
+        return not_equal(bind1(la.dot_general, a, b, dimension_numbers=dn), 0)
+    return bind1(la.dot_general, a, b, dimension_numbers=dn)
 
 
 def matmul(a, b):
@@ -204,7 +209,8 @@ def _sum_unused(x, t, others, out):
     gone = [i for i, c in enumerate(t) if c not in elsewhere]
     if not gone:
         return x, t
-    x = bind1(rd.reduce_sum, x, axes=tuple(gone))
+    # a sum of bools is their "or" (JAX's einsum on bools), the max
+    x = bind1(rd.reduce_max if x.dtype == dtypes.bool_ else rd.reduce_sum, x, axes=tuple(gone))
     return x, "".join(c for c in t if c in elsewhere)
 
 

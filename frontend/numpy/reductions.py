@@ -118,6 +118,7 @@ def _arg(prim):
     def fn(a, axis=None, keepdims=False):
         x = as_value(a)
         ndim = len(shape_of(x))
+        _check_arg_nonempty(prim.name, shape_of(x), axis)
         if axis is None:
             from .manipulation import ravel, reshape
             out = bind1(prim, ravel(x), axis=0, index_dtype=dtypes.default_int)
@@ -127,6 +128,19 @@ def _arg(prim):
         return _restore(out, (ax,), keepdims)
     fn.__name__ = prim.name
     return fn
+
+
+def _check_arg_nonempty(name, shape, axis):
+    """An arg-reduction over no elements has no answer: ValueError, as NumPy and JAX."""
+    n = (int(np.prod(shape, dtype=np.int64)) if axis is None
+         else shape[canonical_axis(axis, len(shape))])
+    if n == 0:
+        where = user_location()
+        raise EmptyReductionError(
+            f"attempt to get {name} of an empty sequence: "
+            + ("the array" if axis is None else f"axis {axis}")
+            + f" of shape {tuple(shape)} has no elements" + (f" (at {where})" if where else "")
+            + "; reduce a non-empty axis (an arg-reduction takes no initial value)")
 
 
 argmax = _arg(rd.argmax)
