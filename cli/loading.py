@@ -115,6 +115,8 @@ def _parse_dims(text: str) -> tuple:
         if not re.fullmatch(r"[0-9]+", p):
             raise ValueError(f"dimension {p!r} is not a non-negative whole number written "
                              "in decimal digits (no expressions such as 2^32)")
+        if int(p) >= 1 << 48:
+            raise ValueError(f"dimension {p} is too large: each dimension must be below 2**48")
     return tuple(int(p) for p in parts)
 
 

@@ -15,6 +15,11 @@ from .errors import JxError, ShapeError, user_location
 from .ir import ShapedArray, aval_of, extent_problem
 
 
+def _spec_error(text: str):
+    where = user_location()
+    raise ShapeError(text + (f" (at {where})" if where else ""))
+
+
 @dataclass(frozen=True)
 class ShapeDtypeStruct:
     """An abstract argument: a shape and a dtype, no data (JAX's name)."""
@@ -25,14 +30,13 @@ class ShapeDtypeStruct:
         for d in self.shape:      # 3.7 or True would silently become 3 or 1
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 \
                     or d >= 1 << 48:
-                raise ShapeError(f"shape {tuple(self.shape)!r}: each dimension must be an int "
-                                 f"from 0 to 2**48, got {d!r}")
+                _spec_error(f"shape {tuple(self.shape)!r}: each dimension must be an int "
+                            f"from 0 to 2**48 - 1, got {d!r}")
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
         problem = extent_problem(self.shape, self.dtype)
         if problem:
-            where = user_location()
-            raise ShapeError(problem + (f" (at {where})" if where else ""))
+            _spec_error(problem)
 
     @property
     def aval(self) -> ShapedArray:
