@@ -481,3 +481,30 @@ def test_bool_products_match_jax(f, args):
     want = jax.jit(lambda *a: f(jjnp, *a))(*args)
     assert_same(jx.jit(lambda *a: f(jnp, *a))(*args), want)
     assert_same(f(jnp, *args), want)
+
+
+_WX = np.arange(6, dtype=np.float32).reshape(2, 3)
+_WM = np.array([[True, False, True], [False, False, False]])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.sum(x, axis=1, where=_WM), lambda m, x: m.prod(x + 1, axis=1, where=_WM),
+    lambda m, x: m.max(x, axis=1, where=_WM, initial=-1.0),
+    lambda m, x: m.min(x, axis=1, where=_WM, initial=10.0),
+    lambda m, x: m.sum(x, where=_WM), lambda m, x: m.sum(x, axis=1, where=_WM[0]),
+    lambda m, x: m.max(x.astype(np.int8), axis=0, where=_WM, initial=-3, keepdims=True),
+    lambda m, x: m.sum(x.astype(np.int8), axis=1, where=_WM, initial=3)],
+    ids=["sum", "prod", "max", "min", "sum_all", "sum_bcast", "max_int8", "sum_int8"])
+def test_reductions_with_where_match_jax(call):
+    jax, jjnp = _jax()
+    want = jax.jit(lambda x: call(jjnp, x))(_WX)
+    assert_same(jx.jit(lambda x: call(jnp, x))(_WX), want)
+    assert_same(call(jnp, _WX), want)
+
+
+def test_max_with_where_needs_initial():
+    _, jjnp = _jax()
+    with pytest.raises(ValueError, match="does not have an identity"):
+        jjnp.max(_WX, axis=1, where=_WM)
+    with pytest.raises(jx.errors.EmptyReductionError, match="specify 'initial'"):
+        jx.jit(lambda x: jnp.max(x, axis=1, where=_WM))(_WX)

@@ -30,12 +30,14 @@ def _accumulator(x, dtype):
 
 
 def _reducer(prim, sum_like: bool):
-    def fn(a, axis=None, dtype=None, keepdims=False, initial=None):
+    def fn(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
         (x,) = promote_dtypes(a)
         if sum_like:
             x = _accumulator(x, dtype)
         elif dtype is not None:
             x = convert(x, dtypes.canonicalize(dtype))
+        if where is not None:
+            x = _masked(prim, x, where, 0 if prim is rd.reduce_sum else 1, initial)
         axes = canonical_axes(axis, len(shape_of(x)))
         if not sum_like and initial is None:
             _check_nonempty(prim, shape_of(x), axes)
@@ -48,6 +50,20 @@ def _reducer(prim, sum_like: bool):
         return _restore(out, axes, keepdims)
     fn.__name__ = prim.name.replace("reduce_", "")
     return fn
+
+
+def _masked(prim, x, where, identity, initial):
+    """x with the elements where= leaves out replaced by the reduction's identity
+    (initial for max/min, which have none), as JAX and NumPy do."""
+    from .ufuncs import where as select
+    if prim in (rd.reduce_max, rd.reduce_min):
+        if initial is None:
+            name = prim.name.replace("reduce_", "")
+            raise EmptyReductionError(
+                f"reduction operation {name} does not have an identity, so to use a where "
+                f"mask one has to specify 'initial' (at {user_location()})")
+        identity = initial
+    return select(where, x, convert(identity, x.dtype, [x]))
 
 
 def _check_nonempty(prim, shape, axes):
