@@ -5,9 +5,41 @@ suite (its kernels are already explicit loops; the GEMM is hand-blocked) and cos
 ~0.2 s more per cold `jx compile` of the SGD-step sample."""
 from __future__ import annotations
 
+import os
+import threading
+
 import llvmlite.binding as llvm
 
 from . import target
+
+# Every use of LLVM for a compile holds this lock: LLVM's global state is not
+# safe to share between threads, and a fork must not copy a compile in flight
+# (the child would wait forever on locks held by a thread it does not have).
+COMPILE_LOCK = threading.RLock()
+
+
+def _llvmlite_lock():
+    """llvmlite's own lock around each of its foreign calls (private; None if it
+    is gone), held at fork so that no call is half-way through in the child."""
+    return getattr(getattr(llvm.ffi, "lib", None), "_lock", None)
+
+
+def _before_fork() -> None:
+    COMPILE_LOCK.acquire()
+    inner = _llvmlite_lock()
+    if inner is not None:
+        inner.__enter__()
+
+
+def _after_fork() -> None:
+    inner = _llvmlite_lock()
+    if inner is not None:
+        inner.__exit__(None, None, None)
+    COMPILE_LOCK.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
+                    after_in_child=_after_fork)
 
 
 def target_machine(cpu: str | None = None, triple: str | None = None,
@@ -35,7 +67,10 @@ def optimise(ir_text: str, tm):
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+    for obj in (mpm, pb, pto):          # now, not whenever the GC gets to them
+        obj.close()
     return mod
 
 
@@ -47,6 +82,10 @@ class JitModule:
     """
 
     def __init__(self, ir_text: str, cpu: str | None = None):
+        with COMPILE_LOCK:
+            self._load(ir_text, cpu)
+
+    def _load(self, ir_text: str, cpu: str | None) -> None:
         from .cache import cached_object
         from . import symbols
         cpu = cpu or target.jit_cpu()
@@ -65,7 +104,12 @@ class JitModule:
 
 def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
                 reloc: str = "pic") -> bytes:
-    tm = target_machine(cpu, triple, reloc=reloc)
-    mod = optimise(ir_text, tm)
-    return tm.emit_object(mod)
+    with COMPILE_LOCK:
+        tm = target_machine(cpu, triple, reloc=reloc)
+        mod = optimise(ir_text, tm)
+        try:
+            return tm.emit_object(mod)
+        finally:
+            mod.close()
+            tm.close()
 
