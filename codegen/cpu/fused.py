@@ -296,13 +296,32 @@ def _reduce_over(b, em, x, name, at, red_shape, outer=None, spill=None) -> ir.Va
     dt = x.aval.dtype
     if 0 in red_shape:
         return U.const(dt, _REDUCE_INIT[name](dt))
-    if U.is_float(dt):
-        return _float_reduction(b, em, x, name, at, red_shape, outer, spill)
+    n = red_shape[-1]
+    span = n if len(red_shape) > 1 or outer is None else -(-n // reduce_parts_of(n))
+    if U.is_float(dt) and span >= _vector_lanes(b, dt):
+        return _float_reduction(b, em, x, name, at, red_shape, outer, spill, span)
+    # In order: integers are associative (LLVM vectorises this loop itself), and a
+    # short float row unrolls into straight code, vectorised across the kept dims.
     acc = U.alloca_entry(b, U.compute_type(dt), "acc")
-    b.store(U.const(dt, _REDUCE_INIT[name](dt)), acc)
+    b.store(_start(name, dt), acc)
     with U.loop_nest(b, red_shape, "r", outer=outer) as ridx:
         b.store(_combine(b, name, b.load(acc), _element(b, em, x, at(ridx), spill), dt), acc)
-    return b.load(acc)     # integers are associative: LLVM vectorises this loop itself
+    return _finish(b, name, b.load(acc), dt)
+
+
+def _start(name, dt):
+    """The accumulator's first value. Float sums start at -0.0, which x + -0.0 = x
+    for every x lets LLVM fold away; _finish adds the +0.0 NumPy starts with."""
+    return U.const(dt, -0.0) if name == "reduce_sum" and U.is_float(dt) else \
+        U.const(dt, _REDUCE_INIT[name](dt))
+
+
+def _finish(b, name, acc, dt):
+    """A zero sum is +0.0 as in NumPy and XLA (their sums start at +0.0); a sum of
+    -0.0 only is -0.0 until here."""
+    if name == "reduce_sum" and U.is_float(dt):
+        return b.fadd(acc, U.const(dt, 0.0))
+    return acc
 
 
 def _element(b, em, x, full, spill):
@@ -318,19 +337,24 @@ def _element(b, em, x, full, spill):
 ACCUMULATORS = 4
 
 
+def _vector_lanes(b, dt) -> int:
+    """Elements of dt's compute type in one vector register of the target."""
+    size = 4 if U.is_half(dt) else np.dtype(dt).itemsize
+    return target.vector_bytes(target.of_module(b.module)) // size
+
+
 def _lane_count(b, dt, span: int) -> int:
     """Partial results of a float reduction whose innermost loop runs about `span`
     times: ACCUMULATORS vectors of the target's width, fewer (a power of two, at
     most span) for short rows, whose lanes would mostly stay empty."""
-    size = 4 if U.is_half(dt) else np.dtype(dt).itemsize
-    full = target.vector_bytes(target.of_module(b.module)) // size * ACCUMULATORS
+    full = _vector_lanes(b, dt) * ACCUMULATORS
     k = 1
     while k * 2 <= min(full, max(span, 1)):
         k *= 2
     return k
 
 
-def _float_reduction(b, em, x, name, at, red_shape, outer, spill) -> ir.Value:
+def _float_reduction(b, em, x, name, at, red_shape, outer, spill, span) -> ir.Value:
     """Element i of the innermost reduced dim goes to partial result i mod K (K lanes
     in an array the loop vectoriser turns into K/W vector registers: its inner loop
     over the lanes is elementwise, so needs no permission to reorder); the lanes
@@ -339,11 +363,10 @@ def _float_reduction(b, em, x, name, at, red_shape, outer, spill) -> ir.Value:
     ct = U.compute_type(dt)
     *lead, n = red_shape
     inner = outer if not lead and outer is not None else None
-    span = n if inner is None else -(-n // reduce_parts_of(n))
     k = _lane_count(b, dt, span)
     vec = ir.VectorType(ct, k)
     acc = U.alloca_entry(b, vec, "acc")
-    b.store(ir.Constant(vec, [U.const(dt, _REDUCE_INIT[name](dt))] * k), acc)
+    b.store(ir.Constant(vec, [_start(name, dt)] * k), acc)
     lanes = b.bitcast(acc, ct.as_pointer())
 
     def block(lead_idx, base, count):
@@ -358,7 +381,7 @@ def _float_reduction(b, em, x, name, at, red_shape, outer, spill) -> ir.Value:
         with U.for_step(b, lo, stop, k, "blk") as base:
             block(lead_idx, base, U.i64(k))
         block(lead_idx, stop, b.sub(hi, stop))                 # the last n mod k
-    return _combine_lanes(b, name, b.load(acc, typ=vec), k, dt)
+    return _finish(b, name, _combine_lanes(b, name, b.load(acc, typ=vec), k, dt), dt)
 
 
 def _combine_lanes(b, name, v, k, dt):
