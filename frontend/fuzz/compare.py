@@ -2,8 +2,9 @@
 
 Shapes and dtypes must be equal, integers and booleans exact, NaNs in the same
 places, infinities in the same places with the same sign. Finite floats may
-differ by a tolerance in units of the dtype's epsilon that grows with the
-number of roundings on the value's path (`depth`, counted by the generator),
+differ by a tolerance: a few of the dtype's epsilons plus `err`, the generator's
+bound on the error the roundings on the value's path may have gathered (in
+the coarsest dtype they happened in),
 relative to the output's largest finite magnitude: a sum that cancels can
 lose digits relative to itself, never relative to its operands' scale.
 """
@@ -16,11 +17,11 @@ EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23,
 MAXF = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.4e38, "float64": 1.79e308}
 
 
-def tolerance(dtype: str, depth: int) -> float:
-    return EPS[dtype] * (8 + 6 * depth)
+def tolerance(dtype: str, err: float) -> float:
+    return EPS[dtype] * 8 + 4 * err
 
 
-def compare(ref: np.ndarray, got: np.ndarray, depth: int = 0, same_kind_only: bool = False):
+def compare(ref: np.ndarray, got: np.ndarray, err: float = 0.0, same_kind_only: bool = False):
     """None when got matches ref, else (kind, detail)."""
     ref, got = np.asarray(ref), np.asarray(got)
     if ref.shape != got.shape:
@@ -55,7 +56,7 @@ def compare(ref: np.ndarray, got: np.ndarray, depth: int = 0, same_kind_only: bo
     if not fin.any():
         return None
     scale = max(float(np.abs(r64[fin]).max()), float(np.abs(g64[fin]).max()))
-    tol = tolerance(dt, depth) * scale + 4 * np.finfo(np.float32).tiny
+    tol = tolerance(dt, err) * scale + 4 * np.finfo(np.float32).tiny
     err = np.where(fin, np.abs(r64 - g64), 0.0)
     if (err > tol).any():
         k = _first(err > tol)

@@ -14,6 +14,7 @@ import random
 
 import numpy as np
 
+from .compare import EPS
 from .program import (FLOATS, INTS, Block, Input, Program, Stmt, Var, render_block)
 
 _DIMS = [1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 0, 31, 64]
@@ -214,6 +215,8 @@ class Gen:
                     continue
                 stmt, kind = made
                 stmt.out.shape, stmt.out.dtype = infer(stmt, self.table, self.ns)
+                if np.prod(stmt.out.shape, dtype=np.float64) > 4e6:
+                    raise Rejected("result too large")    # e.g. vmap of a closure
             except Rejected:
                 self.rejected += 1
                 self._forget_inputs(n_inputs)
@@ -232,7 +235,7 @@ class Gen:
         bouts = [self.table[b.outs[0]] for b in stmt.bodies if b.outs]
         src = args + bouts
         trips = max(1, int(stmt.params.get("n", 1)))
-        depth = max([v.depth for v in args] + [0]) + max([v.depth for v in bouts] + [0]) * trips
+        err = max([v.err for v in args] + [0.0]) + max([v.err for v in bouts] + [0.0]) * trips
         out = stmt.out
         if out.dtype not in FLOATS:
             out.exact = True
@@ -242,11 +245,14 @@ class Gen:
             out.exact = all(v.exact for v in src)
         else:
             out.exact = False
-        extra = 0 if kind in ("exact", "disc") else 1
-        if stmt.op in ("red", "cum", "dot") and stmt.args:
+        # Each rounding adds a couple of the result dtype's epsilons; a sum over n
+        # terms about log2(n) of them (pairwise or blocked orders differ that much).
+        roundings = 0 if kind in ("exact", "disc") else 1
+        if stmt.op in ("red", "cum", "dot") and stmt.args and roundings:
             n = max(1, int(np.prod(self.table[stmt.args[0]].shape, dtype=np.int64)))
-            extra += int(math.log2(n)) + 1
-        out.depth = depth + extra
+            roundings += int(math.log2(n)) + 1
+        own = EPS.get(out.dtype, 0.0) * 2 * roundings
+        out.err = 0.0 if out.exact else err + own
         self.table[out.name] = out
 
     def stmt(self, op: str, args: list, **params) -> Stmt:
@@ -713,8 +719,11 @@ class Gen:
             return None
         return fit[-1] if self.rng.random() < 0.75 else self.rng.choice(fit)
 
-    def param(self, shape, dtype) -> Var:
-        v = Var(self.name("p"), tuple(shape), dtype)
+    def param(self, shape, dtype, like: Var | None = None) -> Var:
+        """A body parameter; it is as exact as the value bound to it (`like`),
+        a loop carry (like None) never: it holds the body's earlier results."""
+        v = Var(self.name("p"), tuple(shape), dtype, exact=like is not None and like.exact,
+                err=like.err if like is not None else 0.0)
         self.table[v.name] = v
         return v
 
@@ -723,7 +732,7 @@ class Gen:
         a = self.pick(pool)
         if p is None or a is None:
             return None
-        bodies = [self.body(pool, [self.param(a.shape, a.dtype)], ("type", a.shape, a.dtype))
+        bodies = [self.body(pool, [self.param(a.shape, a.dtype, a)], ("type", a.shape, a.dtype))
                   for _ in range(2)]
         s = self.stmt("cond", [p, a])
         s.bodies = bodies
@@ -734,7 +743,7 @@ class Gen:
         if a is None:
             return None
         n = self.rng.choice([0, 1, 2, 3, 5])
-        i, c = self.param((), "int32"), self.param(a.shape, a.dtype)
+        i, c = self.param((), "int32", Var("i", (), "int32")), self.param(a.shape, a.dtype)
         b = self.body(pool, [i, c], ("type", a.shape, a.dtype))
         s = self.stmt(self.rng.choice(["fori", "while"]), [a], n=n)
         s.bodies = [b]
@@ -745,7 +754,7 @@ class Gen:
         xs = self.pick(pool, lambda v: v.shape != () and v.shape[0] <= 64)
         if a is None or xs is None:
             return None
-        c, x = self.param(a.shape, a.dtype), self.param(xs.shape[1:], xs.dtype)
+        c, x = self.param(a.shape, a.dtype), self.param(xs.shape[1:], xs.dtype, xs)
         b = self.body(pool, [c, x], ("type", a.shape, a.dtype))
         y = self.pick([c, x] + [s.out for s in b.stmts])
         b.outs = b.outs + [y.name]
@@ -760,7 +769,7 @@ class Gen:
         a = self._float_var(pool)
         if a is None:
             return None
-        b = self.body(pool, [self.param(a.shape, a.dtype)], ("scalar",))
+        b = self.body(pool, [self.param(a.shape, a.dtype, a)], ("scalar",))
         s = self.stmt("grad", [a])
         s.bodies = [b]
         return s, "inexact"
@@ -771,7 +780,7 @@ class Gen:
             return None
         ax = self.rng.randrange(len(a.shape))
         pshape = a.shape[:ax] + a.shape[ax + 1:]
-        b = self.body(pool, [self.param(pshape, a.dtype)], ("any",))
+        b = self.body(pool, [self.param(pshape, a.dtype, a)], ("any",))
         s = self.stmt("vmap", [a], axis=ax)
         s.bodies = [b]
         return s, "exact"
@@ -781,7 +790,7 @@ class Gen:
         if a is None:
             return None
         t = self.need(pool, a.shape, a.dtype)
-        b = self.body(pool, [self.param(a.shape, a.dtype)], ("any",))
+        b = self.body(pool, [self.param(a.shape, a.dtype, a)], ("any",))
         if self.table[b.outs[0]].dtype not in FLOATS:
             return None
         s = self.stmt("jvp", [a, t], which=self.rng.choice([0, 1, 1]))
@@ -792,7 +801,7 @@ class Gen:
         a = self._float_var(pool, rank1=True)
         if a is None:
             return None
-        b = self.body(pool, [self.param(a.shape[1:], a.dtype)], ("scalar",))
+        b = self.body(pool, [self.param(a.shape[1:], a.dtype, a)], ("scalar",))
         s = self.stmt(self.rng.choice(["gradvmap", "vmapgrad"]), [a])
         s.bodies = [b]
         return s, "inexact"

@@ -24,7 +24,7 @@ class Var:
     shape: tuple
     dtype: str
     exact: bool = True      # no rounding on its path: safe under floor, compare, argmax
-    depth: int = 0          # roundings on its longest path (sets the tolerance)
+    err: float = 0.0        # bound on its error relative to its scale (the tolerance)
 
 
 @dataclass

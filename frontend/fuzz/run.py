@@ -53,6 +53,8 @@ def fuzz(seconds: float = 600, seed: int = 0, out: str = "fuzz-failures", use_ja
             for prog, res in list(runner.map(batch)):   # drained: shrinking reuses it
                 stats["run"] += 1
                 stats[res["status"]] += 1
+                if stats["run"] % 200 == 0:
+                    log(f"{stats['run']} programs ({stats['fail']} failed) by seed {prog.seed}")
                 if res["status"] != "fail":
                     continue
                 for f in res["failures"]:

@@ -149,7 +149,7 @@ def test_file(prog: Program, failure: dict) -> str:
     from .program import var_table
     engine, kind = failure["engine"], failure["kind"]
     table = var_table(prog.block)
-    depths = [table[n].depth if n in table else 0 for n in prog.block.outs]
+    errs = [table[n].err if n in table else 0.0 for n in prog.block.outs]
     inputs = make_inputs(prog)
     lits = []
     for x, inp in zip(inputs, prog.inputs):
@@ -183,7 +183,7 @@ def test_file(prog: Program, failure: dict) -> str:
         "",
         f"SEED = {prog.seed}",
         f"SOURCE = '''\\\n{prog.source}'''",
-        f"DEPTHS = {depths!r}",
+        f"ERRS = {errs!r}",
         "",
         "",
         "def inputs():",
@@ -226,8 +226,8 @@ def test_file(prog: Program, failure: dict) -> str:
             body.append(f"        got = ENGINES[{engine!r}](SOURCE, xs)")
         body += [
             "    assert len(got) == len(ref)",
-            "    for r, g, d in zip(ref, got, DEPTHS):",
-            f"        bad = compare(r, g, d, same_kind_only={engine == 'jax' and prog.uses_f64()!r})",
+            "    for r, g, e in zip(ref, got, ERRS):",
+            f"        bad = compare(r, g, e, same_kind_only={engine == 'jax' and prog.uses_f64()!r})",
             "        assert bad is None, bad",
         ]
     return "\n".join(body) + "\n"

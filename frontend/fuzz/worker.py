@@ -29,7 +29,7 @@ def run_case(prog: Program, names: list, stage=lambda name: None, ref_impl=None)
     source = prog.source
     inputs = make_inputs(prog)
     table = var_table(prog.block)
-    depths = [table[n].depth if n in table else 0 for n in prog.block.outs]
+    errs = [table[n].err if n in table else 0.0 for n in prog.block.outs]
     x64 = prog.uses_f64()
     res: dict = {"status": "ok", "failures": [], "times": {}}
     run_ref = ref_impl or engines.run_ref
@@ -66,7 +66,7 @@ def run_case(prog: Program, names: list, stage=lambda name: None, ref_impl=None)
                 res["failures"].append({"engine": name, "kind": "arity",
                                         "detail": f"{len(got)} outputs, reference {len(ref)}"})
                 continue
-            for k, (r, g, d) in enumerate(zip(ref, got, depths)):
+            for k, (r, g, d) in enumerate(zip(ref, got, errs)):
                 bad = compare(r, g, d, same_kind_only=(name == "jax" and x64))
                 if bad is not None:
                     kind = bad[0] if bad[0] in ("shape", "dtype") else "wrong"
