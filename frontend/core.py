@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .errors import EscapedTracerError, ShapeError, TracerConversionError, user_location
+from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
+                     user_location)
 from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
 
 PRIMITIVES: dict = {}
@@ -156,9 +157,24 @@ def _eager(prim: Primitive, args, params) -> list:
     in_avals = [aval_of(a) for a in args]
     out_avals = _abstract_eval(prim, in_avals, params)
     vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, in_avals)]
-    outs = prim.impl(*vals, **params)
+    try:
+        outs = prim.impl(*vals, **params)
+    except MemoryError:
+        raise _eager_memory_error(prim.name, out_avals) from None
     return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
             for o, av in zip(outs, out_avals)]
+
+
+def _eager_memory_error(what: str, out_avals) -> OutOfMemoryError:
+    """Operations on constants alone run eagerly in NumPy, even while tracing, so
+    their results are stored in full."""
+    where = user_location()
+    shapes = ", ".join(map(str, out_avals))
+    return OutOfMemoryError(
+        f"{what} on constants ({shapes}){f' at {where}' if where else ''} could not be "
+        "allocated: with no traced input it is computed now, in full; make it depend on "
+        "a traced argument (e.g. broadcast a traced value) so it is fused into the "
+        "compiled code, or use smaller shapes")
 
 
 def trace(fun: Callable, in_avals: Sequence, name: str = "function") -> tuple:

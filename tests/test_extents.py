@@ -224,3 +224,20 @@ def test_model_shapes_too_large_to_index_are_cli_errors_at_their_line(tmp_path, 
     r = _cli("compile", model, "-o", tmp_path / "o")
     assert r.returncode == 1 and "2**62 bytes" in r.stderr and f"big.py:{line}" in r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_arange_counts_exactly_and_refuses_what_it_cannot_build():
+    for args in [(5,), (2, 11, 3), (10, 0, -3), (5, 2), (0.0, 1.0, 0.25), (0, 1, 0.1)]:
+        got = jnp.arange(*args)
+        np.testing.assert_array_equal(got, np.arange(*args).astype(got.dtype))
+    with pytest.raises(jx.ShapeError, match=r"i32\[9223372036854775808\]"):
+        jnp.arange(1 << 63)                  # NumPy's int64 count wraps: it gave []
+    with pytest.raises(jx.OutOfMemoryError, match=r"arange\(\(1099511627776,\), int32\)"):
+        jnp.arange(1 << 40)
+
+
+def test_constant_operation_too_large_to_store_is_out_of_memory_error():
+    with pytest.raises(jx.OutOfMemoryError) as e:
+        jx.make_graph(lambda x: jx.lax.iota(np.int32, 1 << 40).sum() + x)(np.int32(1))
+    assert "iota" in str(e.value) and "i32[1099511627776]" in str(e.value)
+    assert THIS in str(e.value)

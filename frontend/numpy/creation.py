@@ -54,8 +54,9 @@ def _constant(make, shape, dt, what: str) -> np.ndarray:
         nbytes = math.prod(shape) * dt.itemsize
         raise OutOfMemoryError(
             f"jx.numpy.{what}({shape}, {dt.name}){_at()}: its {nbytes:.3g} bytes could not be "
-            "allocated; inside a traced function broadcast a traced value instead (e.g. "
-            "jnp.broadcast_to(x, shape)), which is never stored") from None
+            "allocated: constants are built in full, even while tracing; use smaller shapes "
+            "or build the value from a traced one (e.g. jnp.broadcast_to(x, shape)), which "
+            "compiled code computes without storing it") from None
 
 
 def full(shape, fill_value, dtype=None):
@@ -112,6 +113,12 @@ def arange(start, stop=None, step=1, dtype=None):
         start, stop = 0, start
     is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     dt = _dtype(dtype, dtypes.default_int if is_int else dtypes.default_float)
+    if step:                      # NumPy's own error names a zero step
+        # counted exactly: NumPy's int64 count wraps (arange(2**63) came back empty)
+        n = -((int(start) - int(stop)) // int(step)) if is_int else \
+            math.ceil((stop - start) / step)
+        return _constant(lambda s, d: np.arange(start, stop, step).astype(d),
+                         (max(n, 0),), np.dtype(dt), "arange")
     return np.arange(start, stop, step).astype(dt)
 
 
