@@ -395,12 +395,17 @@ def parallel_cases() -> list:
                                                axis=-1, keepdims=True), x.T,
                                      jnp.sort(x, axis=-1)),
                     rows_ref, (x,), rtol=1e-5, atol=1e-4))
-    for m, k, n in ((257, 513, 129), (1023, 129, 65), (65, 1025, 257), (1, 4099, 2053)):
-        name = f"par_mm_{m}x{k}x{n}"
+    # the GEMM's cache blocking on the reference host (f32: KC 336, NC 384, MC 1560;
+    # f64: KC 168) plus one, and C narrower than a vector (one vector per row)
+    for m, k, n, dt in ((257, 513, 129, "f4"), (1023, 129, 65, "f4"), (65, 1025, 257, "f4"),
+                        (1, 4099, 2053, "f4"), (1561, 337, 385, "f4"), (13, 673, 769, "f4"),
+                        (1025, 1009, 17, "f4"), (2047, 257, 16, "f4"), (13, 169, 193, "f8"),
+                        (1561, 169, 17, "f8"), (129, 337, 769, "f8")):
+        name = f"par_mm_{dt}_{m}x{k}x{n}"
         r = _rng(name)
         out.append(Case(name, lambda x, y, b: (x @ y, jnp.maximum(x @ y + b, 0.0)),
                         lambda x, y, b: (f64(x) @ f64(y), np.maximum(f64(x) @ f64(y) + b, 0)),
-                        (_f32(r, (m, k)), _f32(r, (k, n)), _f32(r, (n,))),
+                        tuple(_f32(r, s).astype(dt) for s in ((m, k), (k, n), (n,))),
                         rtol=1e-4, atol=1e-4 * k ** 0.5))
     n = 300007
     name = f"par_index_{n}"
@@ -645,7 +650,7 @@ def build_model(path: str, out_dir: str, shapes: tuple = (), entries: tuple = ()
     """Build an artifact through `jx compile`'s path; (artifact, its ctypes library)."""
     import jx.runtime as rt
     from jx.cli.compile import compile_model
-    res = compile_model(path, out_dir, entries, shapes, "cpu", None, None)
+    res = compile_model(path, out_dir, entries, shapes, "cpu", os.environ.get("JX_CPU"), None)
     return rt.load(res["library"]), ctypes.CDLL(res["library"], mode=os.RTLD_LOCAL)
 
 
