@@ -751,6 +751,15 @@ def test_compiled_code_stays_inside_its_buffers(group):
     assert passed == _count(group)
 
 
+@needs_cc
+@pytest.mark.parametrize("group,cpu", [("elementwise", "x86-64"), ("reductions", "x86-64-v3")])
+def test_other_targets_stay_inside_their_buffers(group, cpu):
+    """Narrower vectors have other loop tails (SSE2: 4 floats, AVX2: 8, no masks)."""
+    passed, problems = guarded.run_group(__file__, group, env={"JX_CPU": cpu})
+    assert not problems, "\n".join(problems)
+    assert passed == _count(group)
+
+
 if __name__ == "__main__":
     os.environ.setdefault("JX_TUNE", "off")      # as the suite runs (conftest.py)
     with tempfile.TemporaryDirectory(prefix="jx-guarded-") as _work:
