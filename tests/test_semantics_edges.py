@@ -508,3 +508,14 @@ def test_max_with_where_needs_initial():
         jjnp.max(_WX, axis=1, where=_WM)
     with pytest.raises(jx.errors.EmptyReductionError, match="specify 'initial'"):
         jx.jit(lambda x: jnp.max(x, axis=1, where=_WM))(_WX)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32, np.float16, np.float32])
+def test_rint_is_float_like_jax(dtype):
+    _, jjnp = _jax()
+    x = np.array([0, 1, 2, 3]).astype(dtype)
+    if dtypes.is_float(x.dtype):
+        x = x + np.asarray(0.5, dtype)
+    assert_same(jx.jit(jnp.rint)(x), jjnp.rint(x))
+    if dtype != np.bool_:                # JAX's around refuses bools
+        assert_same(jx.jit(jnp.around)(x), jjnp.around(x))

@@ -209,7 +209,14 @@ def round(x, decimals=0):
                              rounding_method="to_nearest_even"), scale)
 
 
-around = rint = round
+around = round
+
+
+def rint(x):
+    """Nearest integer, ties to even; unlike round, ints and bools become floats
+    (float32, as JAX's rint)."""
+    (a,) = promote_dtypes(x, to_float=True)
+    return bind1(ew.round_, a, rounding_method="to_nearest_even")
 
 
 def _round_int(a, f: int):
