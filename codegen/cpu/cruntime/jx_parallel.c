@@ -35,7 +35,10 @@ static pthread_mutex_t jx_region = PTHREAD_MUTEX_INITIALIZER;  /* one region at 
 static pthread_mutex_t jx_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jx_start = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t jx_done = PTHREAD_COND_INITIALIZER;
-static int jx_threads = 1;       /* threads used by a region, the caller included */
+/* Threads used by a region, the caller included. Written under jx_region but
+ * read without it (a region's first look, jx_get_num_threads), so every access
+ * is atomic; relaxed suffices, the count guards no other data. */
+static int jx_threads = 1;
 static int jx_started = 0;       /* worker threads running */
 static uint64_t jx_generation = 0;
 /* A region ends when all its chunks are done, not when every worker has looked
@@ -262,14 +265,14 @@ static void jx_after_fork_child(void) {
 }
 
 static void jx_init(void) {
-    jx_threads = jx_default_threads();
+    __atomic_store_n(&jx_threads, jx_default_threads(), __ATOMIC_RELAXED);
     pthread_atfork(NULL, NULL, jx_after_fork_child);
 }
 
 /* Start workers up to jx_threads - 1 (called with jx_region held); worker k has
  * index k for good. */
 static void jx_ensure_workers(void) {
-    while (jx_started < jx_threads - 1) {
+    while (jx_started < __atomic_load_n(&jx_threads, __ATOMIC_RELAXED) - 1) {
         int k = jx_started + 1;
         jx_born[k] = __atomic_load_n(&jx_generation, __ATOMIC_ACQUIRE);
         pthread_t t;
@@ -278,7 +281,7 @@ static void jx_ensure_workers(void) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         int err = pthread_create(&t, &attr, jx_worker, (void *)(intptr_t)k);
         pthread_attr_destroy(&attr);
-        if (err) { jx_threads = jx_started + 1; return; }
+        if (err) { __atomic_store_n(&jx_threads, jx_started + 1, __ATOMIC_RELAXED); return; }
         jx_started++;
     }
 }
@@ -286,13 +289,14 @@ static void jx_ensure_workers(void) {
 JX_API void jx_set_num_threads(int n) {
     pthread_once(&jx_once, jx_init);
     pthread_mutex_lock(&jx_region);
-    jx_threads = n < 1 ? 1 : (n > JX_MAX_THREADS ? JX_MAX_THREADS : n);
+    __atomic_store_n(&jx_threads, n < 1 ? 1 : (n > JX_MAX_THREADS ? JX_MAX_THREADS : n),
+                     __ATOMIC_RELAXED);
     pthread_mutex_unlock(&jx_region);
 }
 
 JX_API int jx_get_num_threads(void) {
     pthread_once(&jx_once, jx_init);
-    return jx_threads;
+    return __atomic_load_n(&jx_threads, __ATOMIC_RELAXED);
 }
 
 JX_API int jx_worker_index(void) {
@@ -311,7 +315,7 @@ static void jx_run_region(jx_body_fn fn, void *ctx, int64_t n, int threads) {
     jx_chunk = chunk < 1 ? 1 : chunk;
     jx_nchunks = (n + jx_chunk - 1) / jx_chunk;
     jx_region_threads = threads;
-    jx_completed = 0;
+    __atomic_store_n(&jx_completed, 0, __ATOMIC_RELAXED);
     uint64_t gen = jx_generation + 1;
     __atomic_store_n(&jx_claim, (gen & 0xffffffffu) << 32, __ATOMIC_RELEASE);
     __atomic_store_n(&jx_generation, gen, __ATOMIC_RELEASE);
@@ -337,9 +341,11 @@ JX_API void jx_parallel_for(jx_body_fn fn, void *ctx, int64_t n) {
     int outer = jx_index;
     jx_index = 0;
     int threads = 1;
-    if (jx_threads > 1 && n > 1 && pthread_mutex_trylock(&jx_region) == 0) {
+    if (__atomic_load_n(&jx_threads, __ATOMIC_RELAXED) > 1 && n > 1 &&
+        pthread_mutex_trylock(&jx_region) == 0) {
         jx_ensure_workers();
-        threads = jx_started + 1 < jx_threads ? jx_started + 1 : jx_threads;
+        int want = __atomic_load_n(&jx_threads, __ATOMIC_RELAXED);   /* stable: jx_region held */
+        threads = jx_started + 1 < want ? jx_started + 1 : want;
         if (threads > 1) jx_run_region(fn, ctx, n, threads);
         pthread_mutex_unlock(&jx_region);
     }
