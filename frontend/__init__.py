@@ -9,8 +9,9 @@ from . import numpy, lax  # noqa: F401
 from . import nn, random  # noqa: F401
 from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
 from .core import PRIMITIVES, Primitive, Tracer
-from .errors import (EscapedTracerError, JxError, MissingRuleError,  # noqa: F401
-                     OutOfMemoryError, ShapeError, TracerConversionError, VerifyError)
+from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401
+                     MaskedArrayError, MissingRuleError, OutOfMemoryError, ShapeError,
+                     TracerConversionError, VerifyError)
 from .export import Entry, EntryError, entries_of, export  # noqa: F401
 from .interpret import eval_graph
 from .ir import Graph, ShapedArray
