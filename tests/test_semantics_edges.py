@@ -395,7 +395,8 @@ def test_masked_arrays_refused_by_jit_and_transformations():
                       lambda x: jx.lax.add(x, x), jx.make_graph(lambda x: x)):
         with pytest.raises(jx.errors.MaskedArrayError):
             transform(_MASKED)
-    assert issubclass(jx.MaskedArrayError, jx.JxError) and issubclass(jx.MaskedArrayError, ValueError)
+    assert issubclass(jx.MaskedArrayError, jx.JxError)
+    assert issubclass(jx.MaskedArrayError, ValueError)
 
 
 # ---------------------------------------------------------------- artifact argument kinds
