@@ -29,9 +29,11 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     loading.apply_shapes(selected, shapes)
     shown = loading.display_path(model)
     stem = name or os.path.splitext(os.path.basename(model))[0]
-    if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
+    if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", "..") \
+            or not stem.isprintable():
         raise CliError(f"--name {stem!r} is not a file name: it names lib<NAME>.so and "
-                       "<NAME>.h inside the output folder; choose the folder with -o")
+                       "<NAME>.h inside the output folder; use printable characters and no "
+                       "path separators, and choose the folder with -o")
     out_dir = out_dir or os.path.join(os.path.dirname(model) or ".", "build")
     from jx.codegen.cpu.artifact import BuildError, EntryProgram, build_artifact
     from jx.passes.fuse import fuse

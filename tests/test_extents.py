@@ -241,3 +241,18 @@ def test_constant_operation_too_large_to_store_is_out_of_memory_error():
         jx.make_graph(lambda x: jx.lax.iota(np.int32, 1 << 40).sum() + x)(np.int32(1))
     assert "iota" in str(e.value) and "i32[1099511627776]" in str(e.value)
     assert THIS in str(e.value)
+
+
+def test_module_names_with_newlines_give_parseable_llvm_ir():
+    import llvmlite.binding as llvm
+    from jx.codegen.cpu.module import ModuleBuilder
+    mb = ModuleBuilder('lib\n"name"\tü')
+    mb.entry("f", jx.jit(lambda x: x + 1).lower(jx.f32[4]))
+    llvm.parse_assembly(mb.text()).verify()
+
+
+def test_artifact_name_with_newline_is_a_cli_error(tmp_path):
+    r = _cli("compile", "samples/elementwise.py", "-e", "sum_of_squares", "--name", "a\nb",
+             "-o", tmp_path)
+    assert r.returncode == 1 and "--name 'a\\nb' is not a file name" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr

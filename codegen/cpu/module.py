@@ -165,7 +165,9 @@ class KernelContext:
 
 class ModuleBuilder:
     def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None):
-        self.module = ir.Module(name)
+        # llvmlite prints the name unescaped on a comment line: a newline would end it
+        self.module = ir.Module("".join(c if c.isascii() and c.isprintable() else "_"
+                                        for c in name))
         # the CPU the code is for: target-dependent lowerings read it from the module
         self.module.jx_cpu = cpu
         self.parallel = parallel
