@@ -256,3 +256,10 @@ def test_artifact_name_with_newline_is_a_cli_error(tmp_path):
              "-o", tmp_path)
     assert r.returncode == 1 and "--name 'a\\nb' is not a file name" in r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_artifact_entry_name_check_is_one_line():
+    from jx.codegen.cpu.artifact import BuildError, check_entry_names
+    with pytest.raises(BuildError) as e:        # an Entry made without jx.export's check
+        check_entry_names([jx.Entry("a\nb", None, [], [], {}, "")])
+    assert "'jx_a\\nb'" in str(e.value) and "\n" not in str(e.value)

@@ -159,9 +159,10 @@ def check_entry_names(entries: list) -> None:
             raise BuildError(f"entries {other!r} and {e.name!r} would share the C header's "
                              f"macro prefix JX_{e.name.upper()}_; rename one of them")
         if not _C_IDENT.match(e.name):
-            raise BuildError(f"entry {e.name!r}: its C symbol would be jx_{e.name}, which is "
-                             "not a C identifier; rename the function (ASCII letters, digits, "
-                             "underscores) or export it under another name")
+            raise BuildError(f"entry {e.name!r}: its C symbol would be "
+                             f"{'jx_' + e.name!r}, which is not a C identifier; rename the "
+                             "function (ASCII letters, digits, underscores) or export it "
+                             "under another name")
         taken = taken if taken is not None else _runtime_symbols()
         if entry_symbol(e.name) in taken:
             raise BuildError(f"entry {e.name!r}: its symbol {entry_symbol(e.name)} is one the "
