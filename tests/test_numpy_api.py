@@ -339,7 +339,7 @@ def test_argmax_argmin(dt, rng):
 @pytest.mark.parametrize("dt", [F32, I32, BOOL, U8])
 def test_cumulative(dt, rng):
     x = rnd(rng, (2, 3, 4), dt, *((1, 3) if dt.kind in "iu" else (None, None)))
-    out = jx_sum_dtype(dt)
+    out = I32 if dt == BOOL else dt      # as JAX: running sums keep narrow ints (wrapping)
     for axis in (None, 0, 1, -1):
         for name in ("cumsum", "cumprod"):
             wide = x.astype(F64) if dt.kind == "f" else x.astype(I64)

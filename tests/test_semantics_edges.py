@@ -521,3 +521,17 @@ def test_rint_is_float_like_jax(dtype):
     assert_same(jx.jit(jnp.rint)(x), jjnp.rint(x))
     if dtype != np.bool_:                # JAX's around refuses bools
         assert_same(jx.jit(jnp.around)(x), jjnp.around(x))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.bool_,
+                                   np.float16])
+def test_cumulative_dtypes_match_jax(name, dtype):
+    """Running sums keep narrow ints (wrapping like JAX), unlike sum/prod."""
+    _, jjnp = _jax()
+    x = np.array([[100, 100, 3], [1, 0, 2]]).astype(dtype)
+    want = getattr(jjnp, name)(x, axis=1)
+    assert_same(jx.jit(lambda v: getattr(jnp, name)(v, axis=1))(x), want)
+    assert_same(getattr(jnp, name)(x, axis=1), want)
+    assert_same(jx.jit(lambda v: getattr(jnp, name)(v, dtype=np.int32))(x),
+                getattr(jjnp, name)(x, dtype=np.int32))

@@ -166,7 +166,10 @@ argmin = _arg(rd.argmin)
 def _cumulative(prim):
     def fn(a, axis=None, dtype=None, reverse=False):
         (x,) = promote_dtypes(a)
-        x = _accumulator(x, dtype)
+        # unlike sum and prod, JAX's running sums and products keep narrow ints
+        # (int8 stays int8); only bools count in int32
+        if dtype is not None or x.dtype == dtypes.bool_:
+            x = _accumulator(x, dtype)
         if axis is None:
             from .manipulation import ravel
             x, axis = ravel(x), 0
