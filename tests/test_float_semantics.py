@@ -244,3 +244,29 @@ def test_sums_match_jax(rng):
     for fn in (lambda m, x: m.sum(x * x, axis=1), lambda m, x: m.max(x, axis=0)):
         want = np.asarray(jax.jit(lambda x: fn(jjnp, x))(x))
         np.testing.assert_allclose(jx.jit(lambda x: fn(jnp, x))(x), want, rtol=1e-6)
+
+
+COLUMN_CASES = [((3, 17), 0), ((1, 16), 0), ((131, 64), 0), ((0, 20), 0), ((4, 7), 0),
+                ((5, 6, 40), 1), ((5, 6, 40), (0, 1)), ((2000, 257), 0)]
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("shape,axis", COLUMN_CASES, ids=str)
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
+def test_reductions_keeping_the_last_dim(dt, shape, axis, op, rng):
+    """Column reductions accumulate row by row: NumPy's order, and its specials."""
+    if op in ("max", "min") and 0 in shape:
+        return
+    spread = 0.05 if op == "prod" else 0.5            # products of 2000 stay normal
+    x = rng.uniform(1 - spread, 1 + spread, shape).astype(dt)
+    flat = x.reshape(-1)
+    if flat.size > 40:
+        flat[3], flat[-1], flat[-2] = np.nan, np.inf, -0.0
+    got = jx.jit(lambda x: getattr(jnp, op)(x, axis=axis))(x)
+    want = quiet(getattr(np, op), x.astype(f64), axis)
+    g, w = got.astype(f64), want
+    assert got.shape == want.shape and (np.isnan(g) == np.isnan(w)).all()
+    assert np.allclose(g, w, rtol=4 * (2.0 ** -7 if dt == bf16 else np.finfo(dt).eps)
+                       * max(shape), atol=0, equal_nan=True), np.max(np.abs(g - w))
+    if dt in (f32, f64) and op in ("max", "min", "sum"):
+        bits_equal(got, quiet(getattr(np, op), x, axis))      # the same order as NumPy
