@@ -228,7 +228,7 @@ def _unit_floats(k, shape, dt):
 
     m * 2**-nmant is that value exactly, so no bitcast is needed.
     """
-    finfo = np.finfo(dt)
+    finfo = dtypes.finfo(dt)
     nbits, nmant = dt.itemsize * 8, int(finfo.nmant)
     rng_bits = nbits if nmant >= 8 else 8
     b = _bits(k, rng_bits, shape)
@@ -367,7 +367,7 @@ def gumbel(key, shape=(), dtype=np.float32):
     _check_key(key, "gumbel")
     dt = _float_dtype(dtype, "gumbel")
     jnp = _jnp()
-    v = uniform(key, shape, dt, float(np.finfo(dt).tiny), 1.0)
+    v = uniform(key, shape, dt, float(dtypes.finfo(dt).tiny), 1.0)
     return jnp.negative(jnp.log(jnp.negative(jnp.log(v))))
 
 

@@ -535,3 +535,13 @@ def test_cumulative_dtypes_match_jax(name, dtype):
     assert_same(getattr(jnp, name)(x, axis=1), want)
     assert_same(jx.jit(lambda v: getattr(jnp, name)(v, dtype=np.int32))(x),
                 getattr(jjnp, name)(x, dtype=np.int32))
+
+
+@pytest.mark.parametrize("name", ["uniform", "normal", "gumbel"])
+@pytest.mark.parametrize("dtype", ["bfloat16", np.float16])
+def test_random_low_precision_floats_match_jax(name, dtype):
+    """bfloat16 limits come from ml_dtypes (np.finfo does not know the type)."""
+    jax, _ = _jax()
+    got = getattr(jx.random, name)(jx.random.PRNGKey(3), (2, 5), dtype=dtype)
+    want = getattr(jax.random, name)(jax.random.PRNGKey(3), (2, 5), dtype=dtype)
+    assert_same(got, want)
