@@ -66,6 +66,8 @@ def test_arg_reduction_over_2_31_plus_elements_runs():
     assert jx.jit(lambda v: jx.lax.argmin(v, 0, np.int64))(x) == 100
     # the default int32 result keeps the low 32 bits, as JAX's int32 index does
     assert jx.jit(jnp.argmax)(x) == np.int64(HUGE - 11).astype(np.int32)
+    # a negative int32 index counts from an end past 2**31
+    assert jx.jit(lambda v, i: v[i])(x, np.int32(-11)) == 5
     # per row the index fits int32; row 1's elements lie past byte 2**31
     rows = x.reshape(2, HUGE // 2)
     np.testing.assert_array_equal(jx.jit(lambda v: jnp.argmax(v, axis=1))(rows),
@@ -263,3 +265,28 @@ def test_artifact_entry_name_check_is_one_line():
     with pytest.raises(BuildError) as e:        # an Entry made without jx.export's check
         check_entry_names([jx.Entry("a\nb", None, [], [], {}, "")])
     assert "'jx_a\\nb'" in str(e.value) and "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- index dtypes narrower than the axis
+
+def test_int32_index_on_an_axis_past_2_31_wraps_in_int64():
+    g = jx.make_graph(lambda x, i: x[i])(jx.i8[HUGE], jx.i32[()])
+    adds = [e for e in g.eqns if e.prim.name == "add"]
+    assert adds and all(str(e.outputs[0].aval) == "i64[]" for e in adds)
+    assert any(e.prim.name == "dynamic_slice" and str(e.inputs[1].aval) == "i64[]"
+               for e in g.eqns)
+
+
+def test_narrow_index_dtypes_count_from_the_end_of_longer_axes():
+    x = np.arange(200, dtype=np.float32)
+    idx = np.array([-3, 4, 120, -128], np.int8)
+    np.testing.assert_array_equal(jx.jit(lambda v, i: v[i])(x, idx), x[idx])
+    np.testing.assert_array_equal(jx.jit(jnp.take)(x, idx), np.take(x, idx))
+    for i in (np.int8(-3), np.int16(-150), np.int8(100)):
+        assert jx.jit(lambda v, j: v[j])(x, i) == x[i]
+        got = jx.jit(lambda v, j: v.at[j].set(-1.0))(x, i)
+        want = x.copy()
+        want[i] = -1.0
+        np.testing.assert_array_equal(got, want)
+    jax = pytest.importorskip("jax")
+    assert jx.jit(lambda v, j: v[j])(x, np.int8(-3)) == jax.numpy.asarray(x)[np.int8(-3)]
