@@ -310,8 +310,8 @@ def _reduce_over(b, em, x, name, at, red_shape, outer=None, spill=None) -> ir.Va
 
 
 def _start(name, dt):
-    """The accumulator's first value. Float sums start at -0.0, which x + -0.0 = x
-    for every x lets LLVM fold away; _finish adds the +0.0 NumPy starts with."""
+    """The accumulator's first value. Float sums start at -0.0: x + -0.0 is x for
+    every x, so LLVM may drop that add; _finish adds the +0.0 NumPy starts with."""
     return U.const(dt, -0.0) if name == "reduce_sum" and U.is_float(dt) else \
         U.const(dt, _REDUCE_INIT[name](dt))
 
@@ -388,11 +388,14 @@ def _combine_lanes(b, name, v, k, dt):
     """Pairwise: the upper half of the lanes onto the lower half, until one is left."""
     while k > 1:
         k //= 2
-        mask = lambda lo: ir.Constant(ir.VectorType(U.I32, k), list(range(lo, lo + k)))
-        low = b.shuffle_vector(v, v, mask(0))
-        high = b.shuffle_vector(v, v, mask(k))
+        low = b.shuffle_vector(v, v, _lane_range(0, k))
+        high = b.shuffle_vector(v, v, _lane_range(k, k))
         v = _combine(b, name, low, high, dt)
     return b.extract_element(v, U.i64(0))
+
+
+def _lane_range(first: int, count: int) -> ir.Constant:
+    return ir.Constant(ir.VectorType(U.I32, count), list(range(first, first + count)))
 
 
 def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
