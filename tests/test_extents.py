@@ -39,7 +39,7 @@ def _line_of(text: str) -> int:
 @pytest.mark.parametrize("spec", [jx.i8[HUGE], jx.f32[2, HUGE]])
 def test_arg_reduction_counts_in_64_bits_past_2_31(fn, spec):
     """The running index, loop counter and offsets are i64; the int32 result is
-    converted only once, at the end (traced and compiled, not run: no 8 GiB)."""
+    converted only once, at the end (traced and compiled only: f32 would need 16 GiB)."""
     ir = _kernel_ir(fn, spec)
     trips = int(np.prod(spec.shape, dtype=object)) - 1          # the flattened reduction
     assert "alloca i64" in ir and re.search(rf"icmp ult i64 \S+, {trips}\b", ir)
@@ -166,7 +166,7 @@ def _cli(*args):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("spec,why", [
+BAD_SPECS = [
     ("f32[2^32,2^32]", "dimension '2^32'"),
     ("f32[4294967296,4294967296]", "2**62 bytes"),
     ("f32[-1]", "dimension '-1'"),
@@ -177,8 +177,11 @@ def _cli(*args):
     ("f32[99999999999999999999999]", "each dimension must be below 2**48"),
     ("f32[281474976710656]", "each dimension must be below 2**48"),
     ("i8[4294967296,4294967296]", "2**62 bytes"),
-])
-@pytest.mark.parametrize("command", ["dump-ir", "compile"])
+]
+
+
+@pytest.mark.parametrize("command,spec,why", [("dump-ir", s, w) for s, w in BAD_SPECS] +
+                         [(c, s, w) for c in ("compile", "bench") for s, w in BAD_SPECS[:2]])
 def test_bad_shape_specs_are_one_paragraph_cli_errors(command, spec, why, tmp_path):
     extra = ("-o", tmp_path) if command == "compile" else ()
     r = _cli(command, "samples/elementwise.py", "-e", "sum_of_squares",
@@ -267,7 +270,7 @@ def test_artifact_entry_name_check_is_one_line():
     assert "'jx_a\\nb'" in str(e.value) and "\n" not in str(e.value)
 
 
-# ---------------------------------------------------------------- index dtypes narrower than the axis
+# ---------------------------------------------------------------- narrow index dtypes
 
 def test_int32_index_on_an_axis_past_2_31_wraps_in_int64():
     g = jx.make_graph(lambda x, i: x[i])(jx.i8[HUGE], jx.i32[()])
