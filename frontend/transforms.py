@@ -29,8 +29,16 @@ def _argnums(argnums) -> tuple:
 def _trace_flat(f: Callable, args: Sequence, name: str):
     """(graph, consts, leaves) of f at args; consts are captured outer tracers."""
     graph, consts = trace_pytree(f, tuple(args), name=name)
-    leaves = tree.tree_leaves((tuple(args), {}))
+    leaves = [_as_array(x) for x in tree.tree_leaves((tuple(args), {}))]
     return graph, list(consts), leaves
+
+
+def _as_array(x):
+    """Python numbers as the 0-d arrays the trace saw (float32, int32, bool), so the
+    passes' rules meet arrays with a dtype (grad(jnp.logaddexp)(1.0, 2.0))."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return np.asarray(x, get_aval(x).strip_weak().dtype)
+    return x
 
 
 def _float0_zeros(x):

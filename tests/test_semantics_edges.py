@@ -550,3 +550,36 @@ def test_random_low_precision_floats_match_jax(name, dtype):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got.astype(np.float32), np.asarray(want, np.float32),
                                    rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------- Python numbers into transforms
+
+@pytest.mark.parametrize("name", ["logaddexp", "maximum", "minimum", "hypot", "arctan2",
+                                  "power", "copysign"])
+@pytest.mark.parametrize("point", [(1.0, 2.0), (1.0, 1.0), (0.0, 0.0), (-2.0, 3.0)])
+def test_grad_of_python_numbers_matches_jax(name, point):
+    """Python floats reach the derivative rules as float32 0-d arrays, as in JAX."""
+    jax, jjnp = _jax()
+    want = jax.grad(getattr(jjnp, name), (0, 1))(*point)
+    got = jx.grad(getattr(jnp, name), (0, 1))(*point)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+        assert np.asarray(g).dtype == np.float32
+    _, want_t = jax.jvp(getattr(jjnp, name), point, (1.0, 0.5))
+    _, got_t = jx.jvp(getattr(jnp, name), point, (1.0, 0.5))
+    np.testing.assert_allclose(got_t, want_t, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_logaddexp_derivatives_at_ties_match_jax(name, dtype):
+    """At a == b the derivative is 1/2 to each side (JAX), not (0, 1)."""
+    jax, jjnp = _jax()
+    a = np.array([0.0, 1.0, -3.0, 2.0, 5.0, -np.inf, 0.0], dtype)
+    b = np.array([0.0, 1.0, -3.0, 1.0, -20.0, 0.0, -np.inf], dtype)
+    want = jax.vmap(jax.grad(getattr(jjnp, name), (0, 1)))(a, b)
+    got = jx.jit(jx.vmap(jx.grad(getattr(jnp, name), (0, 1))))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-3, atol=1e-6)
+    np.testing.assert_allclose(jx.jit(getattr(jnp, name))(a, b), getattr(jjnp, name)(a, b),
+                               rtol=2e-3)

@@ -296,8 +296,10 @@ def logaddexp(x, y):
     a, b = promote(x, y, to_float=True)
     m = maximum(a, b)
     d = subtract(a, b)
-    # equal infinities give d = NaN: their sum is the answer (and NaNs propagate)
-    return where(isnan(d), add(a, b), add(m, log1p(exp(negative(abs(d))))))
+    # equal infinities give d = NaN: their sum is the answer (and NaNs propagate).
+    # -|d| written as min(d, -d): at a == b the tie in min (like the one in max)
+    # splits the derivative evenly, which gives JAX's 1/2 each; abs would give (0, 1)
+    return where(isnan(d), add(a, b), add(m, log1p(exp(minimum(d, negative(d))))))
 
 
 def logaddexp2(x, y):
