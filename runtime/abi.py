@@ -21,6 +21,7 @@ STATUS_OK = 0
 STATUS_OUT_OF_MEMORY = 1
 STATUS_NULL_POINTER = 2
 STATUS_INTERNAL = 3
+STATUS_CANCELLED = 4
 
 # code -> (C macro name, meaning); cheader.py emits these as #defines.
 STATUS = {
@@ -28,6 +29,8 @@ STATUS = {
     STATUS_OUT_OF_MEMORY: ("JX_ERR_OUT_OF_MEMORY", "scratch memory could not be allocated"),
     STATUS_NULL_POINTER: ("JX_ERR_NULL_POINTER", "a NULL inputs/outputs array or leaf pointer"),
     STATUS_INTERNAL: ("JX_ERR_INTERNAL", "an internal check failed: a jx bug, please report"),
+    STATUS_CANCELLED: ("JX_ERR_CANCELLED", "interrupted (SIGINT, or jx_request_cancel) before "
+                       "it finished: the outputs are incomplete"),
 }
 
 SYMBOL_PREFIX = "jx_"

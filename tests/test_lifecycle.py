@@ -315,3 +315,62 @@ def test_thread_pool_and_collectives_under_address_and_ub_sanitizers(tmp_path):
     assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, \
         proc.stderr[-4000:]
     assert proc.returncode == 0 and proc.stdout.strip() == "runtime_driver: ok", proc.stderr
+
+
+# ---------------------------------------------------------------- SIGINT
+
+INTERRUPT = """
+    import os, signal, threading, time
+    import numpy as np
+    import jx, jx.numpy as jnp
+    from jx import lax
+
+    MODE = {mode!r}
+    if MODE == "while":        # a traced bound: a while loop, on one thread
+        def long(x, n):
+            body = lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5)
+            return lax.while_loop(lambda c: c[0] < n, body, (0, x))[1]
+        x, args = np.ones(64, np.float32), (2**31 - 1,)
+        small = (3,)
+        want = np.sin(np.sin(np.sin(x) + 0.5) + 0.5) + 0.5
+    else:                      # a static bound: a scan whose body runs in parallel chunks
+        def long(x):
+            return lax.fori_loop(0, 10**7, lambda i, v: jnp.sin(v) * 0.5 + 0.25, x)
+        x, args = np.ones(1 << 20, np.float32), ()
+    f = jx.jit(long)
+    if MODE == "handler":      # the program's own handler, which raises nothing
+        caught = []
+        signal.signal(signal.SIGINT, lambda *a: caught.append(1))
+    threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.time()
+    try:
+        f(x, *args)
+        print("finished")
+    except KeyboardInterrupt as e:
+        print(f"interrupted {{time.time() - t0:.2f}}", str(e) or "-")
+    if MODE == "handler":
+        print("handler ran", len(caught))
+    if MODE == "while":        # the same function runs to the end afterwards
+        print("after", bool(np.allclose(f(x, *small), want, atol=1e-6)))
+"""
+
+
+@pytest.mark.parametrize("mode", ["while", "scan", "handler"])
+def test_sigint_interrupts_a_long_compiled_call(mode):
+    """SIGINT reaches a long compiled call: the runtime's handler sets a flag that
+    loops check at each iteration and the pool before each chunk; the call raises
+    KeyboardInterrupt within about a second instead of running on."""
+    if mode == "handler":
+        code = INTERRUPT.format(mode="while").replace('MODE == "handler"', "True")
+    else:
+        code = INTERRUPT.format(mode=mode)
+    rc, out, err = run_python(code, timeout=120)
+    assert rc == 0, err
+    lines = out.splitlines()
+    word, seconds, *_ = lines[0].split()
+    assert word == "interrupted" and float(seconds) < 6.0, out
+    if mode == "handler":
+        assert "was interrupted before it finished" in lines[0], out
+        assert "handler ran 1" in lines, out
+    elif mode == "while":
+        assert lines[0].endswith(" -") and "after True" in lines, out

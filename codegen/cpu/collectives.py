@@ -149,9 +149,12 @@ def launch(entry: int, n: int, in_table: np.ndarray, out_table: np.ndarray) -> N
             message = lib.jx_coll_last_error().decode()
             lib.jx_coll_clear_error()
     if status:
+        from jx.runtime.abi import STATUS, STATUS_CANCELLED
+        if status == STATUS_CANCELLED:
+            from .parallel import interrupted
+            raise interrupted("a jx.pmap step")
         if message:
             raise CollectiveError(message)
-        from jx.runtime.abi import STATUS
         name, meaning = STATUS.get(status, ("?", "unknown status"))
         raise CollectiveError(f"a device of the pmap failed with status {status} ({name}: "
                               f"{meaning})")

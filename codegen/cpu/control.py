@@ -62,6 +62,16 @@ class _Scratch:
         self.ctx.module.free(self.ctx.b, self.base)
 
 
+def _stop_if_cancelled(ctx, scratch) -> None:
+    """At a loop's back-edge: leave through the scratch's failure path when the call
+    was cancelled (the entry then returns STATUS_CANCELLED), so a long loop can be
+    interrupted. One load of a flag per iteration."""
+    b = ctx.b
+    go_on = b.function.append_basic_block("loop.go_on")
+    b.cbranch(ctx.module.cancelled(b), scratch.fail, go_on)
+    b.position_at_end(go_on)
+
+
 def _byte_offset(b, ptr, index, stride: int):
     """ptr + index * stride bytes."""
     off = b.mul(index, U.i64(stride), flags=["nuw", "nsw"])
@@ -122,6 +132,7 @@ def _while(ctx, kernel):
     b.position_at_end(body)
     ctx.module.emit_program(b, body_prog, bconsts + carry, nxt, scratch.fail)
     _copy(ctx, carry, nxt, eqn.outputs)
+    _stop_if_cancelled(ctx, scratch)
     b.branch(head)
     b.position_at_end(end)
     scratch.release()
@@ -154,4 +165,5 @@ def _scan(ctx, kernel):
         ctx.module.emit_program(b, prog, consts + carry + x_slices,
                                 scratch.pieces + y_slices, scratch.fail)
         _copy(ctx, carry, scratch.pieces, carry_vars)
+        _stop_if_cancelled(ctx, scratch)
     scratch.release()

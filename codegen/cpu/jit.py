@@ -10,7 +10,7 @@ import numpy as np
 from jx.dtypes import short_name
 from jx.errors import OutOfMemoryError
 from jx.runtime import pool
-from jx.runtime.abi import STATUS, STATUS_OUT_OF_MEMORY
+from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
 from .compiler import JitModule
@@ -41,6 +41,7 @@ class CompiledFunction:
         symbol = mb.entry(name, program)
         self.ir_text = mb.text()
         self.jit = JitModule(self.ir_text, cpu)
+        parallel.watch_interrupts()
         self.fn = _ENTRY(self.jit.address(symbol))
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
@@ -97,6 +98,9 @@ class CompiledFunction:
             "function, or split the work into chunks)")
 
     def _status_error(self, status: int) -> Exception:
+        if status == STATUS_CANCELLED:
+            from .parallel import interrupted
+            return interrupted(f"jx.jit function {self.name!r}")
         name, meaning = STATUS.get(status, ("?", "unknown status"))
         text = f"jx.jit function {self.name!r} failed with status {status} ({name}: {meaning})"
         if status != STATUS_OUT_OF_MEMORY:

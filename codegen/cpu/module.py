@@ -22,7 +22,8 @@ from .opaque import OPAQUE, PARALLEL_OPAQUE
 from . import epilogue, tuning
 from .rowfuse import group_buffers, row_groups, spill_plan
 
-from jx.runtime.abi import ABI_VERSION, CHECKSUM_SYMBOL, STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY
+from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, STATUS_CANCELLED, STATUS_NULL_POINTER,
+                            STATUS_OK, STATUS_OUT_OF_MEMORY)
 
 
 class ConstPool:
@@ -386,6 +387,28 @@ class ModuleBuilder:
         fn = self.module.declare_intrinsic("llvm.memcpy", [U.PTR, U.PTR, U.I64])
         b.call(fn, [dst, src, U.i64(nbytes), ir.Constant(U.I1, 0)])
 
+    def runtime_function(self, name: str, ret, args=()):
+        """A function of the C runtime (cruntime/jx_parallel.c), declared once."""
+        try:
+            return self.module.get_global(name)
+        except KeyError:
+            return ir.Function(self.module, ir.FunctionType(ret, list(args)), name)
+
+    def cancelled(self, b):
+        """i1: whether the running call was asked to stop (false without the runtime)."""
+        if not self.parallel:
+            return ir.Constant(U.I1, 0)
+        flag = b.call(self.runtime_function("jx_cancel_requested", U.I32), [])
+        return b.icmp_unsigned("!=", flag, ir.Constant(U.I32, 0))
+
+    def _status_unless_cancelled(self, b, status: int):
+        """An entry's status: `status`, or STATUS_CANCELLED when the call was
+        cancelled (its cancelled loops and regions left the outputs incomplete)."""
+        if not self.parallel:
+            return ir.Constant(U.I32, status)
+        return b.select(self.cancelled(b), ir.Constant(U.I32, STATUS_CANCELLED),
+                        ir.Constant(U.I32, status))
+
     def entry(self, name: str, program) -> str:
         """The exported C function of one entry; returns its symbol."""
         symbol = f"jx_{name}"
@@ -411,10 +434,12 @@ class ModuleBuilder:
                   for i in range(len(g.inputs))]
         outputs = [checked(b.load(b.gep(outs_arg, [U.i64(i)], source_etype=U.PTR), typ=U.PTR))
                    for i in range(len(g.outputs))]
+        if self.parallel:                   # the runtime is linked: it can cancel
+            b.call(self.runtime_function("jx_cancel_reset", U.VOID), [])
         self.emit_program(b, program, inputs, outputs, fail)
-        b.ret(ir.Constant(U.I32, STATUS_OK))
+        b.ret(self._status_unless_cancelled(b, STATUS_OK))
         b.position_at_end(fail)
-        b.ret(ir.Constant(U.I32, STATUS_OUT_OF_MEMORY))
+        b.ret(self._status_unless_cancelled(b, STATUS_OUT_OF_MEMORY))
         b.position_at_end(null)
         b.ret(ir.Constant(U.I32, STATUS_NULL_POINTER))
         return symbol

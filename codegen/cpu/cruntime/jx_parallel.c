@@ -13,6 +13,7 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,52 @@ static int jx_default_threads(void) {
     return (int)n;
 }
 
+/* Cancellation. A long call from Python cannot take SIGINT until it returns (the
+ * interpreter runs its handlers between bytecodes), so jx_install_interrupt_handler
+ * puts a handler in front of the process's own that sets this flag and passes the
+ * signal on. Compiled code looks at it at every while/scan iteration and when an
+ * entry ends; the pool runs no more chunks once it is set. An entry clears it as
+ * it starts (a signal taken while no call ran was the interpreter's business). */
+static int jx_cancel;
+static struct sigaction jx_prev_sigint;
+
+JX_API int32_t jx_cancel_requested(void) {
+    return __atomic_load_n(&jx_cancel, __ATOMIC_RELAXED);
+}
+
+JX_API void jx_cancel_reset(void) {
+    __atomic_store_n(&jx_cancel, 0, __ATOMIC_RELAXED);
+}
+
+JX_API void jx_request_cancel(void) {
+    __atomic_store_n(&jx_cancel, 1, __ATOMIC_RELAXED);
+}
+
+static void jx_on_sigint(int sig, siginfo_t *info, void *uctx) {
+    jx_request_cancel();
+    if (jx_prev_sigint.sa_flags & SA_SIGINFO) jx_prev_sigint.sa_sigaction(sig, info, uctx);
+    else if (jx_prev_sigint.sa_handler != SIG_DFL && jx_prev_sigint.sa_handler != SIG_IGN)
+        jx_prev_sigint.sa_handler(sig);
+}
+
+/* Chain in front of the current SIGINT handler (the interpreter's) unless it is
+ * already ours, or SIGINT is ignored or left to kill the process. Installing again
+ * after someone replaced the handler chains to the new one. 1 = installed. */
+JX_API int32_t jx_install_interrupt_handler(void) {
+    struct sigaction cur, mine;
+    if (sigaction(SIGINT, NULL, &cur)) return 0;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == jx_on_sigint) return 1;
+    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN))
+        return 0;
+    jx_prev_sigint = cur;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = jx_on_sigint;
+    mine.sa_flags = SA_SIGINFO | (cur.sa_flags & (SA_ONSTACK | SA_RESTART));
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(SIGINT, &mine, NULL)) return 0;
+    return 1;
+}
+
 static void jx_signal_done(void) {
     pthread_mutex_lock(&jx_mu);
     pthread_cond_broadcast(&jx_done);
@@ -172,7 +219,7 @@ static void jx_work(const jx_region_t *r) {
             continue;                      /* v now holds the current word */
         int64_t lo = idx * r->chunk;
         int64_t hi = lo + r->chunk < r->n ? lo + r->chunk : r->n;
-        r->fn(r->ctx, lo, hi);
+        if (!jx_cancel_requested()) r->fn(r->ctx, lo, hi);   /* else: counted, not run */
         if (__atomic_add_fetch(&jx_completed, 1, __ATOMIC_ACQ_REL) == r->nchunks)
             jx_signal_done();
         v = __atomic_load_n(&jx_claim, __ATOMIC_ACQUIRE);
