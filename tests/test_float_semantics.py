@@ -270,3 +270,16 @@ def test_reductions_keeping_the_last_dim(dt, shape, axis, op, rng):
                        * max(shape), atol=0, equal_nan=True), np.max(np.abs(g - w))
     if dt in (f32, f64) and op in ("max", "min", "sum"):
         bits_equal(got, quiet(getattr(np, op), x, axis))      # the same order as NumPy
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (6, 100), (3, 1000)], ids=str)
+def test_row_fused_softmax_keeps_specials(shape, rng):
+    """max, then sum of exp, row by row in one fused group (the reduced values
+    spilled for the next member): a NaN or +inf in a row makes the row NaN."""
+    x = rng.standard_normal(shape).astype(f32)
+    x[1, 2], x[2, -1] = np.nan, np.inf
+    x[0, :] = -np.inf
+    got = jx.jit(lambda x: jnp.exp(x - jnp.max(x, axis=1, keepdims=True)).sum(axis=1))(x)
+    want = quiet(lambda: np.exp(x - np.max(x, axis=1, keepdims=True)).sum(axis=1))
+    assert (np.isnan(got) == np.isnan(want)).all() and np.isnan(got[:3]).all()
+    np.testing.assert_allclose(got[3:], want[3:], rtol=1e-5)
