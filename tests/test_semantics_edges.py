@@ -583,3 +583,33 @@ def test_logaddexp_derivatives_at_ties_match_jax(name, dtype):
         np.testing.assert_allclose(g, w, rtol=2e-3, atol=1e-6)
     np.testing.assert_allclose(jx.jit(getattr(jnp, name))(a, b), getattr(jjnp, name)(a, b),
                                rtol=2e-3)
+
+
+# ---------------------------------------------------------------- hyperbolic functions
+
+_HYP_POINTS = {
+    "sinh": [0.0, -0.0, 1e-30, -1e-6, 1e-3, 0.5, -2.0, 30.0, -80.0, np.inf, -np.inf],
+    "arcsinh": [0.0, 1e-30, -1e-6, 1e-3, 0.5, -2.0, 30.0, 5e3, -1e20, 3e38, np.inf, -np.inf],
+    "arccosh": [1.0, 1.0 + 1e-6, 1.5, 2.0, 30.0, 5e3, 1e20, 3e38, np.inf],
+    "arctanh": [0.0, 1e-30, -1e-6, 0.5, -0.9, 0.999, 1.0, -1.0],
+}
+
+
+@pytest.mark.parametrize("name", list(_HYP_POINTS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
+def test_hyperbolic_values_and_slopes_match_jax(name, dtype):
+    """Tiny inputs keep their value (no exp(x) - exp(-x) cancellation), huge ones do
+    not overflow in x*x, and the slopes at the domain's ends are JAX's (0, inf)."""
+    jax, jjnp = _jax()
+    with np.errstate(over="ignore"):
+        x = np.array(_HYP_POINTS[name], np.float32).astype(dtype)
+    f, g = getattr(jnp, name), getattr(jjnp, name)
+    tol = 1e-5 if dtype == np.float32 else 1e-2
+    close = dict(rtol=tol, atol=1e-30 if dtype == np.float32 else 1e-6)
+    want = np.asarray(g(x), np.float32)
+    np.testing.assert_allclose(np.asarray(jx.jit(f)(x), np.float32), want, **close)
+    want = np.asarray(jax.vmap(jax.grad(g))(x), np.float32)
+    got = np.asarray(jx.jit(jx.vmap(jx.grad(f)))(x), np.float32)
+    # JAX's slope 1/sqrt(x*x + 1) is 0 once x*x overflows (1e20; 5e3 in float16), jx's
+    # keeps 1e-20 (2e-4)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=1e-12 if tol < 1e-2 else 1e-3)

@@ -241,7 +241,9 @@ def log10(x):
 
 
 def sinh(x):
-    return multiply(subtract(exp(x), exp(negative(x))), 0.5)
+    """(e^x - e^-x) / 2 through expm1: exact for tiny x, where exp(x) - exp(-x) cancels."""
+    (a,) = promote_dtypes(x, to_float=True)
+    return multiply(subtract(expm1(a), expm1(negative(a))), 0.5)
 
 
 def cosh(x):
@@ -263,20 +265,36 @@ def arccos(x):
     return arctan2(sqrt(subtract(1, square(a))), a)
 
 
+def _large(a):
+    """Where sqrt(a*a + 1) is |a| to the dtype's precision (and a*a may overflow)."""
+    return greater(abs(a), float(1 / np.sqrt(dtypes.finfo(a.dtype).eps)))
+
+
 def arcsinh(x):
-    # odd function: work on |x| so that large negative x does not cancel
+    # odd function: work on |x| so that large negative x does not cancel; log1p keeps
+    # tiny values, log(2|x|) huge ones (each branch fed only its own safe inputs)
     (a,) = promote_dtypes(x, to_float=True)
     m = abs(a)
-    r = log(add(m, sqrt(add(square(m), 1))))
+    big = _large(m)
+    mb, ms = where(big, m, 1.0), where(big, 0.0, m)
+    small = log1p(add(ms, divide(square(ms), add(1, sqrt(add(square(ms), 1))))))
+    r = where(big, add(log(mb), float(np.log(2.0))), small)
     return where(less(a, 0), negative(r), r)
 
 
 def arccosh(x):
-    return log(add(x, sqrt(subtract(square(x), 1))))
+    # near 1 through log1p of x - 1 (exact there); for huge x, log(2x)
+    (a,) = promote_dtypes(x, to_float=True)
+    big = _large(a)
+    ab, d = where(big, a, 1.0), subtract(where(big, 1.0, a), 1)
+    small = log1p(add(d, multiply(sqrt(d), sqrt(add(d, 2)))))   # at x = 1: slope inf
+    return where(big, add(log(ab), float(np.log(2.0))), small)
 
 
 def arctanh(x):
-    return multiply(0.5, log1p(divide(multiply(2, x), subtract(1, x))))
+    # (log1p(x) - log1p(-x)) / 2: its derivative is infinite at +-1, as 1 / (1 - x*x)
+    (a,) = promote_dtypes(x, to_float=True)
+    return multiply(0.5, subtract(log1p(a), log1p(negative(a))))
 
 
 def hypot(x, y):
