@@ -70,9 +70,15 @@ def extent_problem(shape, dtype) -> str | None:
     if nbytes <= MAX_ARRAY_BYTES:
         return None
     name = f"{dtypes.short_name(dtype)}[{','.join(str(int(d)) for d in shape)}]"
-    return (f"shape {name} has {count:.3g} elements ({nbytes:.3g} bytes), more than the "
-            f"2**62 bytes jx can address with 64-bit offsets; use smaller dimensions "
-            "(or split the computation, e.g. with jx.lax.scan over chunks)")
+    return (f"shape {name} has {_about(count)} elements ({_about(nbytes)} bytes), more "
+            "than the 2**62 bytes jx can address with 64-bit offsets; use smaller "
+            "dimensions (or split the computation, e.g. with jx.lax.scan over chunks)")
+
+
+def _about(n: int) -> str:
+    """A count for a message: exact when short, else a power of two (a float
+    conversion would overflow for the largest products)."""
+    return f"{n:,}" if n < 10**12 else f"about 2**{math.log2(n):.4g}"
 
 
 def aval_of(x) -> ShapedArray:

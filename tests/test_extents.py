@@ -97,6 +97,12 @@ def test_product_overflowing_int64_is_refused_in_every_trace():
         jx.make_graph(lambda x: jnp.full((1 << 40, 1 << 40), x) + x)(np.uint8(1))
 
 
+def test_astronomical_shapes_are_reported_not_crashed_on():
+    for shape in [(10 ** 400,), (1 << 62,) * 18]:     # a float() of the count overflows
+        with pytest.raises(jx.ShapeError, match=r"about 2\*\*\d+ elements"):
+            jx.make_graph(lambda x: jnp.broadcast_to(x, shape))(np.float32(1))
+
+
 def test_largest_indexable_shape_still_traces():
     limit = (MAX_ARRAY_BYTES // 4,)                 # exactly 2**62 bytes of f32
     g = jx.make_graph(lambda x: jnp.broadcast_to(x, limit).sum())(np.float32(1))
