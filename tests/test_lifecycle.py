@@ -188,6 +188,55 @@ def test_fork_while_another_thread_compiles(tmp_path):
     assert out.strip() == "[0, 0, 0, 0]", out + err
 
 
+FORK_WHILE_STEPPING = """
+    import os, threading, time
+    import numpy as np
+    import jx
+    from jx import lax
+
+    f = jx.pmap(lambda x: lax.psum(x * 2.0, "i"), "i")
+    xs = np.ones((2, 1 << 16), np.float32)
+    f(xs)
+    busy = True
+
+    def step_forever():
+        while busy:
+            f(xs)
+
+    threading.Thread(target=step_forever, daemon=True).start()
+    results = []
+    for i in range(4):
+        time.sleep(0.02)
+        pid = os.fork()
+        if pid == 0:
+            y = f(xs * (i + 1))
+            os._exit(0 if np.allclose(y, 4.0 * (i + 1)) else 3)
+        deadline = time.time() + 20
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                results.append(os.waitstatus_to_exitcode(status))
+                break
+            if time.time() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                results.append("hung")
+                break
+            time.sleep(0.02)
+    busy = False
+    print(results)
+"""
+
+
+def test_fork_while_another_thread_runs_pmap_steps():
+    """pmap's step lock is renewed in a forked child: one copied while another
+    thread held it made the child's first step wait forever."""
+    rc, out, err = run_python(FORK_WHILE_STEPPING, timeout=300,
+                              env={"JX_NUM_CPU_DEVICES": "2"})
+    assert rc == 0, err
+    assert out.strip() == "[0, 0, 0, 0]", out + err
+
+
 # ---------------------------------------------------------------- native memory
 
 RSS = """

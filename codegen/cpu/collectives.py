@@ -139,6 +139,15 @@ def runtime() -> ctypes.CDLL:
 _RUN_LOCK = threading.Lock()       # one pmap step at a time (hooks and errors are global)
 
 
+def _renew_run_lock() -> None:
+    """A child forked while another thread ran a step would never see it released."""
+    global _RUN_LOCK
+    _RUN_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_run_lock)
+
+
 def launch(entry: int, n: int, in_table: np.ndarray, out_table: np.ndarray) -> None:
     """Run the compiled per-device entry on n threads; raise on failure."""
     lib = runtime()
