@@ -613,3 +613,37 @@ def test_hyperbolic_values_and_slopes_match_jax(name, dtype):
     # JAX's slope 1/sqrt(x*x + 1) is 0 once x*x overflows (1e20; 5e3 in float16), jx's
     # keeps 1e-20 (2e-4)
     np.testing.assert_allclose(got, want, rtol=tol, atol=1e-12 if tol < 1e-2 else 1e-3)
+
+
+# ---------------------------------------------------------------- binary functions at special points
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-30]
+_PA, _PB = (np.array(p, np.float32) for p in zip(*[(a, b) for a in _SPECIAL for b in _SPECIAL]))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin", "heaviside", "floor_divide"])
+def test_binary_special_points_match_jax(name):
+    """Values (NaN handling, signed zeros) and slopes on every pair of special values:
+    heaviside(NaN) is NaN, floor_divide's slope is 0 (not 0 * inf), fmax/fmin skip NaNs."""
+    jax, jjnp = _jax()
+    f, g = getattr(jnp, name), getattr(jjnp, name)
+    want = np.asarray(jax.vmap(g)(_PA, _PB))
+    got = jx.jit(jx.vmap(f))(_PA, _PB)
+    assert_same(got, want)
+    if name != "floor_divide":           # jx keeps NumPy's sign of zero quotients
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    for gg, gw in zip(jx.vmap(jx.grad(f, (0, 1)))(_PA, _PB),
+                      jax.vmap(jax.grad(g, (0, 1)))(_PA, _PB)):
+        assert_same(gg, np.asarray(gw))
+    if name != "floor_divide":           # NumPy's float floor_divide differs at infinities
+        np.testing.assert_array_equal(want, getattr(np, name)(_PA, _PB))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.bool_])
+def test_fmax_fmin_integer_dtypes(dtype):
+    _, jjnp = _jax()
+    a = np.array([0, 1, 1, 0]).astype(dtype)
+    b = np.array([1, 1, 0, 0]).astype(dtype)
+    for name in ("fmax", "fmin"):
+        assert_same(jx.jit(getattr(jnp, name))(a, b), getattr(jjnp, name)(a, b))
+        assert_same(getattr(jnp, name)(a, b), getattr(np, name)(a, b))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..prims import autodiff as ad
 from ..prims import elementwise as ew
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, promote, \
     promote_dtypes, shape_of
@@ -113,8 +114,8 @@ divide = true_divide
 
 def floor_divide(x, y):
     a, b = _bool_as_int(*promote(x, y))
-    if dtypes.is_float(a.dtype):
-        return _float_divmod(a, b)[0]
+    if dtypes.is_float(a.dtype):     # a step function: slope 0 everywhere (as JAX),
+        return bind1(ad.stop_gradient, _float_divmod(a, b)[0])   # not 0 * inf at b = 0
     q = bind1(ew.div, a, b)  # truncates; step down where the signs differ and r != 0
     r = bind1(ew.rem, a, b)
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
@@ -485,9 +486,22 @@ def copysign(x, y):
     return where(signbit(b), negative(m), m)
 
 
+def fmax(x, y):
+    """maximum that ignores NaNs (NaN only where both are); ties pick y, as JAX."""
+    a, b = promote(x, y)
+    return where(logical_or(greater(a, b), isnan(b)), a, b)
+
+
+def fmin(x, y):
+    """minimum that ignores NaNs (NaN only where both are); ties pick y, as JAX."""
+    a, b = promote(x, y)
+    return where(logical_or(less(a, b), isnan(b)), a, b)
+
+
 def heaviside(x, h0):
     a, h = promote(x, h0, to_float=True)
-    return where(less(a, 0), 0.0, where(equal(a, 0), h, 1.0))
+    # NaN stays NaN (NumPy, JAX): the last branch passes x itself through
+    return where(greater(a, 0), 1.0, where(equal(a, 0), h, where(less(a, 0), 0.0, a)))
 
 
 __all__ = [n for n, v in list(globals().items())
