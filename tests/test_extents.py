@@ -103,6 +103,18 @@ def test_astronomical_shapes_are_reported_not_crashed_on():
             jx.make_graph(lambda x: jnp.broadcast_to(x, shape))(np.float32(1))
 
 
+def test_reshape_and_eye_with_huge_sizes_are_shape_errors():
+    x4 = np.ones(4, np.float32)
+    with pytest.raises(jx.ShapeError, match="cannot reshape"):     # was an OverflowError
+        jx.make_graph(lambda x: jnp.reshape(x, (10 ** 400, 0)))(x4)
+    with pytest.raises(jx.ShapeError, match="cannot reshape"):
+        jx.make_graph(lambda x: jnp.reshape(x, (10 ** 400, -1)))(x4)
+    with pytest.raises(jx.ShapeError, match=r"eye: shape f32\[1099511627776,1099511627776\]"):
+        jnp.eye(1 << 40)                                     # was NumPy's "array is too big"
+    np.testing.assert_array_equal(jnp.eye(3, 4, 1), np.eye(3, 4, 1, dtype=np.float32))
+    np.testing.assert_array_equal(jnp.tri(3, k=-1), np.tri(3, k=-1, dtype=np.float32))
+
+
 def test_largest_indexable_shape_still_traces():
     limit = (MAX_ARRAY_BYTES // 4,)                 # exactly 2**62 bytes of f32
     g = jx.make_graph(lambda x: jnp.broadcast_to(x, limit).sum())(np.float32(1))

@@ -139,7 +139,9 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
 
 
 def eye(N, M=None, k=0, dtype=None):
-    return np.eye(N, M, k, dtype=_dtype(dtype, dtypes.default_float))
+    shape = (int(N), int(N if M is None else M))
+    return _constant(lambda s, d: np.eye(*s, k, dtype=d), shape,
+                     np.dtype(_dtype(dtype, dtypes.default_float)), "eye")
 
 
 def identity(n, dtype=None):
@@ -147,7 +149,9 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    return np.tri(N, M, k, dtype=_dtype(dtype, dtypes.default_float))
+    shape = (int(N), int(N if M is None else M))
+    return _constant(lambda s, d: np.tri(*s, k, dtype=d), shape,
+                     np.dtype(_dtype(dtype, dtypes.default_float)), "tri")
 
 
 def iota(dtype, shape, dimension=0):

@@ -1,6 +1,8 @@
 """Shape manipulation: reshape, transpose, axes moves, joins and splits, flips, pads."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import Tracer
@@ -15,11 +17,11 @@ def reshape(a, newshape, order="C"):
     if order != "C":
         raise NotImplementedError("jx.numpy.reshape supports order='C' only")
     shape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
-    size = int(np.prod(shape_of(x), dtype=np.int64))
+    size = math.prod(shape_of(x))
     if shape.count(-1) > 1:
         raise ShapeError(f"reshape: only one -1 allowed in {shape}")
     if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        known = math.prod(int(s) for s in shape if s != -1)
         if known == 0 or size % known:
             raise ShapeError(f"cannot reshape array of size {size} into shape {shape}")
         shape = tuple(size // known if s == -1 else s for s in shape)

@@ -2,6 +2,8 @@
 expand_dims, slice, pad, concatenate, rev, iota."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -44,7 +46,7 @@ broadcast_in_dim = declare("broadcast_in_dim", _broadcast_rule, _broadcast)
 
 def _reshape_rule(x, new_sizes):
     _check_sizes(new_sizes)
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if math.prod(int(d) for d in new_sizes) != x.size:      # exact: int64 can wrap
         raise ShapeError(f"cannot reshape {x} ({x.size} elements) to {tuple(new_sizes)}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
