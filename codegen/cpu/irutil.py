@@ -64,7 +64,8 @@ def const(dt, value) -> ir.Constant:
         if t.width == 1:
             return ir.Constant(t, int(bool(value)))
         return ir.Constant(t, int(np.asarray(value).astype(np.dtype(dt))))
-    return ir.Constant(t, float(np.asarray(value).astype(np.dtype(dt))))
+    with np.errstate(over="ignore"):       # out of range: inf, as the dtype holds it
+        return ir.Constant(t, float(np.asarray(value).astype(np.dtype(dt))))
 
 
 def i64(v: int) -> ir.Constant:
