@@ -32,6 +32,10 @@ _BIN_BOOL = ["logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise
 _EXACT_BIN = {"maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
               "logical_or", "logical_xor", "copysign"}
 _CMP = ["<", "<=", ">", ">=", "==", "!="]
+# These see the sign of a zero, which engines may choose differently for
+# min(-0, +0) and the like, and arctan2 jumps by 2 pi across the negative
+# axis: only program inputs (exact, signs as given) go in.
+_ZERO_SIGN = {"arctan2", "copysign"}
 
 
 class Rejected(Exception):
@@ -123,6 +127,9 @@ class Gen:
         self.table[v.name] = v
         return v
 
+    def is_input(self, v: Var) -> bool:
+        return any(i.var is v for i in self.inputs)
+
     def pick(self, pool: list, pred=lambda v: True) -> Var | None:
         cands = [v for v in pool if pred(v)]
         if not cands:
@@ -180,7 +187,9 @@ class Gen:
         sinks = [s.out.name for s in stmts if s.out.name not in used]
         outs = sinks[-4:] if sinks else [params[0].name]
         block = Block([i.var for i in self.inputs], stmts, outs)
-        return Program(self.seed, list(self.inputs), block)
+        prog = Program(self.seed, list(self.inputs), block)
+        prog.x64 = prog.uses_f64()
+        return prog
 
     def statements(self, pool: list, n: int) -> list:
         out = []
@@ -290,6 +299,8 @@ class Gen:
         fl = a.dtype in FLOATS or b.dtype in FLOATS
         if fl:
             f = r.choice(_BIN_FLOAT)
+            if f in _ZERO_SIGN and not (self.is_input(a) and self.is_input(b)):
+                f = "add"
         elif a.dtype == "bool" and b.dtype == "bool":
             f = r.choice(_BIN_BOOL)
         else:
@@ -344,8 +355,8 @@ class Gen:
         if a is None:
             return None
         if r.random() < 0.2 and a.dtype in FLOATS:
-            return self.stmt("un", [a], f=r.choice(["isnan", "isinf", "isfinite",
-                                                     "signbit"])), "disc"
+            fs = ["isnan", "isinf", "isfinite"] + (["signbit"] if self.is_input(a) else [])
+            return self.stmt("un", [a], f=r.choice(fs)), "disc"
         b = self.bcast_partner(pool, a, a.dtype)
         if not b.exact:
             return None

@@ -55,6 +55,8 @@ class Program:
     seed: int
     inputs: list            # Inputs
     block: Block            # its params are the inputs' vars
+    x64: bool = False       # JAX runs it with x64 on: fixed at generation, so a
+                            # shrunk program keeps the mode it failed in
 
     def copy(self) -> "Program":
         return copy.deepcopy(self)
@@ -64,7 +66,7 @@ class Program:
         return render(self)
 
     def uses_f64(self) -> bool:
-        return "float64" in {v.dtype for v in all_vars(self.block)}
+        return self.x64 or "float64" in {v.dtype for v in all_vars(self.block)}
 
     def ops(self) -> list:
         return sorted({s.op if s.op != "un" else s.params.get("f", "un")
