@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -668,8 +667,6 @@ def _primitive_group(group: str, workdir: str) -> list:
     return [(c.name, lambda c=c: run(c)) for c in cases]
 
 
-
-
 # -- the harness itself ---------------------------------------------------------------------
 
 def _selftest_group() -> list:
@@ -760,12 +757,6 @@ def test_other_targets_stay_inside_their_buffers(group, cpu):
     assert passed == _count(group)
 
 
-if __name__ == "__main__":
-    os.environ.setdefault("JX_TUNE", "off")      # as the suite runs (conftest.py)
-    with tempfile.TemporaryDirectory(prefix="jx-guarded-") as _work:
-        sys.exit(guarded.serve(lambda g: group_cases(g, _work), sys.argv[1:]))
-
-
 # -- valgrind: one sample model through an artifact, called from C ---------------------------
 
 def _c_pattern(n: int, dtype: np.dtype, k: int) -> np.ndarray:
@@ -811,3 +802,9 @@ def test_valgrind_sample_artifact_from_c(entry, tmp_path):
     want = _c_checksum(_leaves(e.fn(*args)))
     got = float(r.stdout.split("checksum ")[1].split()[0])
     assert got == pytest.approx(want, rel=1e-4, abs=1e-4)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("JX_TUNE", "off")      # as the suite runs (conftest.py)
+    with tempfile.TemporaryDirectory(prefix="jx-guarded-") as _work:
+        sys.exit(guarded.serve(lambda g: group_cases(g, _work), sys.argv[1:]))
