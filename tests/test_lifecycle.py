@@ -423,3 +423,34 @@ def test_sigint_interrupts_a_long_compiled_call(mode):
         assert "handler ran 1" in lines, out
     elif mode == "while":
         assert lines[0].endswith(" -") and "after True" in lines, out
+
+
+def test_sigint_interrupts_a_long_pmap_step():
+    code = """
+        import os, signal, threading, time
+        import numpy as np
+        import jx, jx.numpy as jnp
+        from jx import lax
+
+        def step(x, n):
+            body = lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5)
+            return lax.psum(lax.while_loop(lambda c: c[0] < n[0], body, (0, x))[1], "i")
+
+        f = jx.pmap(step, "i")
+        xs = np.ones((2, 64), np.float32)
+        short = np.full((2, 1), 2, np.int32)
+        want = 2 * (np.sin(np.sin(xs) + 0.5) + 0.5)
+        threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.time()
+        try:
+            f(xs, np.full((2, 1), 2**31 - 1, np.int32))
+            print("finished")
+        except KeyboardInterrupt:
+            print(f"interrupted {time.time() - t0:.2f}")
+        print("after", bool(np.allclose(f(xs, short), want, atol=1e-5)))
+    """
+    rc, out, err = run_python(code, timeout=120, env={"JX_NUM_CPU_DEVICES": "2"})
+    assert rc == 0, err
+    first, second = out.splitlines()
+    assert first.split()[0] == "interrupted" and float(first.split()[1]) < 6.0, out
+    assert second == "after True", out
