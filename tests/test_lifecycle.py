@@ -17,10 +17,11 @@ import jx.numpy as jnp
 from jx import lax
 
 
-def run_python(code: str, timeout: float = 120, env: dict | None = None):
+def run_python(code: str, timeout: float = 120, env: dict | None = None, args=()):
     """Run `code` in a fresh interpreter; (returncode, stdout, stderr)."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -255,10 +256,11 @@ RSS = """
         make(k)(x)
     gc.collect()
     before = rss_kb()
-    for k in range(30, 230):
+    n = int(sys.argv[1])
+    for k in range(30, 30 + n):
         assert np.allclose(make(k)(x), np.sin(x) * k + k * 0.5, atol=1e-5)
     gc.collect()
-    print((rss_kb() - before) / 200)
+    print((rss_kb() - before) / n)
 """
 
 
@@ -266,9 +268,9 @@ def test_rss_bounded_over_distinct_jitted_functions(tmp_path):
     """200 distinct functions, each traced, compiled (object code from a warm
     cache: see the cold test below) and dropped: RSS per function stays small."""
     env = {"JX_CACHE_DIR": str(tmp_path)}
-    rc, out, err = run_python(RSS, timeout=300, env=env)      # fills the cache
+    rc, out, err = run_python(RSS, timeout=300, env=env, args=[200])   # fills the cache
     assert rc == 0, err
-    rc, out, err = run_python(RSS, timeout=300, env=env)
+    rc, out, err = run_python(RSS, timeout=300, env=env, args=[200])
     assert rc == 0, err
     assert float(out) < 40.0, f"{out} KB per jitted function"
 
@@ -278,7 +280,8 @@ def test_rss_bounded_over_distinct_jitted_functions(tmp_path):
                    "PassInstrumentationCallbacks, and each run registers more into it); "
                    "jx closes every LLVM object it owns")
 def test_rss_bounded_over_distinct_functions_compiled_cold(tmp_path):
-    rc, out, err = run_python(RSS, timeout=300, env={"JX_CACHE_DIR": str(tmp_path)})
+    rc, out, err = run_python(RSS, timeout=300, env={"JX_CACHE_DIR": str(tmp_path)},
+                              args=[60])
     assert rc == 0, err
     assert float(out) < 40.0, f"{out} KB per jitted function"
 
@@ -295,7 +298,7 @@ def test_rss_flat_over_many_calls():
 
         f = jx.jit(lambda v, w: jnp.tanh(v) * w)
         x, y = np.ones(300, np.float32), np.full(300, 2.0, np.float32)
-        big = np.ones(1 << 19, np.float32)                  # a pooled (2 MiB) result
+        big = np.ones(1 << 18, np.float32)                  # a pooled (1 MiB) result
         for _ in range(2000):
             f(x, y); f(big, big)
         gc.collect()
