@@ -105,12 +105,23 @@ class CompiledFunction:
         text = f"jx.jit function {self.name!r} failed with status {status} ({name}: {meaning})"
         if status != STATUS_OUT_OF_MEMORY:
             return RuntimeError(text)
-        big = max((v.aval for e in self.program.graph.eqns for v in e.outputs),
+        big = max((v.aval for e in _all_eqns(self.program.graph) for v in e.outputs),
                   key=lambda a: _nbytes(a.shape, a.dtype), default=None)
         if big is not None:
             text += f"; its largest intermediate is {big} ({_gib(_nbytes(big.shape, big.dtype))})"
         return OutOfMemoryError(text + ": use smaller arrays or split the work into chunks "
                                 "(e.g. with jx.lax.scan or a Python loop over slices)")
+
+
+def _all_eqns(graph):
+    """The graph's equations and those of the graphs its control flow carries (a
+    loop body's allocation fails inside the loop)."""
+    for e in graph.eqns:
+        yield e
+        for p in e.params.values():
+            for sub in (p if isinstance(p, (list, tuple)) else (p,)):
+                if hasattr(sub, "eqns") and hasattr(sub, "outputs"):
+                    yield from _all_eqns(sub)
 
 
 def _nbytes(shape, dtype) -> int:
