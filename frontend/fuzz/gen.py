@@ -653,8 +653,9 @@ class Gen:
         r = self.rng
         dt = self.any_dtype()
         n = r.choice([0, 1, 3, 5, 8])
+        arange_dt = dt if dt != "bool" else "int32"      # JAX has no boolean iota
         shape = self.shape()
-        expr = r.choice([f"jnp.arange({n}, dtype={dt!r})", f"jnp.ones({shape!r}, {dt!r})",
+        expr = r.choice([f"jnp.arange({n}, dtype={arange_dt!r})", f"jnp.ones({shape!r}, {dt!r})",
                          f"jnp.zeros({shape!r}, {dt!r})",
                          f"jnp.full({shape!r}, {r.choice([1, 2, 0])}, {dt!r})",
                          f"jnp.eye({n}, dtype={dt!r})"])
