@@ -107,6 +107,24 @@ def elementwise_cases() -> list:
     return out
 
 
+def _softmax_ref(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layernorm(x, g, b):
+    jnp = _jnp()
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+    return (x - mean) * jnp.rsqrt(var + 1e-5) * g + b
+
+
+def _layernorm_ref(x, g, b):
+    x = x.astype(np.float64)
+    centred = x - x.mean(-1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+
 def reduction_cases() -> list:
     jnp, out = _jnp(), []
     for n in SIZES:
@@ -128,16 +146,16 @@ def reduction_cases() -> list:
                                    x.max(0), x.argmax(-1).astype(np.int32),
                                    x.argmax(0).astype(np.int32), x.mean(-1, dtype=np.float64)),
                         (_f32(_rng(name), shape),), rtol=1e-5, atol=1e-4))
+        name = f"layernorm_{_tag(shape)}"
+        r = _rng(name)
+        out.append(Case(name, _layernorm, _layernorm_ref,
+                        (_f32(r, shape), _f32(r, shape[-1:]), _f32(r, shape[-1:])),
+                        rtol=1e-4, atol=1e-4))
         name = f"softmax_{_tag(shape)}"
-
-        def softmax_ref(x):
-            e = np.exp(x - x.max(-1, keepdims=True))
-            return e / e.sum(-1, keepdims=True)
-
         out.append(Case(name, lambda x: jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
                         / jnp.sum(jnp.exp(x - jnp.max(x, axis=-1, keepdims=True)), axis=-1,
                                   keepdims=True),
-                        softmax_ref, (_f32(_rng(name), shape),), rtol=1e-5, atol=1e-6))
+                        _softmax_ref, (_f32(_rng(name), shape),), rtol=1e-5, atol=1e-6))
     return out
 
 
