@@ -788,34 +788,46 @@ def _c_checksum(outputs: list) -> float:
                      for o in outputs))
 
 
+VALGRIND_CASES = {
+    # entry -> (model, --shape overrides); mlp at awkward sizes, serial code
+    "predict": ("mlp", tuple(s for s in _MLP if not s.startswith("y="))),
+    "loss": ("mlp", _MLP),
+    # 131k elements x 12 operations: split over the artifact's worker threads
+    "chain": ("elementwise", ("x=f32[513,257]",)),
+}
+
+
 @needs_cc
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-@pytest.mark.parametrize("entry", ["predict", "loss"])
+@pytest.mark.parametrize("entry", list(VALGRIND_CASES))
 def test_valgrind_sample_artifact_from_c(entry, tmp_path):
-    """samples/mlp.py at awkward sizes, built for x86-64-v3 (valgrind has no
-    AVX-512), called twice from samples/c/main.c with exactly-sized malloc'd
-    buffers under memcheck: no invalid access, no uninitialised value used."""
+    """A sample entry built for x86-64-v3 (valgrind has no AVX-512), called three
+    times from samples/c/main.c with exactly-sized malloc'd buffers under memcheck
+    (3 threads): no invalid access, no uninitialised value used; its checksum is
+    the NumPy reference's."""
     import jx
     import jx.runtime as rt
     from jx.cli.compile import compile_model
-    shapes = tuple(s for s in _MLP if entry == "loss" or not s.startswith("y="))
-    res = compile_model(str(SAMPLES / "mlp.py"), str(tmp_path / "out"), (entry,), shapes,
-                        "cpu", "x86-64-v3", None)
+    model, shapes = VALGRIND_CASES[entry]
+    out = tmp_path / "out"
+    res = compile_model(str(SAMPLES / f"{model}.py"), str(out), (entry,), shapes, "cpu",
+                        "x86-64-v3", None)
     exe = tmp_path / "driver"
-    cc = subprocess.run(["cc", "-O1", "-g", "-std=c99", f"-I{tmp_path / 'out'}",
-                         f"-DJX_ENTRY={entry}", f"-DJX_ENTRY_UPPER={entry.upper()}",
-                         str(SAMPLES / "c" / "main.c"), str(res["library"]),
-                         f"-Wl,-rpath,{tmp_path / 'out'}", "-o", str(exe)],
+    cc = subprocess.run(["cc", "-O1", "-g", "-std=c99", f"-I{out}",
+                         f"-DJX_HEADER=\"{model}.h\"", f"-DJX_ENTRY={entry}",
+                         f"-DJX_ENTRY_UPPER={entry.upper()}", str(SAMPLES / "c" / "main.c"),
+                         str(res["library"]), f"-Wl,-rpath,{out}", "-o", str(exe)],
                         capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     r = subprocess.run(["valgrind", "--error-exitcode=99", "--track-origins=yes", str(exe), "2"],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "JX_NUM_THREADS": "3"})
     assert r.returncode == 0, r.stderr[-4000:]
     assert "ERROR SUMMARY: 0 errors" in r.stderr, r.stderr[-4000:]
     spec = rt.load(res["library"])[entry]
     leaves = [_c_pattern(int(np.prod(leaf.shape)), leaf.dtype, k).reshape(leaf.shape)
               for k, leaf in enumerate(spec.inputs)]
-    (e,) = sample_entries("mlp", (entry,), shapes)
+    (e,) = sample_entries(model, (entry,), shapes)
     args = jx.tree_util.unflatten(jx.tree_util.tree_structure(tuple(e.args)), leaves)
     want = _c_checksum(_leaves(e.fn(*args)))
     got = float(r.stdout.split("checksum ")[1].split()[0])
