@@ -104,6 +104,23 @@ def elementwise_cases() -> list:
         u8 = lambda: r.integers(0, 256, shape).astype(np.uint8)  # noqa: E731
         out.append(Case(name, lambda x, y: (x + y, (x > y) ^ (y > 100)),
                         lambda x, y: (x + y, (x > y) ^ (y > 100)), (u8(), u8())))
+        name = f"ew_f16_mask_{_tag(s)}"
+        r = _rng(name)
+        h = r.uniform(-4, 4, shape).astype(np.float16)
+        out.append(Case(name, lambda h, m, y: (h * 2.0 + 1.0, h.astype(jnp.float32),
+                                               jnp.where(m, y, -y), jnp.sum(h)),
+                        lambda h, m, y: (h * np.float16(2) + np.float16(1), h.astype(np.float32),
+                                         np.where(m, y, -y), h.astype(np.float32).sum()),
+                        (h, r.random(shape) < 0.5, _f32(r, shape)), rtol=2e-3, atol=2e-2))
+        name = f"ew_ints_{_tag(s)}"
+        r = _rng(name)
+        i64, u32 = r.integers(-2**40, 2**40, shape), r.integers(0, 2**32, shape, dtype=np.uint32)
+        i8 = r.integers(-128, 128, shape).astype(np.int8)
+        out.append(Case(name, lambda a, b, c: (a * 3 - (a >> 2), b ^ (b >> 3), c + c,
+                                               jnp.sum(a), jnp.max(b), c.astype(jnp.int32) * 5),
+                        lambda a, b, c: (a * 3 - (a >> 2), b ^ (b >> 3), c + c, a.sum(), b.max(),
+                                         c.astype(np.int32) * 5),
+                        (i64, u32, i8)))
     return out
 
 
@@ -325,6 +342,14 @@ def indexing_cases() -> list:
                             _scatter_ref(x, u, vu, "drop", "set"),
                             _scatter_ref(x2, u, v2, "drop", "set")),
                         (x, idx, v, uniq, vu, x2, v2), rtol=1e-5, atol=1e-5))
+        name = f"gather_idx2d_{n}"
+        r = _rng(name)
+        idx2 = r.integers(-2 * n - 1, 2 * n + 2, (3, 5)).astype(np.int32)
+        x2, v2 = _f32(r, (n, 5)), _f32(r, (3, 5, 5))
+        out.append(Case(name, lambda x2, i, v2: (x2[i], x2.at[i].add(v2, mode="drop")),
+                        lambda x2, i, v2: (_gather_clip_ref(x2, i),
+                                           _scatter_ref(x2, i, v2, "drop", "add")),
+                        (x2, idx2, v2), rtol=1e-5, atol=1e-5))
         k = max(1, n // 3)
         for start in (-2 * n, -1, n - k + 5):
             name = f"dynslice_{n}_{'m' if start < 0 else ''}{abs(start)}"
@@ -358,6 +383,7 @@ def indexing_cases() -> list:
 
 
 def scan_sort_cases() -> list:
+    from jx import lax
     jnp, out = _jnp(), []
     for n in SIZES:
         name = f"cumsum_sort_{n}"
@@ -373,10 +399,12 @@ def scan_sort_cases() -> list:
         name = f"cumsum_sort_{_tag(shape)}"
         x = _f32(_rng(name), shape)
         out.append(Case(name, lambda x: (jnp.cumsum(x, axis=0), jnp.cumsum(x, axis=-1),
+                                         lax.cumsum(x, axis=0, reverse=True),
                                          jnp.sort(x, axis=-1), jnp.sort(x, axis=0),
                                          jnp.argsort(x, axis=0)),
                         lambda x: (np.cumsum(x, 0, dtype=np.float64),
-                                   np.cumsum(x, -1, dtype=np.float64), np.sort(x, -1),
+                                   np.cumsum(x, -1, dtype=np.float64),
+                                   np.cumsum(x[::-1], 0, dtype=np.float64)[::-1], np.sort(x, -1),
                                    np.sort(x, 0), np.argsort(x, 0, kind="stable").astype(np.int32)),
                         (x,), rtol=1e-5, atol=1e-4))
     return out
