@@ -459,3 +459,46 @@ def test_sigint_interrupts_a_long_pmap_step():
     first, second = out.splitlines()
     assert first.split()[0] == "interrupted" and float(first.split()[1]) < 6.0, out
     assert second == "after True", out
+
+
+def test_sigint_is_not_lost_to_calls_starting_on_other_threads():
+    """Each call notes the cancel count as it starts, so another thread starting
+    calls meanwhile cannot clear a cancellation made for the long call. (SIGINT
+    cancels every compiled call in flight; a background thread's short call may
+    raise KeyboardInterrupt too.)"""
+    code = """
+        import os, signal, threading, time
+        import numpy as np
+        import jx, jx.numpy as jnp
+        from jx import lax
+
+        def long(x, n):
+            body = lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5)
+            return lax.while_loop(lambda c: c[0] < n, body, (0, x))[1]
+
+        f, g = jx.jit(long), jx.jit(lambda v: v * 2.0)
+        x = np.ones(1 << 20, np.float32)   # an iteration takes long next to a short call
+        f(x, 1), g(x[:64])
+        busy = True
+
+        def short_calls():
+            while busy:
+                try:
+                    g(x[:64])
+                except KeyboardInterrupt:
+                    pass
+
+        threading.Thread(target=short_calls, daemon=True).start()
+        threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.time()
+        try:
+            f(x, 2**31 - 1)
+            print("finished")
+        except KeyboardInterrupt:
+            print(f"interrupted {time.time() - t0:.2f}")
+        busy = False
+    """
+    rc, out, err = run_python(code, timeout=120)
+    assert rc == 0, err
+    word, seconds = out.split()
+    assert word == "interrupted" and float(seconds) < 6.0, out

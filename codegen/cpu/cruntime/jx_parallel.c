@@ -58,6 +58,7 @@ static int jx_region_threads;    /* threads of the current region, the caller in
 static __thread int jx_index;
 
 static jx_body_fn jx_fn;
+static uint32_t jx_region_call;   /* the region's caller's jx_call_epoch */
 static void *jx_ctx;
 static int64_t jx_n, jx_chunk, jx_nchunks;
 
@@ -67,6 +68,7 @@ typedef struct {
     void *ctx;
     int64_t n, chunk, nchunks;
     uint32_t gen;
+    uint32_t call;     /* the caller's cancellation epoch (see jx_cancel_reset) */
 } jx_region_t;
 
 /* The CPUs this process may run on (taskset, a cpuset, docker --cpuset-cpus),
@@ -158,23 +160,27 @@ static int jx_default_threads(void) {
 
 /* Cancellation. A long call from Python cannot take SIGINT until it returns (the
  * interpreter runs its handlers between bytecodes), so jx_install_interrupt_handler
- * puts a handler in front of the process's own that sets this flag and passes the
- * signal on. Compiled code looks at it at every while/scan iteration and when an
- * entry ends; the pool runs no more chunks once it is set. An entry clears it as
- * it starts (a signal taken while no call ran was the interpreter's business). */
-static int jx_cancel;
+ * puts a handler in front of the process's own that counts the request and passes
+ * the signal on. A call notes the count as it starts (jx_cancel_reset) and is
+ * cancelled once the count moves past that: a signal taken while no call ran was
+ * the interpreter's business, and a call starting on another thread never undoes
+ * a request made for one already running. Compiled code looks at every while/scan
+ * iteration and when an entry ends; the pool runs no more chunks of a cancelled
+ * caller's region (its workers take the caller's note with the region). */
+static uint32_t jx_cancel_count;
+static __thread uint32_t jx_call_epoch;
 static struct sigaction jx_prev_sigint;
 
 JX_API int32_t jx_cancel_requested(void) {
-    return __atomic_load_n(&jx_cancel, __ATOMIC_RELAXED);
+    return __atomic_load_n(&jx_cancel_count, __ATOMIC_RELAXED) != jx_call_epoch;
 }
 
 JX_API void jx_cancel_reset(void) {
-    __atomic_store_n(&jx_cancel, 0, __ATOMIC_RELAXED);
+    jx_call_epoch = __atomic_load_n(&jx_cancel_count, __ATOMIC_RELAXED);
 }
 
 JX_API void jx_request_cancel(void) {
-    __atomic_store_n(&jx_cancel, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&jx_cancel_count, 1, __ATOMIC_RELAXED);
 }
 
 static void jx_on_sigint(int sig, siginfo_t *info, void *uctx) {
@@ -210,6 +216,7 @@ static void jx_signal_done(void) {
 
 /* Take chunks of region r until none are left (or r has ended). */
 static void jx_work(const jx_region_t *r) {
+    jx_call_epoch = r->call;            /* chunks are cancelled with their caller */
     uint64_t v = __atomic_load_n(&jx_claim, __ATOMIC_ACQUIRE);
     for (;;) {
         int64_t idx = (int64_t)(v & 0xffffffffu);
@@ -228,7 +235,8 @@ static void jx_work(const jx_region_t *r) {
 
 /* The current region, as its caller published it (call with jx_mu held). */
 static jx_region_t jx_current(void) {
-    jx_region_t r = {jx_fn, jx_ctx, jx_n, jx_chunk, jx_nchunks, (uint32_t)jx_generation};
+    jx_region_t r = {jx_fn, jx_ctx, jx_n, jx_chunk, jx_nchunks, (uint32_t)jx_generation,
+                     jx_region_call};
     return r;
 }
 
@@ -362,6 +370,7 @@ static void jx_run_region(jx_body_fn fn, void *ctx, int64_t n, int threads) {
     jx_chunk = chunk < 1 ? 1 : chunk;
     jx_nchunks = (n + jx_chunk - 1) / jx_chunk;
     jx_region_threads = threads;
+    jx_region_call = jx_call_epoch;
     __atomic_store_n(&jx_completed, 0, __ATOMIC_RELAXED);
     uint64_t gen = jx_generation + 1;
     __atomic_store_n(&jx_claim, (gen & 0xffffffffu) << 32, __ATOMIC_RELEASE);
