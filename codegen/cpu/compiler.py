@@ -6,6 +6,8 @@ suite (its kernels are already explicit loops; the GEMM is hand-blocked) and cos
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import llvmlite.binding as llvm
@@ -38,8 +40,13 @@ def _after_fork() -> None:
     COMPILE_LOCK.release()
 
 
+def _after_fork_in_child() -> None:
+    _WORKER["proc"] = None        # the parent's worker, talking to the parent
+    _after_fork()
+
+
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
-                    after_in_child=_after_fork)
+                    after_in_child=_after_fork_in_child)
 
 
 def target_machine(cpu: str | None = None, triple: str | None = None,
@@ -102,10 +109,37 @@ class JitModule:
         return self.engine.get_function_address(symbol)
 
 
+# llvmlite 0.50 keeps ~120-130 KB for good on every optimisation run (its pass
+# builder's instrumentation callbacks are never freed), whatever jx closes. A
+# process's first IN_PROCESS compiles run here, so a typical program pays no
+# start-up cost; later ones run in a worker process (compile_worker.py), replaced
+# after WORKER_COMPILES, so a process that keeps compiling new shapes (a server,
+# a test suite) stays bounded. The worker also keeps an LLVM crash out of the caller.
+IN_PROCESS = 24
+WORKER_COMPILES = 400
+_WORKER: dict = {"proc": None, "served": 0, "compiles": 0}
+
+
+class CompileWorkerError(RuntimeError):
+    """The compile worker failed: LLVM rejected the IR or the process died."""
+
+
 def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
                 reloc: str = "pic") -> bytes:
+    cpu = target.host_cpu() if cpu in (None, "native") else cpu
+    triple = triple or target.host_triple()
+    features = target.llvm_features(cpu)      # here: it may depend on tuning.using
     with COMPILE_LOCK:
-        tm = target_machine(cpu, triple, reloc=reloc)
+        _WORKER["compiles"] += 1
+        if _WORKER["compiles"] <= IN_PROCESS:
+            return emit_here(ir_text, cpu, triple, features, reloc)
+        return _in_worker(ir_text, cpu, triple, features, reloc)
+
+
+def emit_here(ir_text: str, cpu: str, triple: str, features: str, reloc: str) -> bytes:
+    """Optimise and emit in this process."""
+    with COMPILE_LOCK:
+        tm = target_machine(cpu, triple, features=features, reloc=reloc)
         mod = optimise(ir_text, tm)
         try:
             return tm.emit_object(mod)
@@ -113,3 +147,50 @@ def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
             mod.close()
             tm.close()
 
+
+def _in_worker(*request) -> bytes:
+    from .compile_worker import read_message, write_message
+    proc = _WORKER["proc"]
+    if proc is None or proc.poll() is not None or _WORKER["served"] >= WORKER_COMPILES:
+        _stop_worker()
+        proc = _WORKER["proc"] = subprocess.Popen(
+            [sys.executable, "-m", "jx.codegen.cpu.compile_worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        _WORKER["served"] = 0
+    try:
+        write_message(proc.stdin, request)
+        reply = read_message(proc.stdout)
+    except BrokenPipeError:         # it died before reading all of the request
+        reply = None
+    except BaseException:           # Ctrl-C mid-message: the pipe's state is unknown
+        _stop_worker(kill=True)
+        raise
+    _WORKER["served"] += 1
+    if reply is None:
+        code = proc.wait()
+        _WORKER["proc"] = None
+        raise CompileWorkerError(
+            f"jx's LLVM compile worker died (exit status {code}) compiling a module for "
+            f"{request[1]}: an LLVM crash, or the process was killed. Its messages, if "
+            "any, are above; please report it with the model")
+    status, payload = reply
+    if status != "ok":
+        raise CompileWorkerError(f"LLVM could not compile a module jx generated ({payload}): "
+                                 "a jx backend bug; please report it with the model")
+    return payload
+
+
+def _stop_worker(kill: bool = False) -> None:
+    proc, _WORKER["proc"] = _WORKER["proc"], None
+    if proc is None:
+        return
+    if kill:
+        proc.kill()
+    else:
+        proc.stdin.close()              # end of input: it exits
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()
