@@ -786,6 +786,13 @@ class Gen:
         s.bodies = [b]
         return s, "inexact"
 
+    def check_batched(self, body: Block, batch: int) -> None:
+        """A vmapped body's values exist once per example: bound their total."""
+        from .program import all_vars
+        biggest = max(float(np.prod(v.shape, dtype=np.float64)) for v in all_vars(body))
+        if biggest * batch > 4e6:
+            raise Rejected("vmapped body too large")
+
     def g_vmap(self, pool):
         a = self.pick(pool, lambda v: v.shape != ())
         if a is None:
@@ -793,6 +800,7 @@ class Gen:
         ax = self.rng.randrange(len(a.shape))
         pshape = a.shape[:ax] + a.shape[ax + 1:]
         b = self.body(pool, [self.param(pshape, a.dtype, a)], ("any",))
+        self.check_batched(b, a.shape[ax])
         s = self.stmt("vmap", [a], axis=ax)
         s.bodies = [b]
         return s, "exact"
@@ -814,6 +822,7 @@ class Gen:
         if a is None:
             return None
         b = self.body(pool, [self.param(a.shape[1:], a.dtype, a)], ("scalar",))
+        self.check_batched(b, a.shape[0])
         s = self.stmt(self.rng.choice(["gradvmap", "vmapgrad"]), [a])
         s.bodies = [b]
         return s, "inexact"
