@@ -41,3 +41,16 @@ CHECKSUM_SYMBOL = "jx_manifest_sha256"   # sha256 hex of jx_manifest()'s bytes
 
 def entry_symbol(entry: str) -> str:
     return SYMBOL_PREFIX + entry
+
+
+# `const char* jx_<entry>_signature(void)`: the leaves the entry's code was built
+# for, written by the code generator from the program itself, so the loader can
+# check the manifest's shapes against the code rather than trust them.
+SIGNATURE_SUFFIX = "_signature"
+
+
+def signature(inputs, outputs) -> str:
+    """'float32[2,3];int32[] -> float32[2]' from (dtype name, shape) pairs."""
+    def side(leaves):
+        return ";".join(f"{dt}[{','.join(map(str, shape))}]" for dt, shape in leaves)
+    return f"{side(inputs)} -> {side(outputs)}"

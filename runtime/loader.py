@@ -149,6 +149,7 @@ class Artifact:
         entries = {}
         for spec in specs:
             _symbol(lib, spec.symbol, path, f"entry {spec.name!r}")  # clear error if absent
+            _check_signature(lib, spec, path)
             entries[spec.name] = CompiledEntry(spec, bind_function(lib, spec.symbol), path,
                                                owner=self)
         self.entries = entries
@@ -199,6 +200,22 @@ class Artifact:
     def __repr__(self) -> str:
         return (f"<jx Artifact {self.path} (jx {self.jx_version}, {self.target}): "
                 f"{', '.join(self.entries) or 'no entries'}>")
+
+
+def _check_signature(lib, spec, path: str) -> None:
+    """The manifest's leaves for an entry against those its code was built for (the
+    code generator wrote them beside the entry): a manifest that promises other
+    shapes would have the code write past the buffers the loader allocates."""
+    fn = _symbol(lib, spec.symbol + abi.SIGNATURE_SUFFIX, path, f"entry {spec.name!r}'s signature")
+    fn.restype, fn.argtypes = ctypes.c_char_p, []
+    built = (fn() or b"").decode("utf-8", "replace")
+    leaves = lambda ls: [(leaf.dtype.name, leaf.shape) for leaf in ls]  # noqa: E731
+    declared = abi.signature(leaves(spec.inputs), leaves(spec.outputs))
+    if built != declared:
+        raise IntegrityError(
+            f"{path}: the manifest declares entry {spec.name!r} as {declared}, but its code "
+            f"was built for {built}: the manifest was edited after the build. Rebuild the "
+            "artifact with `jx compile` instead of editing it")
 
 
 def _check_manifest_checksum(lib, text: bytes, path: str) -> None:

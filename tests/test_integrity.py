@@ -358,6 +358,10 @@ def test_edited_manifest_with_recomputed_checksum_is_refused(tiny_so, tmp_path):
     (tmp_path / "libedited.so").write_bytes(tampered)
     (kind, msg), = load_in_child([tmp_path / "libedited.so"]).values()
     assert kind == "IntegrityError" and "modified or corrupted" in msg
+    # sealed again too: the shapes still disagree with those the code was built for
+    (tmp_path / "libresealed.so").write_bytes(reseal(tampered))
+    (kind, msg), = load_in_child([tmp_path / "libresealed.so"]).values()
+    assert kind == "IntegrityError" and "its code was built for float32[2]" in msg, msg
 
 
 def test_checksum_symbol_is_required(tiny_so, tmp_path):

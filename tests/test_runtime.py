@@ -66,7 +66,8 @@ def c_string(text: str) -> str:
 
 
 def build_library(directory, name: str, bodies: str, manifest_text: str | None,
-                  abi: int = 1, version_symbol: bool = True, checksum: bool = True) -> str:
+                  abi: int = 1, version_symbol: bool = True, checksum: bool = True,
+                  signatures: bool = True) -> str:
     """Compile C entry bodies plus the ABI symbols into directory/lib<name>.so, sealed
     as `jx compile` seals its output."""
     src = ["#include <stdint.h>", "#include <stddef.h>"]
@@ -77,6 +78,8 @@ def build_library(directory, name: str, bodies: str, manifest_text: str | None,
             src.append(f'const char* jx_manifest_sha256(void) {{ return "{digest}"; }}')
     if version_symbol:
         src.append(f"uint32_t jx_abi_version(void) {{ return {abi}; }}")
+    if signatures and manifest_text is not None:
+        src += _signature_functions(manifest_text)
     c_path = os.path.join(directory, f"{name}.c")
     so_path = os.path.join(directory, f"lib{name}.so")
     with open(c_path, "w") as f:
@@ -88,6 +91,22 @@ def build_library(directory, name: str, bodies: str, manifest_text: str | None,
     with open(so_path, "wb") as f:
         f.write(sealed)
     return so_path
+
+
+def _signature_functions(manifest_text: str) -> list:
+    """The `jx_<entry>_signature` functions the code generator writes, for the
+    entries the manifest declares (a manifest that does not parse gets none)."""
+    from jx.runtime import abi as abi_mod
+    try:
+        entries = json.loads(manifest_text)["entries"]
+        leaves = lambda ls: [(l["dtype"], tuple(l["shape"])) for l in ls]  # noqa: E731,E741
+        funcs = {e["name"]: f'const char* {abi_mod.entry_symbol(e["name"])}'
+                            f'{abi_mod.SIGNATURE_SUFFIX}(void) {{ return '
+                            f'"{abi_mod.signature(leaves(e["inputs"]), leaves(e["outputs"]))}"; }}'
+                 for e in entries}                  # a name twice: one definition
+        return list(funcs.values())
+    except (ValueError, KeyError, TypeError):
+        return []
 
 
 ENTRIES = [

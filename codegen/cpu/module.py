@@ -22,8 +22,8 @@ from .opaque import OPAQUE, PARALLEL_OPAQUE
 from . import epilogue, tuning
 from .rowfuse import group_buffers, row_groups, spill_plan
 
-from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, STATUS_CANCELLED, STATUS_NULL_POINTER,
-                            STATUS_OK, STATUS_OUT_OF_MEMORY)
+from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, SIGNATURE_SUFFIX, STATUS_CANCELLED,
+                            STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY, signature)
 
 
 class ConstPool:
@@ -442,7 +442,22 @@ class ModuleBuilder:
         b.ret(self._status_unless_cancelled(b, STATUS_OUT_OF_MEMORY))
         b.position_at_end(null)
         b.ret(ir.Constant(U.I32, STATUS_NULL_POINTER))
+        leaves = lambda vs: [(np.dtype(v.aval.dtype).name, v.aval.shape) for v in vs]  # noqa: E731
+        self._string_function(symbol + SIGNATURE_SUFFIX, f"{symbol}.signature",
+                              signature(leaves(g.inputs), leaves(g.outputs)))
         return symbol
+
+    def _string_function(self, name: str, label: str, text: str):
+        """`const char* name(void)` returning `text` (a private constant)."""
+        data = bytearray(text.encode() + b"\0")
+        typ = ir.ArrayType(U.I8, len(data))
+        g = ir.GlobalVariable(self.module, typ, label)
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = ir.Constant(typ, data)
+        fn = ir.Function(self.module, ir.FunctionType(U.PTR, []), name)
+        ir.IRBuilder(fn.append_basic_block("entry")).ret(g)
+        return fn
 
     def embed_manifest(self, manifest_json: str, head: str) -> str:
         """`const char* jx_manifest(void)`, `const char* jx_manifest_sha256(void)` and
