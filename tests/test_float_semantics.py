@@ -308,3 +308,13 @@ def test_sixteen_bit_mean_and_var_compute_in_float32(name):
         jax = pytest.importorskip("jax")
         want = np.asarray(jax.jit(lambda v: getattr(jax.numpy, name)(v, axis=1))(xd))
         np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_matrix_vector_products_keep_numpys_zero_signs_and_infinities():
+    """The matvec kernel's sum reassociates (vectorised) but has no `nsz`: a row of
+    -0.0 times ones is +0.0 as in NumPy (the flag folded the +0.0 start away)."""
+    a = np.array([[-0.0, -0.0], [np.inf, 1.0], [np.inf, -np.inf], [1e38, 1e38]], np.float32)
+    v = np.array([1.0, 1.0], np.float32)
+    got = jx.jit(lambda m, u: m @ u)(a, v)
+    want = a @ v
+    bits_equal(got, want)

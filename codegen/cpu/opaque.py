@@ -137,7 +137,7 @@ def _dot_reduce(ctx, kernel):
                 a = convert(b, U.load(b, lp, a_off, dt), dt, odt)
                 r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
                 prod = b.fmul(a, r)
-                b.store(b.fadd(b.load(acc), prod, flags=("reassoc", "nsz", "contract")), acc)
+                b.store(b.fadd(b.load(acc), prod, flags=("reassoc", "contract")), acc)
         o_off = U.linear(b, list(bi) + list(mi), [ls[d] for d in lb] + [ls[d] for d in lf])
         U.store(b, b.load(acc), op, o_off, odt)
 
