@@ -45,6 +45,17 @@ _lock = threading.RLock()
 _state = {"record": None, "read": False, "measuring": False}
 
 
+def _renew_in_child() -> None:
+    """A child forked while another thread measured has the lock held by a thread
+    it does not have: a fresh lock, and the measurement is the parent's."""
+    global _lock
+    _lock = threading.RLock()
+    _state["measuring"] = False
+
+
+os.register_at_fork(after_in_child=_renew_in_child)
+
+
 def value(name: str):
     """The value code generation uses: an override (see using), the host's measured
     value, or the default."""
