@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures as futures
 import json
 import os
-import platform
 import socket
 import tempfile
 import time
@@ -39,14 +38,8 @@ def default_threads() -> int:
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from jx.runtime.cpu import model_name
+    return model_name()
 
 
 def fingerprint(threads: int) -> str:

@@ -24,17 +24,31 @@ X86_FLAGS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def host_flags() -> frozenset | None:
-    """The CPU flags Linux reports, or None where they cannot be read."""
+def _cpuinfo(field: str) -> str | None:
+    """The first value of a /proc/cpuinfo field, or None where it cannot be read."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+                if line.startswith(field):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def host_flags() -> frozenset | None:
+    """The CPU flags Linux reports, or None where they cannot be read."""
+    flags = _cpuinfo("flags")
+    return None if flags is None else frozenset(flags.split())
+
+
+@functools.lru_cache(maxsize=None)
+def model_name() -> str:
+    """The CPU's marketing name ('AMD EPYC', 'Intel(R) Xeon(R) ...'), for reports
+    and the keys of what is measured on a host."""
+    import platform
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def missing(features) -> list:

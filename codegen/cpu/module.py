@@ -447,16 +447,20 @@ class ModuleBuilder:
                               signature(leaves(g.inputs), leaves(g.outputs)))
         return symbol
 
-    def _string_function(self, name: str, label: str, text: str):
-        """`const char* name(void)` returning `text` (a private constant)."""
+    def _cstring(self, label: str, text: str) -> ir.GlobalVariable:
+        """A private NUL-terminated constant."""
         data = bytearray(text.encode() + b"\0")
         typ = ir.ArrayType(U.I8, len(data))
         g = ir.GlobalVariable(self.module, typ, label)
         g.global_constant = True
         g.linkage = "private"
         g.initializer = ir.Constant(typ, data)
+        return g
+
+    def _string_function(self, name: str, label: str, text: str):
+        """`const char* name(void)` returning `text`."""
         fn = ir.Function(self.module, ir.FunctionType(U.PTR, []), name)
-        ir.IRBuilder(fn.append_basic_block("entry")).ret(g)
+        ir.IRBuilder(fn.append_basic_block("entry")).ret(self._cstring(label, text))
         return fn
 
     def embed_manifest(self, manifest_json: str, head: str) -> str:
@@ -467,14 +471,8 @@ class ModuleBuilder:
         added = []
 
         def cstring(name: str, text: str):
-            data = bytearray(text.encode() + b"\0")
-            typ = ir.ArrayType(U.I8, len(data))
-            g = ir.GlobalVariable(self.module, typ, name)
-            g.global_constant = True
-            g.linkage = "private"
-            g.initializer = ir.Constant(typ, data)
-            added.append(g)
-            return g
+            added.append(self._cstring(name, text))
+            return added[-1]
 
         # the manifest's own checksum, kept outside it: the loader recomputes it, so
         # a manifest edited or corrupted in the file (shapes the code was not built

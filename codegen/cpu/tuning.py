@@ -24,6 +24,7 @@ import tempfile
 import threading
 
 import jx
+from jx.runtime.cpu import model_name
 
 from .cache import cache_dir, make_dir
 
@@ -97,7 +98,7 @@ def fingerprint() -> str:
     from . import parallel, target
     caches = target.cache_sizes()
     return "|".join([
-        _cpu_model(), target.host_cpu(), ",".join(sorted(target.host_features())),
+        model_name(), target.host_cpu(), ",".join(sorted(target.host_features())),
         ",".join(f"L{k}={v}" for k, v in sorted(caches.items())),
         "x".join(map(str, target.l1_geometry())),
         f"threads={parallel.num_threads() or 1}", f"jx {jx.__version__}", f"v{VERSION}"])
@@ -181,14 +182,3 @@ def describe() -> dict:
     for probe, figure in (rec or {}).get("measured", {}).items():
         out[f"probe: {probe}"] = str(figure)
     return out
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
