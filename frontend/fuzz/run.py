@@ -69,8 +69,10 @@ def fuzz(seconds: float = 600, seed: int = 0, out: str = "fuzz-failures", use_ja
                 if shrunk_per_class[key] >= shrink_per_class or shrink_budget <= 0:
                     continue
                 shrunk_per_class[key] += 1
+                # A hang costs the whole timeout per candidate: shrink it only a little.
+                budget = shrink_budget if f0["kind"] not in ("timeout",) else min(shrink_budget, 4)
                 small, sres, spent = shrink(prog, (f0["engine"], f0["kind"]), runner,
-                                            budget=shrink_budget, batch=max(1, workers))
+                                            budget=budget, batch=max(1, workers))
                 fs = [f for f in (sres or res)["failures"]
                       if (f["engine"], f["kind"]) == (f0["engine"], f0["kind"])]
                 path = write_test(small, fs[0] if fs else f0, out)
@@ -78,6 +80,8 @@ def fuzz(seconds: float = 600, seed: int = 0, out: str = "fuzz-failures", use_ja
                                           "detail": (fs[0] if fs else f0)["detail"],
                                           "test": path, "shrink_runs": spent})
                 log(f"  shrunk in {spent} runs to {path}:\n{small.source}")
+    except KeyboardInterrupt:       # stopped early: still write what was found
+        log("interrupted")
     finally:
         runner.close()
         shutil.rmtree(cache, ignore_errors=True)
