@@ -114,6 +114,11 @@ def main(argv=None) -> int:
     ap.add_argument("--shrink-per-class", type=int, default=SHRINK_PER_CLASS,
                     help="failures shrunk per (engine, kind, dtype) class")
     a = ap.parse_args(argv)
+    import signal
+
+    def stop(signum, frame):         # `kill PID` ends a background run with its summary
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
     if a.jax:
         from .engines import jax_available
         if not jax_available():
