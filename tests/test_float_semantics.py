@@ -318,3 +318,20 @@ def test_matrix_vector_products_keep_numpys_zero_signs_and_infinities():
     got = jx.jit(lambda m, u: m @ u)(a, v)
     want = a @ v
     bits_equal(got, want)
+
+
+@pytest.mark.parametrize("dt", ["bool", "int32", "float32", "float16"])
+def test_reductions_over_no_dims_are_the_operand(dt):
+    """A sum/max over a 0-d array (axis=None) or over axis=() reduces nothing: the
+    value itself, -0.0 included, as JAX (this used to be an IndexError in codegen)."""
+    vals = np.array([-0.0, 3.0], dtype=np.float32).astype(dt)
+    for v in vals:
+        x = np.asarray(v)
+        for f in (lambda a: jnp.sum(a), lambda a: jnp.max(a), lambda a: jnp.prod(a, axis=())):
+            got, ref = jx.jit(f)(x), f(x)
+            assert got.shape == ref.shape
+            bits_equal(got, ref)
+    m = np.full((3, 5), -0.0, np.float32)
+    bits_equal(jx.jit(lambda a: jnp.sum(a, axis=()))(m), m)
+    jax = pytest.importorskip("jax")
+    bits_equal(jx.jit(jnp.sum)(np.float32(-0.0)), np.asarray(jax.jit(jax.numpy.sum)(np.float32(-0.0))))

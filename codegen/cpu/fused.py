@@ -296,6 +296,8 @@ def _reduce_over(b, em, x, name, at, red_shape, outer=None, spill=None) -> ir.Va
     dt = x.aval.dtype
     if 0 in red_shape:
         return U.const(dt, _REDUCE_INIT[name](dt))
+    if not red_shape:                       # over no dims: the element itself
+        return _element(b, em, x, at([]), spill)
     n = red_shape[-1]
     span = n if len(red_shape) > 1 or outer is None else -(-n // reduce_parts_of(n))
     if U.is_float(dt) and span >= _vector_lanes(b, dt):
@@ -432,7 +434,8 @@ def _by_rows(b, x, out, name, axes, fixed, spill) -> bool:
     row into its output? Reading each column at a stride ran ~30x slower. Only
     where the output holds the compute type (no float16 rounding in between)."""
     dt = x.aval.dtype
-    return (name in _REDUCE_INIT and x.aval.ndim - 1 not in axes and not fixed
+    return (name in _REDUCE_INIT and x.aval.ndim > 0 and axes
+            and x.aval.ndim - 1 not in axes and not fixed
             and spill is None and out.aval.dtype == dt
             and U.compute_type(dt) == U.storage_type(dt)
             and x.aval.shape[-1] >= _vector_lanes(b, dt))

@@ -44,10 +44,18 @@ def _highest(dt):
     return np.inf if dtypes.is_float(dt) else (True if dt == dtypes.bool_ else np.iinfo(dt).max)
 
 
-reduce_sum = declare("reduce_sum", _reduce_rule("reduce_sum", ()),
-                     lambda x, axes: np.sum(x, axis=tuple(axes), dtype=x.dtype))
-reduce_prod = declare("reduce_prod", _reduce_rule("reduce_prod", ()),
-                      lambda x, axes: np.prod(x, axis=tuple(axes), dtype=x.dtype))
+def _over(np_reduce):
+    """A NumPy reduction as XLA's: over no dims it is the operand itself (NumPy's
+    sum adds it to +0.0, which turns -0.0 into +0.0)."""
+    def impl(x, axes):
+        if not axes:
+            return np.array(x, dtype=x.dtype, copy=True)
+        return np_reduce(x, axis=tuple(axes), dtype=x.dtype)
+    return impl
+
+
+reduce_sum = declare("reduce_sum", _reduce_rule("reduce_sum", ()), _over(np.sum))
+reduce_prod = declare("reduce_prod", _reduce_rule("reduce_prod", ()), _over(np.prod))
 reduce_max = declare("reduce_max", _reduce_rule("reduce_max", ("bool",)), _max_impl)
 reduce_min = declare("reduce_min", _reduce_rule("reduce_min", ("bool",)), _min_impl)
 
