@@ -3,6 +3,7 @@ operation (as NumPy and XLA's CPU backend do), and reductions reorder only their
 own partial sums, so no infinity, NaN or zero sign is lost to fast-math rewrites."""
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -335,3 +336,24 @@ def test_reductions_over_no_dims_are_the_operand(dt):
     bits_equal(jx.jit(lambda a: jnp.sum(a, axis=()))(m), m)
     jax = pytest.importorskip("jax")
     bits_equal(jx.jit(jnp.sum)(np.float32(-0.0)), np.asarray(jax.jit(jax.numpy.sum)(np.float32(-0.0))))
+
+
+def test_sixteen_bit_sums_and_products_accumulate_in_float32():
+    """XLA reduces float16/bfloat16 in float32 and rounds once; the NumPy reference
+    of reduce_prod did it in float16, where 300 * 300 overflowed on the way."""
+    cases = [(lambda a: jnp.prod(a, axis=1), np.array([[300.0, 300.0, 1 / 300.0, 2.0]])),
+             (lambda a: jnp.sum(a, axis=1), np.array([[60000.0, 60000.0, -60000.0]]))]
+    jax = __import__("jax") if _has_jax() else None
+    for f, x in cases:
+        x = x.astype(np.float16)
+        eager, compiled = f(x), jx.jit(f)(x)
+        bits_equal(compiled, eager)
+        assert np.isfinite(eager.astype(np.float32)).all()
+        if jax is not None:
+            g = types.FunctionType(f.__code__, {**f.__globals__, "jnp": jax.numpy})
+            bits_equal(compiled, np.asarray(jax.jit(g)(x)))
+
+
+def _has_jax() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("jax") is not None

@@ -46,10 +46,13 @@ def _highest(dt):
 
 def _over(np_reduce):
     """A NumPy reduction as XLA's: over no dims it is the operand itself (NumPy's
-    sum adds it to +0.0, which turns -0.0 into +0.0)."""
+    sum adds it to +0.0, which turns -0.0 into +0.0), and 16-bit floats accumulate
+    in float32 and round once (NumPy's float16 product overflows part-way)."""
     def impl(x, axes):
         if not axes:
             return np.array(x, dtype=x.dtype, copy=True)
+        if dtypes.is_float(x.dtype) and x.dtype.itemsize == 2:
+            return np_reduce(x.astype(np.float32), axis=tuple(axes)).astype(x.dtype)
         return np_reduce(x, axis=tuple(axes), dtype=x.dtype)
     return impl
 
