@@ -311,3 +311,18 @@ def test_narrow_index_dtypes_count_from_the_end_of_longer_axes():
         np.testing.assert_array_equal(got, want)
     jax = pytest.importorskip("jax")
     assert jx.jit(lambda v, j: v[j])(x, np.int8(-3)) == jax.numpy.asarray(x)[np.int8(-3)]
+
+
+@pytest.mark.parametrize("pw,err,match", [
+    ((10**400, 0), ValueError, "integer widths an array can have"),
+    ((1.5, 0), TypeError, "must be integers"),
+    (((1, 2), (3, 4)), ValueError, "1 dims"),
+    ((-1, 0), ValueError, ">= 0"),
+])
+def test_bad_pad_widths_are_clear_errors(pw, err, match):
+    """A width past int64 was a raw OverflowError, and 1.5 was truncated to 1
+    (JAX refuses non-integer widths)."""
+    with pytest.raises(err, match=match):
+        jnp.pad(np.ones(3, np.float32), pw)
+    with pytest.raises(err, match=match):
+        jx.jit(lambda v: jnp.pad(v, pw))(np.ones(3, np.float32))

@@ -184,10 +184,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
         raise NotImplementedError(f"jx.numpy.pad supports modes {_PAD_MODES}, got {mode!r}")
     x = as_value(array)
     nd = len(shape_of(x))
-    # NumPy's forms: n, (lo, hi), ((lo, hi),) * nd, ((n,),) * nd
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
-    if (pw < 0).any():
-        raise ValueError(f"pad widths must be >= 0, got {pad_width}")
+    pw = _pad_widths(pad_width, nd)
     if mode != "constant":
         # each axis is a gather with indices known now: NumPy's own pad of arange
         for ax, (lo, hi) in enumerate(pw):
@@ -199,6 +196,30 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     cv = convert(constant_values, x.dtype, [x])
     config = tuple((int(lo), int(hi), 0) for lo, hi in pw)
     return bind1(st.pad, x, cv, padding_config=config)
+
+
+def _pad_widths(pad_width, nd: int) -> np.ndarray:
+    """(nd, 2) int64 widths from NumPy's forms: n, (lo, hi), ((lo, hi),) * nd,
+    ((n,),) * nd. Widths must be integers, as in JAX (NumPy would truncate 1.5),
+    and fit an array extent."""
+    try:
+        raw = np.asarray(pad_width)
+        if raw.dtype == object:                # ints too large for int64
+            raise OverflowError
+    except (OverflowError, ValueError):
+        raise ValueError(f"jx.numpy.pad: pad_width {pad_width!r:.80} is not a list of "
+                         "(before, after) integer widths an array can have") from None
+    if raw.size and raw.dtype.kind not in "iu":
+        raise TypeError(f"jx.numpy.pad: pad_width must be integers, got {pad_width!r:.80} "
+                        f"({raw.dtype}); round the widths with int() first")
+    try:
+        pw = np.broadcast_to(raw.astype(np.int64), (nd, 2))
+    except ValueError:
+        raise ValueError(f"jx.numpy.pad: pad_width {pad_width!r:.80} does not give (before, "
+                         f"after) widths for the array's {nd} dims") from None
+    if (pw < 0).any():
+        raise ValueError(f"pad widths must be >= 0, got {pad_width}")
+    return pw
 
 
 def _take_static(x, axis, idx):
