@@ -21,13 +21,10 @@ from jx.fuzz.worker import InProcess, Pool, run_case
 
 os.environ.setdefault("JX_TUNE", "off")
 
-# Seeds of the fixed run. Left out, each with the finding it hits (reported,
-# being fixed elsewhere): a float reduction over no axes (jnp.sum of a 0-d
-# array, also made by grad through lax.cond) fails to compile in jx.jit
-# (IndexError / "not enough values to unpack" in fused._reduce_over).
-KNOWN_FAILING = {9: "0-d float reduction", 10: "0-d float reduction",
-                 26: "0-d float reduction", 40: "0-d float reduction"}
-FIXED_SEEDS = [s for s in range(0, 45) if s not in KNOWN_FAILING]
+# The fixed run's seeds. Seeds 9, 10, 26 and 40 found the 0-d float reduction
+# that jx.jit could not compile (fixed in "Reductions over no dims"); every
+# seed here passes, so a failure is a regression.
+FIXED_SEEDS = range(0, 60)
 
 
 def test_fixed_seed_run_has_no_failures(tmp_path):
