@@ -647,3 +647,26 @@ def test_fmax_fmin_integer_dtypes(dtype):
     for name in ("fmax", "fmin"):
         assert_same(jx.jit(getattr(jnp, name))(a, b), getattr(jjnp, name)(a, b))
         assert_same(getattr(jnp, name)(a, b), getattr(np, name)(a, b))
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh"])
+@pytest.mark.parametrize("dt", ["uint32", "int32", "float32", "float16", "bfloat16"])
+def test_sinh_cosh_as_xla_computes_them(name, dt):
+    """cosh negated an unsigned input before making it a float (cosh(uint32 5) was
+    inf); both overflowed where the result is finite (|x| ~ 89 in float32), and
+    16-bit inputs rounded between the steps XLA does in float32 (found by jx.fuzz)."""
+    jax = pytest.importorskip("jax")
+    dtype = dtypes.bfloat16 if dt == "bfloat16" else np.dtype(dt)
+    if dtype is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    vals = [0, 1, 3, 5, 10, 80] if np.dtype(dtype).kind in "iu" else \
+        [0.0, -0.0, 1e-3, 0.7, 0.99, 1.0, -1.0, 2.5, -3.0, 10.0, 11.3, 88.0, 89.0, -89.0,
+         np.inf, -np.inf, np.nan]
+    x = np.array(vals).astype(dtype)
+    got = jx.jit(getattr(jnp, name))(x)
+    want = np.asarray(jax.jit(getattr(jax.numpy, name))(x))
+    assert got.dtype == want.dtype
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    close = np.isclose(g, w, rtol=2.5e-7 if got.dtype == np.float32 else 0, atol=0, equal_nan=True)
+    assert close.all(), (x[~close], got[~close], want[~close])
+    assert (np.signbit(g) == np.signbit(w)).all()

@@ -241,14 +241,42 @@ def log10(x):
     return divide(log(x), float(np.log(10.0)))
 
 
+def _wide(fn, a):
+    """fn(a) for a float16/bfloat16 `a` computed in float32 and rounded once: XLA's
+    sinh and cosh are single operations, which its CPU backend evaluates in float32
+    for 16-bit types; built from several jx operations, each would round."""
+    if a.dtype.itemsize == 2:
+        return convert(fn(convert(a, np.float32)), a.dtype)
+    return fn(a)
+
+
 def sinh(x):
-    """(e^x - e^-x) / 2 through expm1: exact for tiny x, where exp(x) - exp(-x) cancels."""
+    """As XLA: for |x| < 1, (m + m / (m + 1)) / 2 with m = expm1(x) (exact for tiny x,
+    where e^x - e^-x cancels); beyond, e^(x - ln 2) - e^(-x - ln 2), finite wherever
+    sinh is. The small branch sees 0 where it is not taken, so its infinities never
+    reach a gradient."""
     (a,) = promote_dtypes(x, to_float=True)
-    return multiply(subtract(expm1(a), expm1(negative(a))), 0.5)
+
+    def f(v):
+        small = less(absolute(v), convert(1.0, v.dtype, [v]))
+        m = expm1(where(small, v, convert(0.0, v.dtype, [v])))
+        near = multiply(add(m, divide(m, add(m, convert(1.0, v.dtype, [v])))), 0.5)
+        half = convert(-np.log(2.0), v.dtype, [v])
+        far = subtract(exp(add(v, half)), exp(subtract(half, v)))
+        return where(small, near, far)
+    return _wide(f, a)
 
 
 def cosh(x):
-    return multiply(add(exp(x), exp(negative(x))), 0.5)
+    """e^(x - ln 2) + e^(-x - ln 2), as XLA: finite wherever cosh is (e^x alone
+    overflows first), and the input is a float before it is negated (an unsigned
+    -x wrapped to 2**32 - x)."""
+    (a,) = promote_dtypes(x, to_float=True)
+
+    def f(v):
+        half = convert(-np.log(2.0), v.dtype, [v])
+        return add(exp(add(v, half)), exp(subtract(half, v)))
+    return _wide(f, a)
 
 
 def arctan(x):
