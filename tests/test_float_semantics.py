@@ -357,3 +357,16 @@ def test_sixteen_bit_sums_and_products_accumulate_in_float32():
 def _has_jax() -> bool:
     import importlib.util
     return importlib.util.find_spec("jax") is not None
+
+
+def test_sorting_sixteen_bit_floats_puts_nans_last():
+    """The NumPy reference sorted bfloat16 NaNs among the numbers (found by jx.fuzz);
+    the compiled sort and JAX put them after +inf."""
+    if dtypes.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    for dt in (np.float16, dtypes.bfloat16):
+        x = np.array([1.87, np.nan, -2.0, 0.08, np.inf, -0.5, np.nan, -np.inf]).astype(dt)
+        want = np.sort(x.astype(np.float32)).astype(dt)
+        bits_equal(jnp.sort(x), want)
+        bits_equal(jx.jit(jnp.sort)(x), want)
+        np.testing.assert_array_equal(jnp.argsort(x), np.argsort(x.astype(np.float32), kind="stable"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..core import declare
 from ..errors import ShapeError
 
@@ -36,9 +37,15 @@ def _sort_rule(*operands, dimension, is_stable, num_keys):
     return list(operands)
 
 
+def _sort_key(x):
+    """16-bit floats compared as float32 (exactly the same order): NumPy's sort of
+    ml_dtypes' bfloat16 places NaNs among the numbers."""
+    return x.astype(np.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+
+
 def _sort_impl(*operands, dimension, is_stable, num_keys):
     # np.lexsort is stable and takes its primary key last
-    keys = operands[:num_keys][::-1]
+    keys = [_sort_key(k) for k in operands[:num_keys][::-1]]
     perm = np.lexsort(keys, axis=dimension)
     return [np.take_along_axis(x, perm, axis=dimension) for x in operands]
 
