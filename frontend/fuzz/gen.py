@@ -14,6 +14,7 @@ import random
 
 import numpy as np
 
+from .. import dtypes
 from .compare import EPS
 from .program import (FLOATS, INTS, Block, Input, Program, Stmt, Var, render_block)
 
@@ -145,7 +146,8 @@ class Gen:
         return v
 
     def float_dtype(self) -> str:
-        ws = [6, 2, 2, 1.5 if self.f64 else 0]
+        # bfloat16 exists only where ml_dtypes is installed (it is optional)
+        ws = [6, 2, 2 if dtypes.bfloat16 is not None else 0, 1.5 if self.f64 else 0]
         return self.rng.choices(["float32", "float16", "bfloat16", "float64"], ws)[0]
 
     def any_dtype(self) -> str:
