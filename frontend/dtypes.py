@@ -71,10 +71,18 @@ def is_int(dt) -> bool:
     return np.dtype(dt) in INTS
 
 
+def is_half(dt) -> bool:
+    """float16 or bfloat16: computed in float32 and rounded, where XLA does so.
+    (Not `dt == bfloat16`: without ml_dtypes that is `dt == None`, which NumPy
+    reads as float64.)"""
+    dt = np.dtype(dt)
+    return dt == float16 or dt.name == "bfloat16"
+
+
 def finfo(dt):
     """Float limits; np.finfo does not know bfloat16, ml_dtypes' finfo does."""
     dt = np.dtype(dt)
-    if dt == bfloat16:
+    if dt.name == "bfloat16":
         import ml_dtypes
         return ml_dtypes.finfo(dt)
     return np.finfo(dt)

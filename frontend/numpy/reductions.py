@@ -95,7 +95,7 @@ def _count(shape, axes) -> int:
 def _computation(dtype):
     """16-bit floats are averaged in float32 and rounded once at the end, as JAX's
     mean and var do (rounding each partial result to 16 bits loses digits)."""
-    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+    return dtypes.float32 if dtypes.is_half(dtype) else dtype
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):

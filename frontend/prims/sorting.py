@@ -40,7 +40,7 @@ def _sort_rule(*operands, dimension, is_stable, num_keys):
 def _sort_key(x):
     """16-bit floats compared as float32 (exactly the same order): NumPy's sort of
     ml_dtypes' bfloat16 places NaNs among the numbers."""
-    return x.astype(np.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+    return x.astype(np.float32) if dtypes.is_half(x.dtype) else x
 
 
 def _sort_impl(*operands, dimension, is_stable, num_keys):
