@@ -527,3 +527,16 @@ def test_compile_worker_builds_restarts_and_reports(monkeypatch, tmp_path):
         compiler.emit_object(bad)
     np.testing.assert_allclose(jx.jit(lambda v: v - 1.0)(x), x - 1.0)
     compiler._stop_worker()
+
+
+def test_compile_worker_that_cannot_start_compiles_here(monkeypatch, tmp_path):
+    """No interpreter to start the worker with (an embedded Python): the compile
+    runs in this process instead of failing."""
+    from jx.codegen.cpu import compiler
+    compiler._stop_worker()
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))        # a miss: LLVM must run
+    monkeypatch.setattr(compiler, "IN_PROCESS", 0)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_allclose(jx.jit(lambda v: v * 3.0 + 0.25)(x), x * 3.0 + 0.25)
+    assert compiler._WORKER["proc"] is None

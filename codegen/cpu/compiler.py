@@ -153,9 +153,15 @@ def _in_worker(*request) -> bytes:
     proc = _WORKER["proc"]
     if proc is None or proc.poll() is not None or _WORKER["served"] >= WORKER_COMPILES:
         _stop_worker()
-        proc = _WORKER["proc"] = subprocess.Popen(
-            [sys.executable, "-m", "jx.codegen.cpu.compile_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # the parent's module path, so the worker imports this same jx
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in [*sys.path, os.environ.get("PYTHONPATH", "")] if p))
+        try:
+            proc = _WORKER["proc"] = subprocess.Popen(
+                [sys.executable, "-m", "jx.codegen.cpu.compile_worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        except OSError:         # no interpreter to start (embedded Python): compile here
+            return emit_here(*request)
         _WORKER["served"] = 0
     try:
         write_message(proc.stdin, request)
