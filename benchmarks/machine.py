@@ -11,10 +11,8 @@ pool over slices of one big array drives every core from Python.
 from __future__ import annotations
 
 import concurrent.futures as futures
-import json
 import os
 import socket
-import tempfile
 import time
 
 import numpy as np
@@ -120,24 +118,13 @@ def cache_path() -> str:
 
 
 def _read_cache() -> dict:
-    try:
-        with open(cache_path()) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    from jx.codegen.cpu.cache import read_json
+    return read_json(cache_path())
 
 
 def _write_cache(data: dict) -> None:
-    path = cache_path()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass            # an unwritable cache only means measuring again next time
+    from jx.codegen.cpu.cache import write_json
+    write_json(cache_path(), data)   # unwritable: measured again next time
 
 
 def limits(threads: int | None = None, remeasure: bool = False, quick: bool = False) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import json
 import os
 import struct
 import tempfile
@@ -221,6 +222,27 @@ def load_files(key: str, dests: dict) -> bool:
     except OSError:
         return False
     return True
+
+
+def read_json(path: str) -> dict:
+    """A JSON object stored in the cache folder; {} if absent or unreadable (what
+    is cached there is measured again, never fatal)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_json(path: str, data: dict) -> None:
+    """Store a JSON object atomically in a private folder; a read-only cache is
+    skipped silently (the caller keeps its values for this process)."""
+    try:
+        make_dir(os.path.dirname(os.path.abspath(path)))
+        replace_file(path, json.dumps(data, indent=1, sort_keys=True).encode())
+    except OSError:
+        pass
 
 
 def replace_file(path: str, data: bytes, mode: int | None = None) -> None:

@@ -18,15 +18,13 @@ reuse code built under an old one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import tempfile
 import threading
 
 import jx
 from jx.runtime.cpu import model_name
 
-from .cache import cache_dir, make_dir
+from .cache import cache_dir, read_json, write_json
 
 VERSION = 1               # bump when a probe changes meaning: cached records re-measure
 
@@ -108,20 +106,11 @@ def path() -> str:
     return os.path.join(cache_dir(), "tuning.json")
 
 
-def _read_file() -> dict:
-    try:
-        with open(path()) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}           # absent or unreadable: measure again, never fatal
-
-
 def record() -> dict | None:
     """This host's measured record ({'values', 'measured', 'seconds'}), or None."""
     with _lock:
         if not _state["read"]:
-            rec = _read_file().get(fingerprint())
+            rec = read_json(path()).get(fingerprint())
             ok = isinstance(rec, dict) and isinstance(rec.get("values"), dict) and \
                 set(rec["values"]) <= set(DEFAULTS)
             _state["record"], _state["read"] = (rec if ok else None), True
@@ -131,17 +120,9 @@ def record() -> dict | None:
 def save(rec: dict) -> None:
     """Store this host's record (atomically: concurrent first compiles may race)."""
     with _lock:
-        data = _read_file()
+        data = read_json(path())
         data[fingerprint()] = rec
-        folder = os.path.dirname(path())
-        try:
-            make_dir(folder)            # private, whatever the umask
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, path())
-        except OSError:
-            pass            # a read-only cache: the values still hold for this process
+        write_json(path(), data)    # a read-only cache: the values still hold here
         _state["record"], _state["read"] = rec, True
 
 
