@@ -139,7 +139,26 @@ def test_fork_after_use_child_jits_and_calls(tmp_path):
     assert out.split() == ["child", "ok", "exit", "0"], out + err
 
 
-FORK_WHILE_COMPILING = """
+# The forking scripts' wait for a child: its exit code, or "hung" (killed) after
+# `seconds`.
+WAIT_CHILD = """
+    import os, time
+
+    def wait_child(pid, seconds):
+        deadline = time.time() + seconds
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.time() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return "hung"
+            time.sleep(0.02)
+"""
+
+
+FORK_WHILE_COMPILING = WAIT_CHILD + """
     import os, threading, time
     import numpy as np
     import jx, jx.numpy as jnp
@@ -162,18 +181,7 @@ FORK_WHILE_COMPILING = """
         if pid == 0:
             y = jx.jit(lambda v: jnp.sin(v) * (3.0 + i))(x)
             os._exit(0 if np.allclose(y, np.sin(x) * (3.0 + i), atol=1e-6) else 3)
-        deadline = time.time() + 30
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                results.append(os.waitstatus_to_exitcode(status))
-                break
-            if time.time() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                results.append("hung")
-                break
-            time.sleep(0.02)
+        results.append(wait_child(pid, 30))
     busy = False
     print(results)
 """
@@ -189,7 +197,7 @@ def test_fork_while_another_thread_compiles(tmp_path):
     assert out.strip() == "[0, 0, 0, 0]", out + err
 
 
-FORK_WHILE_STEPPING = """
+FORK_WHILE_STEPPING = WAIT_CHILD + """
     import os, threading, time
     import numpy as np
     import jx
@@ -212,18 +220,7 @@ FORK_WHILE_STEPPING = """
         if pid == 0:
             y = f(xs * (i + 1))
             os._exit(0 if np.allclose(y, 4.0 * (i + 1)) else 3)
-        deadline = time.time() + 20
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                results.append(os.waitstatus_to_exitcode(status))
-                break
-            if time.time() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                results.append("hung")
-                break
-            time.sleep(0.02)
+        results.append(wait_child(pid, 20))
     busy = False
     print(results)
 """
