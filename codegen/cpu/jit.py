@@ -9,6 +9,7 @@ import numpy as np
 
 from jx.dtypes import short_name
 from jx.errors import OutOfMemoryError
+from jx.ir import subgraphs
 from jx.runtime import pool
 from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
@@ -118,10 +119,8 @@ def _all_eqns(graph):
     loop body's allocation fails inside the loop)."""
     for e in graph.eqns:
         yield e
-        for p in e.params.values():
-            for sub in (p if isinstance(p, (list, tuple)) else (p,)):
-                if hasattr(sub, "eqns") and hasattr(sub, "outputs"):
-                    yield from _all_eqns(sub)
+        for sub in subgraphs(e):
+            yield from _all_eqns(sub)
 
 
 def _nbytes(shape, dtype) -> int:
