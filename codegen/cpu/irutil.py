@@ -10,6 +10,8 @@ from contextlib import contextmanager
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dtypes import is_half  # noqa: F401  (float16/bfloat16: computed in f32, rounded)
+
 I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
                         ir.IntType(64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -21,11 +23,6 @@ def is_bf16(dt) -> bool:
     """bfloat16 (ml_dtypes registers it with NumPy as kind 'V'): stored as its 16
     bits, computed in float32 like float16."""
     return np.dtype(dt).name == "bfloat16"
-
-
-def is_half(dt) -> bool:
-    """float16 or bfloat16: computed in float32, so every result needs rounding."""
-    return np.dtype(dt) == np.float16 or is_bf16(dt)
 
 
 def storage_type(dt) -> ir.Type:
