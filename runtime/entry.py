@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from . import abi, pool, treespec
+from . import abi, interrupts, pool, treespec
 from .errors import (ArgumentError, ArtifactMemoryError, DtypeMismatchError,
                      EntryStatusError, ShapeMismatchError, TreeMismatchError)
 from .manifest import EntrySpec, LeafSpec
@@ -207,6 +207,8 @@ class CompiledEntry:
         return path if path else f"inputs[{i}]"
 
     def _status_error(self, status: int) -> Exception:
+        if status == abi.STATUS_CANCELLED:        # SIGINT or jx_request_cancel
+            return interrupts.interrupted(self._where())
         name, meaning = abi.STATUS.get(status, (None, None))
         text = (f"{self._where()} returned status {status} ({name}: {meaning})" if name
                 else f"{self._where()} returned unknown status {status}; the artifact may "

@@ -20,7 +20,7 @@ import io
 import os
 import struct
 
-from . import abi, cpu, elf, manifest as manifest_mod
+from . import abi, cpu, elf, interrupts, manifest as manifest_mod
 from .entry import CompiledEntry, bind_function
 from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
                      EntryNotFoundError, HashMismatchError, IntegrityError,
@@ -266,4 +266,5 @@ def load(path, expected_hash: str | None = None) -> Artifact:
     if expected_hash is not None and manifest["content_hash"] != expected_hash:
         raise HashMismatchError(f"{path} has content hash {manifest['content_hash']}, expected "
                                 f"{expected_hash}: it is not the build you pinned")
+    interrupts.watch(lib)          # Ctrl-C reaches its long calls
     return Artifact(path, lib, manifest, specs)

@@ -269,3 +269,60 @@ def test_artifact_rebuilt_in_place_while_loaded(tmp_path):
     x, w, _ = _inputs(np.random.default_rng(4))
     _close(old.small(x, w), small_ref(x, w, 1.0))
     _close(new.small(x, w), small_ref(x, w, 4.0))
+
+
+# ---------------------------------------------------------------- cancellation
+LONG_MODEL = textwrap.dedent('''
+    import jx
+    import jx.numpy as jnp
+    from jx import lax
+
+    @jx.export(x=jx.f32[64], n=jx.i32[()])
+    def relax(x, n):
+        body = lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5)
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x))[1]
+''')
+
+CANCEL_SCRIPT = textwrap.dedent('''
+    import ctypes, os, signal, sys, threading, time
+    import numpy as np
+    import jx.runtime as rt
+
+    long_so, other_so, how = sys.argv[1:4]
+    art = rt.load(long_so)
+    if how == "sigint":
+        rt.load(other_so)          # a second artifact chains its handler in front
+        stop = lambda: os.kill(os.getpid(), signal.SIGINT)
+    else:                          # the exported C control, from another thread
+        stop = ctypes.CDLL(long_so).jx_request_cancel
+    x = np.ones(64, np.float32)
+    threading.Timer(1.5, stop).start()
+    t0 = time.time()
+    try:
+        art.relax(x, 2**31 - 1)
+        print("finished")
+    except KeyboardInterrupt as e:
+        print(f"interrupted {time.time() - t0:.2f}", "relax" in str(e) or "-")
+    want = np.sin(np.sin(np.sin(x) + 0.5) + 0.5) + 0.5
+    print("after", bool(np.allclose(art.relax(x, 3), want, atol=1e-6)))
+''')
+
+
+@pytest.mark.parametrize("how", ["sigint", "request"])
+def test_long_artifact_call_is_cancelled(tmp_path, life_so, how):
+    """SIGINT (through the handler the loader chains in) or the exported
+    jx_request_cancel stops a long call of a loaded artifact within about a second;
+    the call raises KeyboardInterrupt and the entry runs normally afterwards."""
+    (tmp_path / "spin.py").write_text(LONG_MODEL)
+    long_so = build(tmp_path / "spin.py", tmp_path / "out")
+    header = (tmp_path / "out" / "spin.h").read_text()
+    assert "void jx_request_cancel(void);" in header
+    proc = subprocess.run([sys.executable, "-c", CANCEL_SCRIPT, long_so, life_so, how],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    word, seconds, *rest = lines[0].split()
+    assert word == "interrupted" and float(seconds) < 6.0, proc.stdout
+    if how == "request":           # no handler ran: jx's own message names the entry
+        assert rest == ["True"], proc.stdout
+    assert "after True" in lines, proc.stdout

@@ -160,7 +160,7 @@ def launch(entry: int, n: int, in_table: np.ndarray, out_table: np.ndarray) -> N
     if status:
         from jx.runtime.abi import STATUS, STATUS_CANCELLED
         if status == STATUS_CANCELLED:
-            from .parallel import interrupted
+            from jx.runtime.interrupts import interrupted
             raise interrupted("a jx.pmap step")
         if message:
             raise CollectiveError(message)

@@ -100,7 +100,7 @@ class CompiledFunction:
 
     def _status_error(self, status: int) -> Exception:
         if status == STATUS_CANCELLED:
-            from .parallel import interrupted
+            from jx.runtime.interrupts import interrupted
             return interrupted(f"jx.jit function {self.name!r}")
         name, meaning = STATUS.get(status, ("?", "unknown status"))
         text = f"jx.jit function {self.name!r} failed with status {status} ({name}: {meaning})"

@@ -18,6 +18,7 @@ import tempfile
 
 from . import cache
 from .cache import cache_dir
+from jx.runtime import interrupts
 
 SOURCE = os.path.join(os.path.dirname(__file__), "cruntime", "jx_parallel.c")
 # jx.pmap's collectives runtime is compiled into the same object and library.
@@ -95,24 +96,11 @@ def jit_library() -> str | None:
 
 
 def watch_interrupts() -> None:
-    """Let SIGINT cancel compiled calls: the runtime's handler goes in front of the
-    current one (again if the program replaced it since), sets the runtime's cancel
-    flag and passes the signal on. Compiled code stops at its next loop iteration
-    or parallel chunk, and the call raises what the program's handler raises."""
+    """Let SIGINT cancel jx.jit calls (see jx.runtime.interrupts)."""
     import ctypes
     path = jit_library()
     if path is not None:
-        ctypes.CDLL(path).jx_install_interrupt_handler()
-
-
-def interrupted(what: str) -> BaseException:
-    """The exception for a call that stopped because it was cancelled: the pending
-    SIGINT handler runs now (the default one raises KeyboardInterrupt from here);
-    if it raises nothing, a KeyboardInterrupt saying what stopped."""
-    import ctypes
-    ctypes.pythonapi.PyErr_CheckSignals()
-    return KeyboardInterrupt(f"{what} was interrupted before it finished (its outputs "
-                             "are incomplete)")
+        interrupts.watch(ctypes.CDLL(path))
 
 
 def available() -> bool:

@@ -26,6 +26,11 @@
 #else
 #define JX_API __attribute__((visibility("hidden")))
 #endif
+/* The controls a program that loads an artifact may call (its C header declares
+ * them): exported, but protected, so the artifact's own code always reaches its
+ * own copy even where another library (the JIT's runtime, a second artifact)
+ * exports the same names. */
+#define JX_PUBLIC __attribute__((visibility("protected")))
 
 typedef void (*jx_body_fn)(void *ctx, int64_t lo, int64_t hi);
 
@@ -179,7 +184,7 @@ JX_API void jx_cancel_reset(void) {
     jx_call_epoch = __atomic_load_n(&jx_cancel_count, __ATOMIC_RELAXED);
 }
 
-JX_API void jx_request_cancel(void) {
+JX_PUBLIC void jx_request_cancel(void) {
     __atomic_add_fetch(&jx_cancel_count, 1, __ATOMIC_RELAXED);
 }
 
@@ -193,7 +198,7 @@ static void jx_on_sigint(int sig, siginfo_t *info, void *uctx) {
 /* Chain in front of the current SIGINT handler (the interpreter's) unless it is
  * already ours, or SIGINT is ignored or left to kill the process. Installing again
  * after someone replaced the handler chains to the new one. 1 = installed. */
-JX_API int32_t jx_install_interrupt_handler(void) {
+JX_PUBLIC int32_t jx_install_interrupt_handler(void) {
     struct sigaction cur, mine;
     if (sigaction(SIGINT, NULL, &cur)) return 0;
     if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == jx_on_sigint) return 1;
@@ -341,7 +346,7 @@ static void jx_ensure_workers(void) {
     }
 }
 
-JX_API void jx_set_num_threads(int n) {
+JX_PUBLIC void jx_set_num_threads(int n) {
     pthread_once(&jx_once, jx_init);
     pthread_mutex_lock(&jx_region);
     __atomic_store_n(&jx_threads, n < 1 ? 1 : (n > JX_MAX_THREADS ? JX_MAX_THREADS : n),
@@ -349,7 +354,7 @@ JX_API void jx_set_num_threads(int n) {
     pthread_mutex_unlock(&jx_region);
 }
 
-JX_API int jx_get_num_threads(void) {
+JX_PUBLIC int jx_get_num_threads(void) {
     pthread_once(&jx_once, jx_init);
     return __atomic_load_n(&jx_threads, __ATOMIC_RELAXED);
 }
