@@ -147,6 +147,19 @@ def result_type(*avals) -> tuple:
     avals = [(check_supported(d), bool(w)) for d, w in avals]
     if not avals:
         raise DTypeError("result_type needs at least one dtype")
+    dt, weak = _lattice_result(avals)
+    strong = [d for d, w in avals if not w]
+    if not weak and dt.itemsize == 8 and all(d.itemsize < 8 for d in strong):
+        # int32 with uint32 joins at int64, which JAX's default 32-bit mode narrows
+        # back to int32: a 64-bit type appears only where an array brought one
+        dt = _NARROW[dt]
+    return dt, weak
+
+
+_NARROW = {int64: int32, uint64: uint32, float64: float32}
+
+
+def _lattice_result(avals) -> tuple:
     if all(w for _, w in avals):
         return _join([d for d, _ in avals]), True
     j = _join([_node(d, w) for d, w in avals])

@@ -84,7 +84,7 @@ def _inverse_gather(y, idx, updates_shape, dn, mode, fill_value=0):
 
 
 def _scatter_mode(gather_mode) -> str:
-    return "clip" if gather_mode == "clip" else "drop"
+    return "clip" if gather_mode == "clip" else "drop"   # promise_in_bounds: XLA drops
 
 
 # ---------------------------------------------------------------- dynamic_slice

@@ -19,7 +19,8 @@ bf16 = dtypes.bfloat16
 # Strong (array) dtypes: order-free pairs and what they promote to.
 STRONG = [
     (b1, b1, b1), (b1, u8, u8), (b1, i32, i32), (b1, f16, f16),
-    (u8, u32, u32), (u8, i8, i16), (u8, i32, i32), (u32, i32, i64), (u32, i64, i64),
+    (u8, u32, u32), (u8, i8, i16), (u8, i32, i32), (u32, i64, i64),
+    (u32, i32, i32), (u32, i8, i32),     # the lattice's i64, narrowed as JAX's 32-bit mode does
     (u32, u64, u64), (i8, i32, i32), (i16, i32, i32), (i32, i64, i64),
     (i32, f16, f16), (i64, f16, f16), (i64, f32, f32), (u64, f32, f32), (i8, f64, f64),
     (i32, f32, f32), (f16, f32, f32), (f16, f64, f64), (f32, f64, f64),
@@ -79,6 +80,19 @@ def test_uint64_with_signed_ints_gives_a_weak_f64():
 
 ALL = sorted(dtypes.SUPPORTED, key=str)
 NODES = [(d, False) for d in ALL] + [(i32, True), (i64, True), (f32, True), (f16, True)]
+
+
+def test_32_bit_operands_promote_as_in_jax():
+    """Where no operand is 64-bit, every pair promotes as JAX's default mode does."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jjnp
+    kinds = [b1, u8, u32, i8, i16, i32, f16, f32] + ([bf16] if bf16 is not None else [])
+    for a, b in itertools.product(kinds, repeat=2):
+        want = jjnp.result_type(jjnp.zeros(1, a), jjnp.zeros(1, b))
+        assert dtypes.result_type((a, False), (b, False))[0] == want, (a, b)
+        got = jx.jit(lambda x, y: x + y if a != b1 or b != b1 else x | y)(
+            np.zeros(2, a), np.zeros(2, b))
+        assert got.dtype == want, (a, b)
 
 
 def test_promotion_is_commutative_and_idempotent():

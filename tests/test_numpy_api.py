@@ -70,7 +70,7 @@ def rnd(rng, shape, dt, lo=None, hi=None):
 PROMOTIONS = [   # (lhs dtype or Python scalar, rhs, jx result dtype)
     (F32, 2.0, F32), (I32, 2.0, F32), (I32, F32, F32), (F32, F64, F64), (BOOL, 1, I32),
     (BOOL, I32, I32), (3, F16, F16), (F16, 2.5, F16), (I64, 2, I64), (I8, 3, I8),
-    (U8, I8, np.dtype("int16")), (U32, I32, I64), (I64, F16, F16), (F64, 2.0, F64),
+    (U8, I8, np.dtype("int16")), (U32, I32, I32), (I64, F16, F16), (F64, 2.0, F64),
     (2, 3.0, F32), (True, 2, I32),
 ]
 

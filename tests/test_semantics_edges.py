@@ -265,6 +265,42 @@ def test_static_out_of_range_in_vmap_and_grad(index):
     assert_same(jx.vmap(jx.grad(f))(_X35), jax.vmap(jax.grad(f))(_X35))
 
 
+# Gradients of reads at out-of-range array indices: x[i] and .get() drop what an
+# out-of-range index read (JAX's promise_in_bounds gather, transposed by XLA's
+# scatter), .get(mode="clip") and take(mode="clip") credit the clamped element, and
+# a scalar index (a dynamic slice) credits it too.
+_OOB_READ_GRADS = {   # (np-like module, vmap) -> function of (x, i)
+    "getitem": lambda m, vmap: lambda x, i: m.sum(x[i] * 2.0),
+    "get": lambda m, vmap: lambda x, i: m.sum(x.at[i].get() ** 2),
+    "get_clip": lambda m, vmap: lambda x, i: m.sum(x.at[i].get(mode="clip") * 3.0),
+    "rows": lambda m, vmap: lambda x, i: m.sum(x.reshape(2, 3)[i % 3 - 1, 1:]),
+    "cols": lambda m, vmap: lambda x, i: m.sum(x.reshape(2, 3)[:, i] ** 2),
+    "scalar": lambda m, vmap: lambda x, i: x[i[1]] * 5.0,
+    "vmapped": lambda m, vmap: lambda x, i: m.sum(vmap(lambda k: x[k])(i)),
+}
+_OOB_INDEX = np.array([1, 7, -9, 2], np.int32)
+
+
+@pytest.mark.parametrize("name", list(_OOB_READ_GRADS))
+def test_out_of_range_read_gradients_match_jax(name):
+    jax, jjnp = _jax()
+    x = np.arange(1, 7, dtype=np.float32)
+    want = jax.grad(_OOB_READ_GRADS[name](jjnp, jax.vmap))(x, _OOB_INDEX)
+    f = _OOB_READ_GRADS[name](jnp, jx.vmap)
+    assert_same(jx.grad(f)(x, _OOB_INDEX), want)
+    assert_same(jx.jit(jx.grad(f))(x, _OOB_INDEX), want)
+
+
+def test_out_of_range_gather_gradient_drops():
+    """Without JAX: the rule itself (index 7 and -9 read x[5] and x[0] clamped;
+    their cotangents go nowhere)."""
+    x = np.arange(1, 7, dtype=np.float32)
+    g = jx.jit(jx.grad(lambda x, i: jnp.sum(x[i] * 2.0)))(x, _OOB_INDEX)
+    np.testing.assert_array_equal(g, [0, 2, 2, 0, 0, 0])
+    g = jx.grad(lambda x, i: jnp.sum(x.at[i].get(mode="clip")))(x, _OOB_INDEX)
+    np.testing.assert_array_equal(g, [1, 1, 1, 0, 0, 1])
+
+
 _OOB_UPDATES = {
     "set10": lambda x: x.at[0, 10].set(-1), "set-10": lambda x: x.at[0, -10].set(-1),
     "add10": lambda x: x.at[1, 10].add(5), "mul": lambda x: x.at[5].multiply(3),

@@ -13,9 +13,11 @@ from ..prims import indexing as ix
 from ..prims import structural as st
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 
-_GATHER_MODES = {None: "fill", "fill": "fill", "clip": "clip", "promise_in_bounds": "clip"}
+_GATHER_MODES = {None: "fill", "fill": "fill", "clip": "clip",
+                 "promise_in_bounds": "promise_in_bounds"}
+# XLA skips out-of-bounds scatter windows: what a promise broken gives on JAX
 _SCATTER_MODES = {None: "drop", "drop": "drop", "fill": "drop", "clip": "clip",
-                  "promise_in_bounds": "clip"}
+                  "promise_in_bounds": "drop"}
 
 
 def _mode(mode, table, what):

@@ -8,8 +8,9 @@ index tensor is built here. Updates use dynamic_update_slice when every index
 is static and contiguous, otherwise one scatter with the same index tensor.
 
 Out of bounds (JAX's choices, since a compiled program cannot raise): reads
-clamp (mode "clip"; .get(mode="fill") fills instead), updates are dropped
-(mode "drop"; or "clip"). Static Python ints follow the same rules on traced
+clamp (gather mode "promise_in_bounds", whose gradient drops what out-of-bounds
+indices read, as JAX's does; .get(mode="clip") credits the clamped element,
+.get(mode="fill") fills), updates are dropped (mode "drop"; or "clip"). Static Python ints follow the same rules on traced
 arrays, as in JAX (x[10] of 5 elements is x[4]); only an int or traced scalar
 into a size-0 axis raises IndexError, since no element can stand in for it.
 Negative indices wrap like NumPy (once: -n - 1 is out of bounds), traced ones
@@ -381,14 +382,18 @@ def getitem(x, idx):
     entries = _parse(shape_of(x), idx)
     if not any(e.kind == "array" for e in entries):
         return _basic(x, entries)
-    return _gather(x, _plan(x, entries), "clip")
+    return _gather(x, _plan(x, entries), "promise_in_bounds")
 
 
 def _get(x, idx, mode=None, fill_value=None):
-    if mode in (None, "clip") and fill_value is None:
+    if mode in (None, "promise_in_bounds") and fill_value is None:
         return getitem(x, idx)
+    if mode == "clip" and fill_value is None:
+        x = as_value(x)
+        return _gather(x, _plan(x, _parse(shape_of(x), idx)), "clip")
     if mode != "fill":
-        raise JxError(f"get mode must be None, 'clip' or 'fill', got {mode!r}")
+        raise JxError(f"get mode must be None, 'promise_in_bounds', 'clip' or 'fill', "
+                      f"got {mode!r}")
     x = as_value(x)
     return _gather(x, _plan(x, _parse(shape_of(x), idx)), "fill", fill_value)
 

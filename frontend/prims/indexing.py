@@ -6,7 +6,10 @@ must reproduce it exactly and none ever touches memory outside its operands:
 
 - dynamic_slice / dynamic_update_slice clamp each start index into
   [0, operand_dim - window_dim], so the window always lies inside the operand.
-- gather, mode "clip": start indices are clamped likewise. Mode "fill": a
+- gather, mode "clip": start indices are clamped likewise. Mode
+  "promise_in_bounds" (what JAX's `x[i]` uses) gathers as "clip" does, but its
+  gradient scatters with XLA's own rule, dropping what came from out-of-bounds
+  starts, where "clip"'s gradient credits the clamped slice. Mode "fill": a
   slice whose start lies outside [0, operand_dim - slice_size] in any indexed
   dim produces `fill_value` for the whole slice (None means JAX's choice: NaN
   for floats, the minimum for signed ints, the maximum for unsigned ints, True
@@ -30,7 +33,7 @@ from ..core import declare
 from ..errors import ShapeError
 from ..ir import ShapedArray
 
-GATHER_MODES = ("clip", "fill")
+GATHER_MODES = ("clip", "fill", "promise_in_bounds")
 SCATTER_MODES = ("clip", "drop")
 
 
