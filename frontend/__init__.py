@@ -38,7 +38,7 @@ u8 = _DTypeSpecMaker("uint8")
 u32 = _DTypeSpecMaker("uint32")
 bool_ = _DTypeSpecMaker("bool")
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401
 
 __all__ = ["numpy", "lax", "make_graph", "ShapeDtypeStruct", "export", "eval_graph",
            "verify", "format_graph", "Graph", "ShapedArray", "Primitive", "PRIMITIVES",

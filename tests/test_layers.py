@@ -1,0 +1,162 @@
+"""The layering, kept: the import graph read from the source (every import, at
+module level and inside functions) has no cycle, and no module imports a layer
+above its own. The layers are the README's "Architecture" section; LAYERS below
+is that table, keyed by module-name prefix (the longest prefix wins)."""
+from __future__ import annotations
+
+import ast
+import collections
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# folder -> package name (pyproject's package-dir)
+PACKAGES = {"runtime": "jx.runtime", "frontend": "jx", "passes": "jx.passes",
+            "codegen": "jx.codegen", "cli": "jx.cli", "benchmarks": "jx.benchmarks"}
+
+# Bottom-up. A module may import its own layer (without cycles) and those below.
+LAYERS = {
+    "jx.version": 0, "jx.runtime": 0,                          # runtime: numpy only
+    "jx.errors": 1, "jx.dtypes": 1, "jx.tree": 1, "jx.ir": 1,  # IR, dtypes, primitives
+    "jx.printer": 1, "jx.verify": 1, "jx.core": 1, "jx.interpret": 1, "jx.prims": 1,
+    "jx.numpy": 2, "jx.lax": 2, "jx.nn": 2, "jx.random": 2,   # the traced library
+    "jx.api": 2, "jx.custom": 2,
+    "jx.passes": 3,                                             # transformations, passes
+    "jx.codegen": 4,                                            # backends
+    "jx": 5, "jx.transforms": 5, "jx.vmap": 5, "jx.pmap": 5,   # the API that orchestrates
+    "jx.jit": 5, "jx.export": 5, "jx.autotune": 5,
+    "jx.cli": 6, "jx.benchmarks": 6, "jx.fuzz": 6,             # tools
+}
+LAYER_NAMES = ["runtime", "core", "library", "passes", "backends", "api", "tools"]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    name = [PACKAGES[parts[0]]] + parts[1:]
+    return ".".join(name[:-1] if name[-1] == "__init__" else name)
+
+
+def modules() -> dict:
+    found = {}
+    for folder in PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            found[module_name(path)] = path
+    return found
+
+
+def layer_of(mod: str) -> int:
+    best = max((p for p in LAYERS if mod == p or mod.startswith(p + ".")), key=len)
+    return LAYERS[best]
+
+
+def _targets(mod: str, node, is_package: bool, known) -> list:
+    """The jx modules an import statement loads (the deepest that exists)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            parts = mod.split(".")[: len(mod.split(".")) - (0 if is_package else 1)]
+            parts = parts[: len(parts) - node.level + 1]
+            base = ".".join(parts + ([base] if base else []))
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                 for a in node.names]
+    out = []
+    for name in names:
+        if not (name == "jx" or name.startswith("jx.")):
+            continue
+        while name not in known and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in known and name != mod:
+            out.append(name)
+    return out
+
+
+def import_graph() -> tuple:
+    """(edges: module -> set of modules, where: (a, b) -> 'file:line')."""
+    known = modules()
+    edges, where = collections.defaultdict(set), {}
+    for mod, path in known.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for t in _targets(mod, node, path.name == "__init__.py", known):
+                    edges[mod].add(t)
+                    where.setdefault((mod, t), f"{path.relative_to(ROOT)}:{node.lineno}")
+    return edges, where
+
+
+def cycles(edges) -> list:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_has_a_layer():
+    for mod in modules():
+        assert any(mod == p or mod.startswith(p + ".") for p in LAYERS), \
+            f"{mod} is in no layer: add it to LAYERS here and to the README's Architecture"
+
+
+def test_no_module_imports_a_higher_layer():
+    edges, where = import_graph()
+    bad = [f"{where[(a, b)]}: {a} ({LAYER_NAMES[layer_of(a)]}) imports {b} "
+           f"({LAYER_NAMES[layer_of(b)]})"
+           for a in sorted(edges) for b in sorted(edges[a]) if layer_of(b) > layer_of(a)]
+    assert not bad, "imports of a higher layer:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles():
+    edges, where = import_graph()
+    found = cycles(edges)
+    lines = []
+    for comp in found:
+        members = set(comp)
+        lines.append(" <-> ".join(comp))
+        lines += [f"    {where[(a, b)]}: {a} -> {b}" for a in comp
+                  for b in sorted(edges[a] & members)]
+    assert not found, "import cycles:\n" + "\n".join(lines)
+
+
+def test_runtime_loads_no_other_jx_module():
+    """`import jx.runtime` in a fresh interpreter loads the runtime (and the empty
+    package above it) only: a deployment needs numpy and nothing of the compiler."""
+    code = ("import sys, jx.runtime\n"
+            "print(' '.join(sorted(m for m in sys.modules if m == 'jx' or m.startswith('jx.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=os.getcwd(), timeout=60, check=True).stdout.split()
+    extra = [m for m in out if layer_of(m) != 0 and m != "jx"]
+    assert not extra, f"import jx.runtime also loaded: {extra}"
+    heavy = subprocess.run([sys.executable, "-c", code.replace(
+        "m == 'jx' or m.startswith('jx.')", "m.split('.')[0] in ('llvmlite', 'cupy', 'click')")],
+        capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert not heavy, heavy
