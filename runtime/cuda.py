@@ -22,7 +22,7 @@ from . import abi, manifest as manifest_mod
 from .entry import CompiledEntry
 from .errors import (ArtifactLoadError, DtypeMismatchError, HashMismatchError, ManifestError,
                      ShapeMismatchError)
-from .loader import Artifact
+from .artifact import Artifact
 
 SUFFIX = ".cuda.json"
 _HEAP_BYTES = 256 << 20      # device malloc heap for serial kernels (sort, control flow)

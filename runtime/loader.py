@@ -21,10 +21,9 @@ import os
 import struct
 
 from . import abi, cpu, elf, interrupts, manifest as manifest_mod
-from .entry import CompiledEntry, bind_function
-from .errors import (AbiVersionError, ArtifactLoadError, EntryAttributeError,
-                     EntryNotFoundError, HashMismatchError, IntegrityError,
-                     ManifestError, MissingSymbolError)
+from .artifact import Artifact, _symbol
+from .errors import (AbiVersionError, ArtifactLoadError, HashMismatchError, IntegrityError,
+                     ManifestError)
 
 # Leading bytes of the shared-object formats a dynamic loader accepts.
 _MAGICS = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
@@ -32,11 +31,8 @@ _MAGICS = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\
 
 
 def _runtime_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("jx")
-    except Exception:  # noqa: BLE001 - only used in messages
-        return "unknown"
+    from ..version import __version__     # layer 0, like the runtime: loads nothing else
+    return __version__
 
 
 _opened: dict = {}        # absolute path -> the file's identity when it was opened
@@ -126,96 +122,6 @@ def _open_library(path: str) -> ctypes.CDLL:
             f"{path} could not be loaded as a shared object ({e}); the file may be truncated "
             "or damaged, or built for another platform: rebuild it with `jx compile` "
             "(--target for other machines)") from None
-
-
-def _symbol(lib, name: str, path: str, what: str):
-    try:
-        return getattr(lib, name)
-    except AttributeError:
-        raise MissingSymbolError(f"{path} does not export {name} ({what}); it was not built "
-                                 "by `jx compile`, or by an incompatible version: rebuild "
-                                 "it with this jx") from None
-
-
-class Artifact:
-    """A loaded artifact. Each entry is a callable: `art.predict(params, x)` or
-    `art["predict"](params, x)`; `art.entries` maps names to them in manifest
-    order; `art.manifest` is the parsed manifest."""
-
-    def __init__(self, path: str, lib: ctypes.CDLL, manifest: dict, specs: list):
-        self.path = path
-        self.manifest = manifest
-        self._lib = lib
-        entries = {}
-        for spec in specs:
-            _symbol(lib, spec.symbol, path, f"entry {spec.name!r}")  # clear error if absent
-            _check_signature(lib, spec, path)
-            entries[spec.name] = CompiledEntry(spec, bind_function(lib, spec.symbol), path,
-                                               owner=self)
-        self.entries = entries
-
-    @property
-    def content_hash(self) -> str:
-        return self.manifest["content_hash"]
-
-    @property
-    def jx_version(self) -> str:
-        return self.manifest["jx_version"]
-
-    @property
-    def target(self) -> str:
-        return self.manifest["target"]
-
-    def _missing(self, name: str) -> str:
-        names = ", ".join(self.entries) or "none"
-        return f"{self.path} has no entry {name!r} (entries: {names})"
-
-    def __getitem__(self, name: str) -> CompiledEntry:
-        try:
-            return self.entries[name]
-        except KeyError:
-            raise EntryNotFoundError(self._missing(name)) from None
-
-    def __getattr__(self, name: str) -> CompiledEntry:
-        entries = self.__dict__.get("entries")
-        if entries is None or name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return entries[name]
-        except KeyError:
-            raise EntryAttributeError(self._missing(name)) from None
-
-    def __contains__(self, name) -> bool:
-        return name in self.entries
-
-    def __iter__(self):
-        return iter(self.entries)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self.entries))
-
-    def __repr__(self) -> str:
-        return (f"<jx Artifact {self.path} (jx {self.jx_version}, {self.target}): "
-                f"{', '.join(self.entries) or 'no entries'}>")
-
-
-def _check_signature(lib, spec, path: str) -> None:
-    """The manifest's leaves for an entry against those its code was built for (the
-    code generator wrote them beside the entry): a manifest that promises other
-    shapes would have the code write past the buffers the loader allocates."""
-    fn = _symbol(lib, spec.symbol + abi.SIGNATURE_SUFFIX, path, f"entry {spec.name!r}'s signature")
-    fn.restype, fn.argtypes = ctypes.c_char_p, []
-    built = (fn() or b"").decode("utf-8", "replace")
-    leaves = lambda ls: [(leaf.dtype.name, leaf.shape) for leaf in ls]  # noqa: E731
-    declared = abi.signature(leaves(spec.inputs), leaves(spec.outputs))
-    if built != declared:
-        raise IntegrityError(
-            f"{path}: the manifest declares entry {spec.name!r} as {declared}, but its code "
-            f"was built for {built}: the manifest was edited after the build. Rebuild the "
-            "artifact with `jx compile` instead of editing it")
 
 
 def _check_manifest_checksum(lib, text: bytes, path: str) -> None:
