@@ -14,7 +14,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import dtypes, tree
-from .api import trace_pytree
 from .core import get_aval
 from .errors import JxError
 
@@ -26,21 +25,6 @@ def _argnums(argnums) -> tuple:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
-def _trace_flat(f: Callable, args: Sequence, name: str):
-    """(graph, consts, leaves) of f at args; consts are captured outer tracers."""
-    graph, consts = trace_pytree(f, tuple(args), name=name)
-    leaves = [_as_array(x) for x in tree.tree_leaves((tuple(args), {}))]
-    return graph, list(consts), leaves
-
-
-def _as_array(x):
-    """Python numbers as the 0-d arrays the trace saw (float32, int32, bool), so the
-    passes' rules meet arrays with a dtype (grad(jnp.logaddexp)(1.0, 2.0))."""
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return np.asarray(x, get_aval(x).strip_weak().dtype)
-    return x
-
-
 def _float0_zeros(x):
     return np.zeros(get_aval(x).shape, float0)
 
@@ -49,7 +33,7 @@ def _float0_zeros(x):
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """(f(*primals), the directional derivative of f at primals along tangents)."""
-    from jx.passes.jvp import jvp_eval
+    from jx.passes.jvp import jvp_function
     primals, tangents = tuple(primals), tuple(tangents)
     p_leaves, p_tree = tree.flatten(primals)
     try:
@@ -61,14 +45,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
         if dtypes.is_float(pa.dtype) and (pa.shape != ta.shape or pa.dtype != ta.dtype):
             raise JxError(f"jvp: tangent {ta} does not match its primal {pa}; tangents "
                           "need the primal's shape and dtype")
-    graph, consts, leaves = _trace_flat(f, primals, "jvp")
-    from jx.passes.zeros import stage_like
-    ts = [None] * len(consts) + [stage_like(t, p_leaves) if dtypes.is_float(get_aval(p).dtype)
-                                 else None for p, t in zip(p_leaves, t_leaves)]
-    outs, touts = jvp_eval(graph, consts + leaves, ts)
-    from jx.passes.zeros import zeros_like
-    touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
-    return tree.unflatten(graph.out_tree, outs), tree.unflatten(graph.out_tree, touts)
+    outs, touts, out_tree = jvp_function(f, primals, t_leaves)
+    return tree.unflatten(out_tree, outs), tree.unflatten(out_tree, touts)
 
 
 def linearize(f: Callable, *primals) -> tuple:
@@ -89,16 +67,14 @@ def _zeros_tree(t):
 
 def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
     """(f(*primals), vjp_fn[, aux]); vjp_fn(cotangent) returns one cotangent per primal."""
-    from jx.passes.vjp import backward, forward
+    from jx.passes.vjp import vjp_function
     from jx.passes.zeros import zeros_like
     fun = f
     if has_aux:
         def fun(*a):
             out, aux = f(*a)
             return out, aux
-    graph, consts, leaves = _trace_flat(fun, primals, "vjp")
-    env, outs = forward(graph, consts + leaves)
-    out_tree = graph.out_tree
+    outs, out_tree, leaves, pullback = vjp_function(fun, primals)
     aux = None
     if has_aux:
         main_tree, aux_tree = out_tree.children
@@ -106,7 +82,6 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
         aux = tree.unflatten(aux_tree, outs[n_main:])
         outs, out_tree = outs[:n_main], main_tree
     in_tree = tree.tree_structure(tuple(primals))
-    n_consts = len(consts)
 
     def vjp_fn(ct):
         try:
@@ -118,10 +93,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
             oa, ca = get_aval(o), get_aval(c)
             if oa.shape != ca.shape:
                 raise JxError(f"vjp_fn: cotangent {ca} does not match output {oa}")
-        from jx.passes.zeros import stage_like
-        ct_leaves = [stage_like(c, outs) for c in ct_leaves]
-        full = ct_leaves + [None] * (len(graph.outputs) - len(ct_leaves))
-        cts = backward(graph, env, full)[n_consts:]
+        cts = pullback(ct_leaves)       # the aux outputs get no cotangent
         res = [(_float0_zeros(x) if not dtypes.is_float(get_aval(x).dtype)
                 else zeros_like(x) if c is None else c) for x, c in zip(leaves, cts)]
         return tuple(tree.unflatten(in_tree, res))

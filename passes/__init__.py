@@ -1,7 +1,13 @@
 """Graph -> Graph passes: transformations (jvp, vjp, vmap), simplification,
 fusion. Each pass owns its rule table keyed by primitive name; the modules
-below fill the tables for each primitive family."""
-from . import jvp, vjp, vmap  # noqa: F401  (core families fill their tables on import)
+below fill the tables for each primitive family.
+
+The families register here, when the package is assembled, and never from the
+tables' own modules (which would make table and rules import each other).
+Every `jx.passes.<module>` import runs this file first, so any user of a
+table finds it filled."""
+from . import jvp, vjp, vmap  # noqa: F401  (the tables)
+from . import jvp_rules, vjp_rules, vmap_rules  # noqa: F401  (the core families)
 from . import custom_rules  # noqa: F401
 from . import control_rules  # noqa: F401
 from . import indexing_rules  # noqa: F401

@@ -2,7 +2,8 @@
 and custom_vjp_call, registered together since they only make sense together."""
 from __future__ import annotations
 
-from jx.core import bind
+from jx import tree
+from jx.core import bind, get_aval
 from jx.errors import JxError
 from jx.interpret import eval_graph
 
@@ -63,7 +64,7 @@ def _custom_jvp_jvp(ps, ts, call, jvp, num_consts):
 def _custom_jvp_vjp(cts, ins, outs, call, jvp, num_consts):
     # The custom tangent map is linear in the tangents, so its vjp is its
     # transpose: trace it at these primals and run the vjp pass over it.
-    from jx.core import trace, get_aval
+    from jx.core import trace
     args = list(ins[num_consts:])
     n_out = len(call.outputs)
 
@@ -86,11 +87,25 @@ class _BatchedJvp:
         self.__name__ = f"vmap_{jvp.__name__}"
 
     def __call__(self, primals, tangents):
-        from jx.vmap import vmap
+        # Batched at the graph level (the vmap pass, not the public jx.vmap): trace
+        # the rule per example, then walk it on the batched values.
+        from jx.api import ShapeDtypeStruct, trace_pytree
+        n = self.axis_size
         f = lambda p, t: tuple(map(tuple, self.jvp(list(p), list(t))))  # noqa: E731
-        out, t_out = vmap(f, in_axes=(list(self.dims), list(self.dims)),
-                          axis_size=self.axis_size)(list(primals), list(tangents))
+        values, dims = list(primals) + list(tangents), list(self.dims) * 2
+        per_example = [x if d is None else ShapeDtypeStruct(_drop(get_aval(x).shape, d),
+                                                            get_aval(x).dtype)
+                       for x, d in zip(values, dims)]
+        k = len(primals)
+        graph, consts = trace_pytree(f, (per_example[:k], per_example[k:]), name="vmap")
+        outs, odims = vmap_eval(graph, list(consts) + values, [None] * len(consts) + dims, n)
+        outs = [move_to_front(o, d, n) for o, d in zip(outs, odims)]
+        out, t_out = tree.unflatten(graph.out_tree, outs)
         return list(out), list(t_out)
+
+
+def _drop(shape: tuple, axis: int) -> tuple:
+    return shape[:axis] + shape[axis + 1:]
 
 
 def _custom_jvp_batch(xs, ds, axis_size, call, jvp, num_consts):

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from jx import core
+import numpy as np
+
+from jx import core, tree
+from jx.api import trace_pytree
 from jx.errors import MissingRuleError
 from jx.ir import Graph, Literal
 
@@ -42,6 +45,22 @@ def transform_graph(walk: Callable, in_avals: Sequence, name: str) -> Graph:
     graph, consts = core.trace(walk, list(in_avals), name=name)
     assert not consts, "transformed graphs are closed"
     return graph
+
+
+def trace_function(f: Callable, args: Sequence, name: str) -> tuple:
+    """(graph, consts, leaves) of the Python function f at the pytree args: the
+    walk's inputs are consts (outer tracers the trace captured) then leaves."""
+    graph, consts = trace_pytree(f, tuple(args), name=name)
+    leaves = [_as_array(x) for x in tree.tree_leaves((tuple(args), {}))]
+    return graph, list(consts), leaves
+
+
+def _as_array(x):
+    """Python numbers as the 0-d arrays the trace saw (float32, int32, bool), so the
+    rules meet arrays with a dtype (grad(jnp.logaddexp)(1.0, 2.0))."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return np.asarray(x, core.get_aval(x).strip_weak().dtype)
+    return x
 
 
 class NotDifferentiable:

@@ -7,13 +7,13 @@ tangents (JAX's float0).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from jx import dtypes
-from jx.core import bind_like
+from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
-from .interpreters import NotDifferentiable, read, rule_for, transform_graph
+from .interpreters import NotDifferentiable, read, rule_for, trace_function, transform_graph
 
 jvp_rules: dict = {}
 
@@ -59,4 +59,16 @@ def jvp_graph(graph: Graph, nonzero: Sequence[bool] | None = None,
     return transform_graph(walk, graph.in_avals + t_avals, "jvp")
 
 
-from . import jvp_rules as _rules  # noqa: E402,F401  (fills jvp_rules)
+def jvp_function(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+    """Forward mode through a Python function: trace f at the pytree `primals` and
+    walk it with `tangents`, one per primal leaf (those of non-float leaves are
+    dropped; the outer values the trace captured carry none). Returns (outputs,
+    their tangents with zeros materialised, the outputs' tree). jx.jvp and the
+    rules that differentiate a function of their own both come here."""
+    from .zeros import stage_like, zeros_like
+    graph, consts, leaves = trace_function(f, primals, "jvp")
+    ts = [None] * len(consts) + [stage_like(t, leaves) if dtypes.is_float(get_aval(p).dtype)
+                                 else None for p, t in zip(leaves, tangents)]
+    outs, touts = jvp_eval(graph, consts + leaves, ts)
+    touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
+    return outs, touts, graph.out_tree

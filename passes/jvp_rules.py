@@ -13,7 +13,7 @@ from jx.prims import elementwise as ew
 from jx.prims import reductions as rd
 
 from .interpreters import NotDifferentiable
-from .jvp import jvp_rules
+from .jvp import jvp_function, jvp_rules
 from .zeros import add_any, zeros_like
 
 
@@ -220,9 +220,8 @@ def doubling_scan(x, axis, reverse, name):
 
 def _cumulative_jvp(name):
     def rule(ps, ts, axis, reverse=False):
-        from jx.transforms import jvp
         (x,), (t,) = ps, ts
-        y, ty = jvp(lambda v: doubling_scan(v, axis, reverse, name), (x,), (t,))
+        _, (ty,), _ = jvp_function(lambda v: doubling_scan(v, axis, reverse, name), (x,), [t])
         return [_one(PRIMITIVES[name], x, axis=axis, reverse=reverse)], [ty]
     return rule
 

@@ -12,14 +12,14 @@ where any cotangent may be None (a symbolic zero that is never materialised).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from jx import dtypes
 from jx.core import bind_like
 from jx.ir import Graph
 
-from .interpreters import NotDifferentiable, read, rule_for, transform_graph
-from .zeros import add_any, zeros_like
+from .interpreters import NotDifferentiable, read, rule_for, trace_function, transform_graph
+from .zeros import add_any, stage_like, zeros_like
 
 vjp_rules: dict = {}
 
@@ -75,4 +75,19 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
     return transform_graph(walk, graph.in_avals + graph.out_avals, "vjp")
 
 
-from . import vjp_rules as _rules  # noqa: E402,F401  (fills vjp_rules)
+def vjp_function(f: Callable, primals: Sequence) -> tuple:
+    """Reverse mode through a Python function: trace f at the pytree `primals` and
+    run it forward. Returns (outputs, their tree, the primal leaves, pullback), where
+    pullback(cts) takes cotangents of the leading outputs (the rest are zero) and
+    returns one per primal leaf (None = zero). jx.vjp and the rules that
+    differentiate a function of their own both come here."""
+    graph, consts, leaves = trace_function(f, primals, "vjp")
+    env, outs = forward(graph, consts + leaves)
+
+    def pullback(cts: Sequence) -> list:
+        like = outs[:len(cts)]          # staged with the outputs they belong to
+        cts = [None if c is None else stage_like(c, like) for c in cts]
+        full = cts + [None] * (len(graph.outputs) - len(cts))
+        return backward(graph, env, full)[len(consts):]
+
+    return outs, graph.out_tree, leaves, pullback

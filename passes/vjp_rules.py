@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 import jx.numpy as jnp
-from jx.core import bind
+from jx import dtypes
+from jx.core import bind, get_aval
 from jx.prims import elementwise as ew
 from jx.prims import linalg as la
 from jx.prims import reductions as rd
@@ -16,7 +17,7 @@ from jx.prims import structural as st
 
 from . import jvp_rules as J
 from .interpreters import NotDifferentiable
-from .vjp import vjp_rules
+from .vjp import vjp_function, vjp_rules
 from .zeros import zeros_like
 
 
@@ -202,9 +203,11 @@ vjp_rules["dot_general"] = _dot_vjp
 
 def _cumulative_vjp(name):
     def rule(cts, ins, outs, axis, reverse=False):
-        from jx.transforms import vjp
-        _, vjp_fn = vjp(lambda v: J.doubling_scan(v, axis, reverse, name), ins[0])
-        return list(vjp_fn(cts[0]))
+        _, _, (x,), pullback = vjp_function(
+            lambda v: J.doubling_scan(v, axis, reverse, name), (ins[0],))
+        (ct,) = pullback([cts[0]])
+        # an integer input takes no cotangent: backward drops whatever comes back
+        return [zeros_like(x) if ct is None and dtypes.is_float(get_aval(x).dtype) else ct]
     return rule
 
 

@@ -58,6 +58,3 @@ def vmap_graph(graph: Graph, dims: Sequence, axis_size: int) -> Graph:
         return [move_to_front(o, d, axis_size) for o, d in zip(outs, odims)]
 
     return transform_graph(walk, in_avals, "vmap")
-
-
-from . import vmap_rules as _rules  # noqa: E402,F401  (fills batch_rules)
