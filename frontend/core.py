@@ -20,6 +20,7 @@ from . import dtypes
 from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
                      user_location)
 from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
+from . import printer  # noqa: F401  (installs str(graph): every traced graph prints)
 
 PRIMITIVES: dict = {}
 
@@ -204,11 +205,6 @@ def _control_flow_error(what: str, aval) -> TracerConversionError:
         "(static_argnums) if it is a compile-time constant.")
 
 
-def _numpy():
-    from . import numpy as jnp  # the operator overloads are jx.numpy functions
-    return jnp
-
-
 class Tracer:
     """A traced value: an abstract value in a trace, with NumPy-style methods."""
 
@@ -255,103 +251,44 @@ class Tracer:
     def __hash__(self):
         raise TypeError("traced values are not hashable")
 
-    # Arithmetic and comparison: jx.numpy functions, so promotion rules match.
-    def __neg__(self): return _numpy().negative(self)
+    # Arithmetic, comparison, indexing, .at, .T and the NumPy methods (.sum,
+    # .reshape, .astype, ...) are jx.numpy functions: jx.numpy installs them from
+    # ARRAY_METHODS below when it is imported (core sits below it).
     def __pos__(self): return self
-    def __abs__(self): return _numpy().abs(self)
-    def __invert__(self): return _numpy().invert(self)
-    def __add__(self, o): return _numpy().add(self, o)
-    def __radd__(self, o): return _numpy().add(o, self)
-    def __sub__(self, o): return _numpy().subtract(self, o)
-    def __rsub__(self, o): return _numpy().subtract(o, self)
-    def __mul__(self, o): return _numpy().multiply(self, o)
-    def __rmul__(self, o): return _numpy().multiply(o, self)
-    def __truediv__(self, o): return _numpy().true_divide(self, o)
-    def __rtruediv__(self, o): return _numpy().true_divide(o, self)
-    def __floordiv__(self, o): return _numpy().floor_divide(self, o)
-    def __rfloordiv__(self, o): return _numpy().floor_divide(o, self)
-    def __mod__(self, o): return _numpy().remainder(self, o)
-    def __rmod__(self, o): return _numpy().remainder(o, self)
-    def __pow__(self, o): return _numpy().power(self, o)
-    def __rpow__(self, o): return _numpy().power(o, self)
-    def __matmul__(self, o): return _numpy().matmul(self, o)
-    def __rmatmul__(self, o): return _numpy().matmul(o, self)
-    def __and__(self, o): return _numpy().bitwise_and(self, o)
-    def __rand__(self, o): return _numpy().bitwise_and(o, self)
-    def __or__(self, o): return _numpy().bitwise_or(self, o)
-    def __ror__(self, o): return _numpy().bitwise_or(o, self)
-    def __xor__(self, o): return _numpy().bitwise_xor(self, o)
-    def __rxor__(self, o): return _numpy().bitwise_xor(o, self)
-    def __lshift__(self, o): return _numpy().left_shift(self, o)
-    def __rshift__(self, o): return _numpy().right_shift(self, o)
-    def __lt__(self, o): return _numpy().less(self, o)
-    def __le__(self, o): return _numpy().less_equal(self, o)
-    def __gt__(self, o): return _numpy().greater(self, o)
-    def __ge__(self, o): return _numpy().greater_equal(self, o)
-    def __eq__(self, o): return _numpy().equal(self, o)
-    def __ne__(self, o): return _numpy().not_equal(self, o)
-
-    def __getitem__(self, idx): return _numpy().getitem(self, idx)
 
     def __setitem__(self, idx, value):
         raise TypeError("jx arrays are immutable: `x[i] = v` cannot update a traced value; "
                         "write `x = x.at[i].set(v)` (or .add, .mul, .min, .max) instead")
 
-    @property
-    def at(self):
-        return _numpy().IndexUpdateHelper(self)
-
-    @property
-    def T(self): return _numpy().transpose(self)
-
-    def reshape(self, *shape, order="C"):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return _numpy().reshape(self, shape)
-
-    def astype(self, dtype): return _numpy().asarray(self, dtype=dtype)
-    def transpose(self, *axes): return _numpy().transpose(self, axes or None)
-    def sum(self, axis=None, dtype=None, keepdims=False, initial=None):
-        return _numpy().sum(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
-
-    def prod(self, axis=None, dtype=None, keepdims=False, initial=None):
-        return _numpy().prod(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
-
-    def max(self, axis=None, keepdims=False, initial=None):
-        return _numpy().max(self, axis, keepdims=keepdims, initial=initial)
-
-    def min(self, axis=None, keepdims=False, initial=None):
-        return _numpy().min(self, axis, keepdims=keepdims, initial=initial)
-
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return _numpy().mean(self, axis, dtype=dtype, keepdims=keepdims)
-
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        return _numpy().var(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        return _numpy().std(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-    def any(self, axis=None, keepdims=False): return _numpy().any(self, axis, keepdims=keepdims)
-    def all(self, axis=None, keepdims=False): return _numpy().all(self, axis, keepdims=keepdims)
-    def cumprod(self, axis=None): return _numpy().cumprod(self, axis)
-    def round(self, decimals=0): return _numpy().round(self, decimals)
-
     def nonzero(self):
         raise _control_flow_error("nonzero() (its result shape depends on the values)",
                                   self.aval)
 
-    def argmax(self, axis=None): return _numpy().argmax(self, axis)
-    def argmin(self, axis=None): return _numpy().argmin(self, axis)
-    def cumsum(self, axis=None): return _numpy().cumsum(self, axis)
-    def dot(self, o): return _numpy().dot(self, o)
-    def squeeze(self, axis=None): return _numpy().squeeze(self, axis)
-    def ravel(self): return _numpy().ravel(self)
-    def flatten(self): return _numpy().ravel(self)
-    def clip(self, a_min=None, a_max=None): return _numpy().clip(self, a_min, a_max)
-    def swapaxes(self, a, b): return _numpy().swapaxes(self, a, b)
     def item(self): raise _control_flow_error("item()", self.aval)
     def tolist(self): raise _control_flow_error("tolist()", self.aval)
+
+
+# The one method table of jx's array types (Tracer now; any later array class
+# registers with array_type). jx.numpy fills it with install_array_methods when
+# it is imported; every module that traces imports jx.numpy first.
+ARRAY_METHODS: dict = {}
+_ARRAY_TYPES: list = [Tracer]
+
+
+def install_array_methods(methods: dict) -> None:
+    """Add name -> function/property to the table and to every array type."""
+    ARRAY_METHODS.update(methods)
+    for cls in _ARRAY_TYPES:
+        for name, fn in methods.items():
+            setattr(cls, name, fn)
+
+
+def array_type(cls):
+    """Register cls as an array type: it gets the table's methods, now and later."""
+    _ARRAY_TYPES.append(cls)
+    for name, fn in ARRAY_METHODS.items():
+        setattr(cls, name, fn)
+    return cls
 
 
 def is_tracer(x) -> bool:

@@ -148,8 +148,7 @@ class Graph:
         return [a.aval for a in self.outputs]
 
     def __str__(self) -> str:
-        from .printer import format_graph
-        return format_graph(self)
+        return _graph_text(self) if _graph_text is not None else repr(self)
 
     def op_counts(self) -> dict:
         """Number of equations per primitive, sub-graphs included."""
@@ -160,6 +159,17 @@ class Graph:
                 for k, n in sub.op_counts().items():
                     counts[k] = counts.get(k, 0) + n
         return counts
+
+
+# str(graph) is jx.printer's text. The printer imports this module, so it installs
+# its formatter here when it is imported (jx.core imports it: every traced graph
+# prints); this module never imports the printer.
+_graph_text = None
+
+
+def set_graph_text(format_graph) -> None:
+    global _graph_text
+    _graph_text = format_graph
 
 
 def subgraphs(eqn: Eqn):

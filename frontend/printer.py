@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .ir import Graph, Literal, Var
+from .ir import Graph, Literal, Var, set_graph_text
 
 
 def _name(i: int) -> str:
@@ -87,3 +87,6 @@ def _holds_graph(v) -> bool:
 
 def format_graph(g: Graph) -> str:
     return "\n".join(_graph_lines(g, _Names(), ""))
+
+
+set_graph_text(format_graph)     # str(graph) is this text

@@ -5,11 +5,14 @@ backends only ever see operands of equal shape and dtype.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, bind_like
-from ..errors import ShapeError, reject_masked
+from ..errors import OutOfMemoryError, ShapeError, reject_masked, user_location
+from ..ir import extent_problem
 from ..prims import elementwise as ew
 from ..prims import structural as st
 
@@ -61,8 +64,7 @@ def as_value(x):
     if isinstance(x, np.generic):
         return np.asarray(x)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
-        from .manipulation import stack
-        return stack([as_value(e) for e in x])
+        return stack_arrays([as_value(e) for e in x])
     return _from_python(x)
 
 
@@ -143,6 +145,20 @@ def promote(*args, to_float: bool = False) -> list:
     return [broadcast_to(a, shape, tracers) for a in args]
 
 
+def stack_arrays(arrays, axis=0):
+    """jx.numpy.stack, here (with primitives) so that as_value can stack a list of
+    traced values without importing manipulation, which sits above this module."""
+    xs = [as_value(a) for a in arrays]
+    if not xs:
+        raise ValueError("need at least one array to stack")
+    shapes = {shape_of(x) for x in xs}
+    if len(shapes) > 1:
+        raise ShapeError(f"all input arrays must have the same shape, got {sorted(shapes)}")
+    ax = canonical_axis(axis, len(shape_of(xs[0])) + 1)
+    xs = promote_dtypes(*[bind1(st.expand_dims, x, dimensions=(ax,)) for x in xs])
+    return xs[0] if len(xs) == 1 else bind1(st.concatenate, *xs, dimension=ax)
+
+
 def canonical_axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(f"axis {axis} is out of bounds for an array of rank {ndim}")
@@ -158,6 +174,30 @@ def canonical_axes(axis, ndim: int) -> tuple:
             raise ShapeError(f"repeated axis in {axis}")
         return axes
     return (canonical_axis(axis, ndim),)
+
+
+def _at() -> str:
+    where = user_location()
+    return f" (at {where})" if where else ""
+
+
+def constant(make, shape, dt, what: str) -> np.ndarray:
+    """make(shape, dt), or a jx error naming the shape and the user's line (not
+    NumPy's): these constants are built eagerly, even inside a trace. The creation
+    functions' common part, here so that ufuncs (below creation) builds its own."""
+    problem = f"shape {shape} has a negative dimension" if any(d < 0 for d in shape) \
+        else extent_problem(shape, dt)
+    if problem:
+        raise ShapeError(f"jx.numpy.{what}: {problem}{_at()}")
+    try:
+        return make(shape, dt)
+    except MemoryError:
+        nbytes = math.prod(shape) * dt.itemsize
+        raise OutOfMemoryError(
+            f"jx.numpy.{what}({shape}, {dt.name}){_at()}: its {nbytes:.3g} bytes could not be "
+            "allocated: constants are built in full, even while tracing; use smaller shapes "
+            "or build the value from a traced one (e.g. jnp.broadcast_to(x, shape)), which "
+            "compiled code computes without storing it") from None
 
 
 def bind1(prim, *args, **params):

@@ -8,10 +8,9 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer
-from ..errors import OutOfMemoryError, ShapeError, user_location
-from ..ir import extent_problem
 from ..prims import structural as st
-from ._util import as_value, bind1, broadcast_to, convert, dtype_weak, shape_of
+from ._util import as_value, bind1, broadcast_to, constant as _constant, convert, dtype_weak, \
+    shape_of
 
 
 def _dtype(dtype, default):
@@ -34,29 +33,6 @@ def array(a, dtype=None, copy=True):
 
 def _shape(shape) -> tuple:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-
-
-def _at() -> str:
-    where = user_location()
-    return f" (at {where})" if where else ""
-
-
-def _constant(make, shape, dt, what: str) -> np.ndarray:
-    """make(shape, dt), or a jx error naming the shape and the user's line (not
-    NumPy's): these constants are built eagerly, even inside a trace."""
-    problem = f"shape {shape} has a negative dimension" if any(d < 0 for d in shape) \
-        else extent_problem(shape, dt)
-    if problem:
-        raise ShapeError(f"jx.numpy.{what}: {problem}{_at()}")
-    try:
-        return make(shape, dt)
-    except MemoryError:
-        nbytes = math.prod(shape) * dt.itemsize
-        raise OutOfMemoryError(
-            f"jx.numpy.{what}({shape}, {dt.name}){_at()}: its {nbytes:.3g} bytes could not be "
-            "allocated: constants are built in full, even while tracing; use smaller shapes "
-            "or build the value from a traced one (e.g. jnp.broadcast_to(x, shape)), which "
-            "compiled code computes without storing it") from None
 
 
 def full(shape, fill_value, dtype=None):

@@ -9,7 +9,7 @@ from ..core import Tracer
 from ..errors import ShapeError
 from ..prims import structural as st
 from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axes, \
-    canonical_axis, convert, promote_dtypes, shape_of
+    canonical_axis, convert, promote_dtypes, shape_of, stack_arrays
 
 
 def reshape(a, newshape, order="C"):
@@ -102,14 +102,7 @@ def concatenate(arrays, axis=0):
 
 
 def stack(arrays, axis=0):
-    xs = [as_value(a) for a in arrays]
-    if not xs:
-        raise ValueError("need at least one array to stack")
-    shapes = {shape_of(x) for x in xs}
-    if len(shapes) > 1:
-        raise ShapeError(f"all input arrays must have the same shape, got {sorted(shapes)}")
-    ax = canonical_axis(axis, len(shape_of(xs[0])) + 1)
-    return concatenate([expand_dims(x, ax) for x in xs], axis=ax)
+    return stack_arrays(arrays, axis)
 
 
 def hstack(arrays):

@@ -6,8 +6,8 @@ import numpy as np
 from .. import dtypes
 from ..prims import autodiff as ad
 from ..prims import elementwise as ew
-from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, promote, \
-    promote_dtypes, shape_of
+from ._util import as_value, bind1, broadcast_shapes, broadcast_to, constant, convert, \
+    dtype_weak, promote, promote_dtypes, shape_of
 from ..core import Tracer
 
 
@@ -172,9 +172,9 @@ def _integer_pow(x, n: int):
     if n < 0:
         a, b = promote(a, n)
         return bind1(ew.pow_, a, b)
-    if n == 0:
-        from .creation import ones_like
-        return ones_like(a)
+    if n == 0:                  # ones_like(a), built here: creation sits above ufuncs
+        return constant(np.ones, shape_of(a), np.dtype(dtypes.canonicalize(dtype_weak(a)[0])),
+                        "ones")
     acc, base = None, a
     while n:
         if n & 1:
@@ -407,8 +407,10 @@ def isinf(x):
 
 
 def full_like_bool(a, value: bool):
-    from .creation import full_like
-    return full_like(a, value, dtype=dtypes.bool_)
+    """full_like(a, value, dtype=bool), built here: creation sits above ufuncs."""
+    v = np.asarray(value, dtype=dtypes.bool_)
+    return constant(lambda s, d: np.full(s, v, dtype=d), shape_of(a), np.dtype(dtypes.bool_),
+                    "full")
 
 
 def where(condition, x=None, y=None):

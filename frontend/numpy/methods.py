@@ -1,0 +1,107 @@
+"""The NumPy-style methods of jx's array types: operators, indexing, .at, .T and
+.sum, .reshape, .astype, ... Each is a jx.numpy function, so promotion and
+broadcasting match the functions. jx.core holds the table (ARRAY_METHODS) but
+sits below jx.numpy, so this module fills it when jx.numpy is imported."""
+from __future__ import annotations
+
+from ..core import install_array_methods
+from . import creation as cr
+from . import indexing as ix
+from . import linalg as la
+from . import manipulation as mp
+from . import reductions as rd
+from . import ufuncs as uf
+
+
+def _binary(fn_name: str):
+    """x op o and o op x, both as the jx.numpy function of that name."""
+    def op(self, o):
+        return getattr(uf, fn_name)(self, o)
+
+    def rop(self, o):
+        return getattr(uf, fn_name)(o, self)
+    return op, rop
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return mp.reshape(self, shape)
+
+
+def _sum(self, axis=None, dtype=None, keepdims=False, initial=None):
+    return rd.sum(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
+
+
+def _prod(self, axis=None, dtype=None, keepdims=False, initial=None):
+    return rd.prod(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
+
+
+def _max(self, axis=None, keepdims=False, initial=None):
+    return rd.max(self, axis, keepdims=keepdims, initial=initial)
+
+
+def _min(self, axis=None, keepdims=False, initial=None):
+    return rd.min(self, axis, keepdims=keepdims, initial=initial)
+
+
+def _mean(self, axis=None, dtype=None, keepdims=False):
+    return rd.mean(self, axis, dtype=dtype, keepdims=keepdims)
+
+
+def _var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+    return rd.var(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+def _std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+    return rd.std(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+METHODS: dict = {
+    "__neg__": lambda self: uf.negative(self),
+    "__abs__": lambda self: uf.abs(self),
+    "__invert__": lambda self: uf.invert(self),
+    "__matmul__": lambda self, o: la.matmul(self, o),
+    "__rmatmul__": lambda self, o: la.matmul(o, self),
+    "__lshift__": lambda self, o: uf.left_shift(self, o),
+    "__rshift__": lambda self, o: uf.right_shift(self, o),
+    "__lt__": lambda self, o: uf.less(self, o),
+    "__le__": lambda self, o: uf.less_equal(self, o),
+    "__gt__": lambda self, o: uf.greater(self, o),
+    "__ge__": lambda self, o: uf.greater_equal(self, o),
+    "__eq__": lambda self, o: uf.equal(self, o),
+    "__ne__": lambda self, o: uf.not_equal(self, o),
+    "__getitem__": lambda self, idx: ix.getitem(self, idx),
+    "at": property(lambda self: ix.IndexUpdateHelper(self)),
+    "T": property(lambda self: mp.transpose(self)),
+    "reshape": _reshape,
+    "astype": lambda self, dtype: cr.asarray(self, dtype=dtype),
+    "transpose": lambda self, *axes: mp.transpose(self, axes or None),
+    "sum": _sum,
+    "prod": _prod,
+    "max": _max,
+    "min": _min,
+    "mean": _mean,
+    "var": _var,
+    "std": _std,
+    "any": lambda self, axis=None, keepdims=False: rd.any(self, axis, keepdims=keepdims),
+    "all": lambda self, axis=None, keepdims=False: rd.all(self, axis, keepdims=keepdims),
+    "cumprod": lambda self, axis=None: rd.cumprod(self, axis),
+    "round": lambda self, decimals=0: uf.round(self, decimals),
+    "argmax": lambda self, axis=None: rd.argmax(self, axis),
+    "argmin": lambda self, axis=None: rd.argmin(self, axis),
+    "cumsum": lambda self, axis=None: rd.cumsum(self, axis),
+    "dot": lambda self, o: la.dot(self, o),
+    "squeeze": lambda self, axis=None: mp.squeeze(self, axis),
+    "ravel": lambda self: mp.ravel(self),
+    "flatten": lambda self: mp.ravel(self),
+    "clip": lambda self, a_min=None, a_max=None: uf.clip(self, a_min, a_max),
+    "swapaxes": lambda self, a, b: mp.swapaxes(self, a, b),
+}
+for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                     ("truediv", "true_divide"), ("floordiv", "floor_divide"),
+                     ("mod", "remainder"), ("pow", "power"), ("and", "bitwise_and"),
+                     ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+    METHODS[f"__{_dunder}__"], METHODS[f"__r{_dunder}__"] = _binary(_fn)
+
+install_array_methods(METHODS)
