@@ -17,10 +17,10 @@ from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
 from . import gemm
+from .opaque import _is_matvec
 from .rowfuse import _reads_only_in_place
 
 def _gemm_kernel(k) -> bool:
-    from .opaque import _is_matvec
     if k.kind != "opaque" or k.root.prim.name != "dot_general" or k.epilogue is not None:
         return False
     p = gemm.plan(k)

@@ -20,6 +20,12 @@ from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_par
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
 from . import epilogue, tuning
+# The opaque rule families register into OPAQUE when imported. Every lowering (CPU
+# jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
+# them here fills the table before any read, and opaque.py never imports its
+# registrants. (Not in the package __init__: that would load llvmlite and all the
+# lowering for light imports such as jx.codegen.cpu.parallel or tuning.)
+from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  # noqa: F401
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, SIGNATURE_SUFFIX, STATUS_CANCELLED,

@@ -2,7 +2,9 @@
 
 `OPAQUE[name](ctx, kernel)` emits the kernel body; ctx gives the builder, the
 buffer pointers (`ctx.ptr(atom)`) and helpers. Other modules add rules to this
-table for their primitive families.
+table for their primitive families (control, opaque_indexing, opaque_scan,
+opaque_sort, collectives); module.py, which reads the table, imports them. This
+module imports none of them, so a family can import `opaque_rule` from here.
 """
 from __future__ import annotations
 
@@ -91,10 +93,6 @@ def _dot_general(ctx, kernel):
                 r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
                 acc = U.load(b, op, o_off, odt)
                 U.store(b, multiply_add(b, a, r, acc, odt), op, o_off, odt)
-from . import control  # noqa: F401
-from . import opaque_indexing  # noqa: F401
-from . import opaque_scan  # noqa: F401
-from . import opaque_sort  # noqa: F401
 
 
 def _is_matvec(kernel) -> bool:
@@ -160,4 +158,3 @@ def _dot_extent(kernel):
 
 
 PARALLEL_OPAQUE["dot_general"] = _dot_extent
-from . import collectives  # noqa: F401  (jx.pmap's collective kernels)
