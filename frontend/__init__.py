@@ -1,46 +1,67 @@
 """jx: trace, transform, fuse and compile pure JAX-style numeric Python.
 
-`import jx` loads the frontend only (no llvmlite, no cupy): those are loaded
-by the backends when something is compiled.
+`import jx` loads no other module of jx but jx.version: the package's names
+(jx.numpy, jx.jit, jx.grad, jx.f32, ...) are jx._namespace's, loaded together on
+the first use of any of them (PEP 562), so `import jx.runtime` needs only the
+runtime. Neither loads llvmlite or cupy: the backends do, when something is
+compiled.
 """
-from . import dtypes, tree  # noqa: F401
-from . import prims  # noqa: F401  (declares every primitive)
-from . import numpy, lax  # noqa: F401
-from . import nn, random  # noqa: F401
-from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
-from .core import PRIMITIVES, Primitive, Tracer
-from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401
-                     MaskedArrayError, MissingRuleError, OutOfMemoryError, ShapeError,
-                     TracerConversionError, VerifyError)
-from .export import Entry, EntryError, entries_of, export  # noqa: F401
-from .interpret import eval_graph
-from .ir import Graph, ShapedArray
-from .printer import format_graph
-from .tree import register_pytree_node, register_pytree_node_class  # noqa: F401
-from .verify import verify
-from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
-                         value_and_grad, vjp)
-from .vmap import vmap  # noqa: F401
-from .pmap import (Device, bind_axis, device_count, devices, local_device_count,  # noqa: F401
-                   local_devices, pmap, process_count, process_index)
-from .jit import jit  # noqa: F401
-from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
+import importlib as _importlib
+import importlib.util as _importlib_util
+import sys as _sys
+import types as _types
 
-tree_util = tree
-
-f16 = _DTypeSpecMaker("float16")
-f32 = _DTypeSpecMaker("float32")
-f64 = _DTypeSpecMaker("float64")
-i8 = _DTypeSpecMaker("int8")
-i32 = _DTypeSpecMaker("int32")
-i64 = _DTypeSpecMaker("int64")
-u8 = _DTypeSpecMaker("uint8")
-u32 = _DTypeSpecMaker("uint32")
-bool_ = _DTypeSpecMaker("bool")
-
-from .version import __version__  # noqa: E402,F401
+from .version import __version__  # noqa: F401
 
 __all__ = ["numpy", "lax", "make_graph", "ShapeDtypeStruct", "export", "eval_graph",
            "verify", "format_graph", "Graph", "ShapedArray", "Primitive", "PRIMITIVES",
            "Tracer", "f16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool_"]
 __all__ += ["nn", "random"]
+
+# jx's functions named like the submodule that defines them (jx.jit is the function
+# in jx/jit.py): the import system binds a submodule on its package when it first
+# loads it, which must not replace the function (see _Package).
+_FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"export", "jit", "pmap", "verify", "vmap"})
+_loaded = False
+
+
+def _load_namespace() -> None:
+    global _loaded
+    if not _loaded:
+        from . import _namespace
+        globals().update({k: v for k, v in vars(_namespace).items() if not k.startswith("__")})
+        _loaded = True
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):          # probes (__wrapped__, ...) load nothing
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # A submodule (jx.numpy, jx.dtypes, jx.runtime; `from .. import dtypes` inside jx
+    # asks for it here) is imported alone: the runtime must not load the frontend.
+    if name not in _FUNCTIONS_NAMED_LIKE_MODULES and \
+            _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        return _importlib.import_module(f"{__name__}.{name}")
+    _load_namespace()
+    try:
+        return globals()[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    _load_namespace()
+    return sorted(globals())
+
+
+class _Package(_types.ModuleType):
+    """Package jx: keeps jx.jit (and the others named like their module) the function
+    when its submodule is first imported by another route (`import jx.lax` imports
+    jx.pmap), as when `import jx` loaded everything and bound the functions last."""
+
+    def __setattr__(self, name, value):
+        if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package

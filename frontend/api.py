@@ -10,9 +10,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import dtypes, tree
+from . import numpy as _jnp  # noqa: F401  (declares the primitives, installs Tracer's methods)
 from .core import Tracer, trace
 from .errors import JxError, ShapeError, user_location
 from .ir import ShapedArray, aval_of, extent_problem
+from .numpy._util import _from_python
 
 
 def _spec_error(text: str):
@@ -73,7 +75,6 @@ def leaf_aval(x) -> ShapedArray:
         return aval_of(x).strip_weak()
     if isinstance(x, (np.ndarray, np.generic)):
         return aval_of(x)
-    from .numpy._util import _from_python
     try:
         return aval_of(_from_python(x))
     except (TypeError, ValueError) as e:

@@ -1,0 +1,37 @@
+"""Every name of package jx, loaded at once: jx's __init__ imports this module (on
+the first use of any of them), so that `import jx` itself loads nothing and
+`import jx.runtime` stays free of the compiler."""
+from . import dtypes, tree  # noqa: F401
+from . import prims  # noqa: F401  (declares every primitive)
+from . import numpy, lax  # noqa: F401
+from . import nn, random  # noqa: F401
+from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
+from .core import PRIMITIVES, Primitive, Tracer
+from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401
+                     MaskedArrayError, MissingRuleError, OutOfMemoryError, ShapeError,
+                     TracerConversionError, VerifyError)
+from .export import Entry, EntryError, entries_of, export  # noqa: F401
+from .interpret import eval_graph
+from .ir import Graph, ShapedArray
+from .printer import format_graph
+from .tree import register_pytree_node, register_pytree_node_class  # noqa: F401
+from .verify import verify
+from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
+                         value_and_grad, vjp)
+from .vmap import vmap  # noqa: F401
+from .pmap import (Device, bind_axis, device_count, devices, local_device_count,  # noqa: F401
+                   local_devices, pmap, process_count, process_index)
+from .jit import jit  # noqa: F401
+from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
+
+tree_util = tree
+
+f16 = _DTypeSpecMaker("float16")
+f32 = _DTypeSpecMaker("float32")
+f64 = _DTypeSpecMaker("float64")
+i8 = _DTypeSpecMaker("int8")
+i32 = _DTypeSpecMaker("int32")
+i64 = _DTypeSpecMaker("int64")
+u8 = _DTypeSpecMaker("uint8")
+u32 = _DTypeSpecMaker("uint32")
+bool_ = _DTypeSpecMaker("bool")
