@@ -18,7 +18,7 @@ from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, round  # noqa: F401
 from .indexing import IndexUpdateHelper, getitem, take, take_along_axis  # noqa: F401
 from .sorting import argsort, lexsort, sort  # noqa: F401
-from . import methods as _methods  # noqa: F401,E402  (installs the array methods on Tracer)
+from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
