@@ -1,4 +1,4 @@
-"""GPU benchmarks of the CUDA backend (python -m jx.codegen.cuda.bench [--quick]):
+"""GPU benchmarks of the CUDA backend (`jx bench --target cuda [--quick]`):
 memory-bound fused kernels at the suite's sizes and 8x larger against JAX on the
 GPU and the measured device-to-device copy bandwidth, a few model steps, and
 the dispatch time of a 3-element call. Prints one table row per case."""
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
 
     import jx.runtime
     from jx.cli.compile import compile_model
-    models = os.path.join(os.path.dirname(jx.__file__), os.pardir, "benchmarks", "models.py")
+    models = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models.py")
     if os.path.isfile(models):
         with tempfile.TemporaryDirectory() as tmp:
             res = compile_model(models, tmp, ("dispatch",), (), "cuda", None, None,
@@ -155,7 +155,3 @@ def main(argv=None) -> int:
             t = _time(lambda: art.dispatch(x3), lambda: _sync(cp), 20000)
             print(f"dispatch (3 f32, jx.runtime artifact) {t * 1e6:.1f} us/call")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from jx.runtime import host, store
+
 CACHE_NAME = "machine.json"
 BANDWIDTH_MIB = 256          # per array: far larger than any last-level cache
 GEMM_N = 2048
@@ -24,10 +26,7 @@ REPEATS = 5
 
 
 def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:       # not Linux
-        return os.cpu_count() or 1
+    return host.cpus_usable()
 
 
 def default_threads() -> int:
@@ -36,8 +35,7 @@ def default_threads() -> int:
 
 
 def cpu_model() -> str:
-    from jx.runtime.cpu import model_name
-    return model_name()
+    return host.model_name()
 
 
 def fingerprint(threads: int) -> str:
@@ -113,18 +111,12 @@ def _blas_name() -> str:
 
 
 def cache_path() -> str:
-    from jx.codegen.cpu.cache import cache_dir
-    return os.path.join(cache_dir(), CACHE_NAME)
+    return store.record_path(CACHE_NAME)
 
 
-def _read_cache() -> dict:
-    from jx.codegen.cpu.cache import read_json
-    return read_json(cache_path())
-
-
-def _write_cache(data: dict) -> None:
-    from jx.codegen.cpu.cache import write_json
-    write_json(cache_path(), data)   # unwritable: measured again next time
+def cached(threads: int) -> dict | None:
+    """The limits stored for `threads` threads on this machine, or None."""
+    return store.read_record(CACHE_NAME, fingerprint(threads))
 
 
 def limits(threads: int | None = None, remeasure: bool = False, quick: bool = False) -> dict:
@@ -132,14 +124,12 @@ def limits(threads: int | None = None, remeasure: bool = False, quick: bool = Fa
     (a few seconds) and stored. A quick measurement (small arrays, used only when
     nothing is cached) is never stored."""
     threads = threads or default_threads()
-    key = fingerprint(threads)
-    data = _read_cache()
-    if not remeasure and key in data:
-        return {**data[key], "cached": True}
+    stored = None if remeasure else cached(threads)
+    if stored is not None:
+        return {**stored, "cached": True}
     result = measure(threads, quick=quick)
-    if not quick:
-        data[key] = result
-        _write_cache(data)
+    if not quick:       # unwritable: measured again next time
+        store.save_record(CACHE_NAME, fingerprint(threads), result)
     return {**result, "cached": False}
 
 

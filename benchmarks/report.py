@@ -253,3 +253,16 @@ class ProgressBar:
     def add_steps(self, n: int) -> None:
         total = self.progress.tasks[0].total or 0
         self.progress.update(self.task, total=total + n)
+
+
+def markdown_doc(results: list, machine: dict, command: str, summary: dict,
+                 elapsed: float) -> str:
+    """results.md of a suite run: the command, the machine, the table, the
+    geometric means and the notes."""
+    lines = ["# jx benchmark results", "", f"Command: `{command}` ({elapsed:.0f} s)", "",
+             machine_line(machine), "", markdown(results, machine), ""]
+    lines += [f"- {ln}" for ln in summary["lines"]]
+    notes = notes_lines(results)
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"

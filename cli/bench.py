@@ -3,11 +3,12 @@ check that they agree, and relate the times to the machine's limits.
 
     jx bench MODEL.py [--entry NAME] [--shape ARG=SPEC] [--json FILE] [--min-time S]
     jx bench build/libmodel.so [--model MODEL.py]     a compiled artifact
-    jx bench benchmarks/                                the suite (python -m benchmarks)
+    jx bench benchmarks/ [--quick] [--only NAME] [--out DIR] [--busy N]   the suite
     jx bench --machine                                  the machine's limits
+    jx bench --target cuda [--quick]                    the CUDA backend's GPU suite
 
-The measuring code lives in the repository's benchmarks/ package (see its
-__init__); this module is the command line around it.
+The measuring code lives in the repository's benchmarks/ package, a library
+(see its __init__); this module is the one command line around it.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import time
 
 import click
 
@@ -146,11 +148,20 @@ def _items(path: str, names, shapes, model, jax: bool, quick: bool) -> list:
     return _artifact_items(path, names, shapes, model, jax)
 
 
+def is_suite(path: str | None) -> bool:
+    """Whether PATH names the benchmarks/ folder (the suite)."""
+    return path is not None and os.path.isdir(path) and \
+        os.path.isfile(os.path.join(path, "suite.py"))
+
+
 def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, remeasure,
-              model, no_jax, quick, debug, cold=False) -> None:
+              model, no_jax, quick, debug, cold=False, busy=0, out_dir=None) -> None:
     machine_mod, report, runner = _sub("machine"), _sub("report"), _sub("runner")
     out = report.console()
     err = report.console(stderr=True)
+    if (busy or out_dir) and not (is_suite(path) and not machine_only):
+        raise CliError("--busy and --out are options of the suite: pass the benchmarks/ "
+                       "folder (jx bench benchmarks/ --busy N --out DIR).")
     if machine_only or path is None:
         if path is None and not machine_only:
             raise CliError("nothing to bench: pass a model file, an artifact or the "
@@ -163,10 +174,15 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
             report.write_json(json_path, {"command": _command(), "machine": machine,
                                           "codegen": codegen})
         return
+    suite = is_suite(path)
+    if min_time is None:        # the suite's smoke runs (--quick) time briefly
+        min_time = 0.05 if suite and quick else 1.0
     items = _items(path, names, shapes, model, not no_jax, quick)
     machine = _limits(machine_mod, err, threads, remeasure, quick)
-    opts = runner.Options(min_time=min_time, debug=debug,
-                          engines=("jx", "numpy") if no_jax else ("jx", "numpy", "jax"))
+    opts = runner.Options(min_time=min_time, debug=debug, busy=busy,
+                          engines=("jx", "numpy") if no_jax else ("jx", "numpy", "jax"),
+                          min_reps=runner.BUSY_MIN_REPS if busy else _sub("measure").MIN_REPS)
+    t0 = time.perf_counter()
     try:
         if cold:
             with _sub("engines").fresh_object_cache():
@@ -177,18 +193,45 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
         raise CliError(f"out of memory while benchmarking ({e}): the inputs, results and "
                        "their float64 reference copies must fit in memory together; bench "
                        "smaller shapes with --shape ARG=SPEC") from None
-    out.print(report.table(results, machine))
+    elapsed = time.perf_counter() - t0
+    if busy:
+        _sub("busy_report").emit(out, results, machine, busy, _command(),
+                                 out_dir or _sub("suite").HERE, elapsed)
+    else:
+        _report(out, report, results, machine, json_path, suite, out_dir, elapsed)
+    _check_results(err, results)
+
+
+def _report(out, report, results, machine, json_path, suite: bool, out_dir,
+            elapsed: float) -> None:
+    """The table, notes and geometric means; the suite also writes results.md and
+    results.json (into --out, by default the benchmarks/ folder)."""
+    out.print(report.table(results, machine, **({"title": "jx benchmark suite"}
+                                                 if suite else {})))
     for line in report.notes_lines(results):
         out.print(f"note: {line}", soft_wrap=True)
     out.print(report.machine_line(machine), soft_wrap=True)
     summary = report.summarise(results)
-    if len(results) > 1:
+    if suite or len(results) > 1:
         for line in summary["lines"]:
             out.print(line)
+    extra = {"geomean_speedup_vs_numpy": summary["numpy"],
+             "geomean_speedup_vs_jax": summary["jax"]}
     if json_path:
-        report.write_json(json_path, report.json_doc(
-            results, machine, _command(), {"geomean_speedup_vs_numpy": summary["numpy"],
-                                           "geomean_speedup_vs_jax": summary["jax"]}))
+        report.write_json(json_path, report.json_doc(results, machine, _command(), extra))
+    if suite:
+        folder = out_dir or _sub("suite").HERE
+        os.makedirs(folder, exist_ok=True)
+        md = os.path.join(folder, "results.md")
+        with open(md, "w") as f:
+            f.write(report.markdown_doc(results, machine, _command(), summary, elapsed))
+        report.write_json(os.path.join(folder, "results.json"), report.json_doc(
+            results, machine, _command(), {**extra, "elapsed_s": elapsed}))
+        out.print(f"wrote {md} and results.json ({elapsed:.0f} s)")
+
+
+def _check_results(err, results) -> None:
+    """Engines that disagree, or entries no engine could run, fail the command."""
     bad = [r for r in results if r.get("agree") is False]
     for r in bad:
         err.print(f"[bold red]ENGINES DISAGREE[/bold red] on {r['name']} (reference: "
@@ -212,9 +255,7 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
 
 def _limits(machine_mod, err, threads, remeasure, quick) -> dict:
     threads = threads or machine_mod.default_threads()
-    cached = None if remeasure else machine_mod._read_cache().get(
-        machine_mod.fingerprint(threads))
-    if cached is None:
+    if remeasure or machine_mod.cached(threads) is None:
         err.print("measuring the machine's limits (once per machine; cached in "
                   f"{machine_mod.cache_path()})...")
     return machine_mod.limits(threads, remeasure=remeasure, quick=quick)
@@ -243,7 +284,7 @@ def _command() -> str:
 def register(main: click.Group, reports_errors) -> None:
     @main.command("bench")
     @click.argument("path", required=False, type=click.Path())
-    @click.option("--entry", "-e", "entries", multiple=True, metavar="NAME",
+    @click.option("--entry", "-e", "--only", "entries", multiple=True, metavar="NAME",
                   help="Entry to bench (repeatable); default: every entry. With the "
                        "benchmarks/ folder: suite cases whose name contains NAME.")
     @click.option("--shape", "-s", "shapes", multiple=True, metavar="ARG=SPEC",
@@ -251,8 +292,9 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--target", default="cpu", show_default=True, help="Backend.")
     @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False),
                   metavar="FILE", help="Write every figure to FILE as JSON.")
-    @click.option("--min-time", default=1.0, show_default=True, type=click.FloatRange(0),
-                  metavar="S", help="Seconds to time each engine for (at least).")
+    @click.option("--min-time", default=None, type=click.FloatRange(0), metavar="S",
+                  help="Seconds to time each engine for (at least); default 1 (0.05 for "
+                       "the suite with --quick).")
     @click.option("--threads", default=None, type=click.IntRange(1), metavar="N",
                   help="Threads for every engine (jx, BLAS, XLA); default: all cores.")
     @click.option("--machine", "machine_only", is_flag=True,
@@ -267,22 +309,32 @@ def register(main: click.Group, reports_errors) -> None:
                        "LLVM (as on a first run).")
     @click.option("--quick", is_flag=True,
                   help="Smaller suite sizes and a quick machine measurement (smoke runs).")
+    @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+                  metavar="DIR", help="The suite: folder for results.md and results.json "
+                                      "(default: the benchmarks/ folder).")
+    @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
+                  help="The suite: time every engine quiet, then with N cores kept busy by "
+                       "spinning processes; report the slowdowns (results-busy.md/.json).")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
         if target == "cuda":
             # the GPU suite: fused kernels vs JAX on the GPU and the device copy bandwidth
-            from jx.codegen.cuda.bench import main as cuda_bench
             try:
-                raise SystemExit(cuda_bench(["--quick"] if quick else []))
+                raise SystemExit(_sub("gpu_kernels").main(["--quick"] if quick else []))
             except ImportError as e:
                 raise CliError(f"jx bench --target cuda needs CuPy and an NVIDIA GPU ({e}); "
                                "install the extra: pip install 'jx[cuda]'.") from None
         if target != "cpu":
             raise CliError(f"unknown --target {target!r}; choose cpu or cuda.")
+        if busy:
+            most = _sub("busy").max_spinners()
+            if busy > most:
+                raise click.BadParameter(f"choose 1 to {most} (the cores this run may use)",
+                                         param_hint="--busy")
         _sub("machine").ensure_threads(threads, "jx.cli.main")
         debug = bool(click.get_current_context().params.get("debug"))
         run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, quick, debug, cold)
+                  remeasure, model, no_jax, quick, debug, cold, busy, out_dir)

@@ -1,4 +1,4 @@
-"""`python -m benchmarks --busy N`: the spinner processes (they run, burn CPU, and are
+"""`jx bench benchmarks/ --busy N`: the spinner processes (they run, burn CPU, and are
 gone afterwards however the block ends, even if their parent is killed) and the
 command writing results-busy.json. No assertion depends on how fast anything runs."""
 from __future__ import annotations
@@ -110,8 +110,8 @@ def test_busy_command_writes_quiet_and_busy_times(tmp_path):
     key = machine.fingerprint(machine.default_threads())
     (cache / machine.CACHE_NAME).write_text(json.dumps({key: FAKE_MACHINE}))
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "benchmarks", "--busy", "1", "--quick",
-                        "--only", "matmul 1024", "--no-jax", "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "jx.cli.main", "bench", "benchmarks", "--busy",
+                        "1", "--quick", "--only", "matmul 1024", "--no-jax", "--out", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "JX_CACHE_DIR": str(cache)})
     assert r.returncode == 0, r.stdout + r.stderr
@@ -130,7 +130,7 @@ def test_busy_command_writes_quiet_and_busy_times(tmp_path):
 
 
 def test_busy_over_the_core_count_is_refused(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "benchmarks", "--busy",
+    r = subprocess.run([sys.executable, "-m", "jx.cli.main", "bench", "benchmarks", "--busy",
                         str(busy.max_spinners() + 1), "--out", str(tmp_path)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "choose 1 to" in r.stdout
+    assert r.returncode == 2 and "choose 1 to" in r.stderr

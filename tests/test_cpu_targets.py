@@ -389,7 +389,7 @@ def test_caches_are_keyed_by_what_codegen_reads_from_the_host(tmp_path, monkeypa
     L1 geometry, and a host build uses the host's exact feature set, which a VM can
     cut below what its CPU name implies (same name, no AVX-512)."""
     from jx.cli.compile import compile_model
-    from jx.codegen.cpu import cache
+    from jx.codegen.cpu import compiler
     monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path / "cache"))
     model = os.path.join(os.path.dirname(__file__), "..", "samples", "mlp.py")
 
@@ -405,11 +405,11 @@ def test_caches_are_keyed_by_what_codegen_reads_from_the_host(tmp_path, monkeypa
 
     ir_text = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
     cpu, triple = target.host_cpu(), target.host_triple()
-    assert not cache.cached_object(ir_text, cpu, triple)[1]
-    assert cache.cached_object(ir_text, cpu, triple)[1]
-    host = target.llvm_features
-    monkeypatch.setattr(target, "llvm_features", lambda c: host(c) + ",-avx512f")
-    assert not cache.cached_object(ir_text, cpu, triple)[1]
+    assert not compiler.cached_object(ir_text, cpu, triple)[1]
+    assert compiler.cached_object(ir_text, cpu, triple)[1]
+    host = compiler.llvm_features
+    monkeypatch.setattr(compiler, "llvm_features", lambda c: host(c) + ",-avx512f")
+    assert not compiler.cached_object(ir_text, cpu, triple)[1]
 
 
 def test_a_cpu_llvm_knows_but_the_table_does_not_is_refused():

@@ -16,7 +16,7 @@ import jx.numpy as jnp
 
 pytest.importorskip("llvmlite")
 from jx import autotune  # noqa: E402
-from jx.codegen.cpu import parallel, target, tuning  # noqa: E402
+from jx.codegen.cpu import compiler, parallel, target, tuning  # noqa: E402
 from jx.codegen.cpu.jit import CompiledFunction  # noqa: E402
 
 
@@ -115,11 +115,11 @@ def test_the_values_shape_the_code():
 def test_vector_width_reaches_llvm_only_for_the_host():
     host = target.host_cpu()
     with tuning.using(vector_bits=256):
-        feats = target.llvm_features(host)
+        feats = compiler.llvm_features(host)
         assert ("+prefer-256-bit" in feats) == ("avx512f" in target.host_features())
-        assert "-prefer-256-bit" in target.llvm_features("skylake-avx512")
+        assert "-prefer-256-bit" in compiler.llvm_features("skylake-avx512")
     with tuning.using(vector_bits=512):
-        assert "+prefer-256-bit" not in target.llvm_features(host)
+        assert "+prefer-256-bit" not in compiler.llvm_features(host)
 
 
 @pytest.mark.parametrize("bits", [256, 512])

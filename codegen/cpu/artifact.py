@@ -17,17 +17,17 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-import jx
+from jx.errors import JxError
 from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, MANIFEST_SYMBOL, VERSION_SYMBOL,
                             entry_symbol)
+from jx.version import __version__
 
-from . import cache
-from .cache import cached_object
+from . import cache, compiler
 from .module import ModuleBuilder
 
 
-class BuildError(jx.JxError):
+class BuildError(JxError):
     """The artifact could not be built (no C compiler, link failure, ...)."""
 
 
@@ -63,7 +63,7 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree)})
     code = mb.text()
     from .target import required_features
-    manifest = {"abi_version": ABI_VERSION, "jx_version": jx.__version__, "target": triple,
+    manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": triple,
                 "cpu": cpu, "cpu_features": required_features(cpu), "entries": records}
     manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
     return mb.embed_manifest(manifest_mod.manifest_json(manifest), code), manifest
@@ -77,7 +77,7 @@ def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -
     hosts must not hand one host's code to another."""
     from jx.passes.fuse_print import format_program
     from . import target
-    parts = [name, cpu, triple, str(runtime_obj), target.llvm_features(cpu),
+    parts = [name, cpu, triple, str(runtime_obj), compiler.llvm_features(cpu),
              repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry())]
     for e in entries:
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
@@ -110,7 +110,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
         with open(runtime_obj, "rb") as f:
             runtime_defined = frozenset(global_symbols(f.read())[0])
     symbols.check(obj, symbols.for_artifact(runtime_defined), "the artifact's object")
-    lib_obj, _ = cached_object(libcalls.module_ir(), cpu, triple)
+    lib_obj, _ = compiler.cached_object(libcalls.module_ir(), cpu, triple)
     lib_path = os.path.join(cache.cache_dir(), "runtime",
                             f"jx_libcalls-{hashlib.sha256(lib_obj).hexdigest()[:16]}.o")
     cache.ensure_file(lib_path, lib_obj)      # rewritten if missing or damaged
@@ -198,7 +198,7 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             # the header first: it validates the manifest, and nothing is written when
             # that fails (a library without its header would look like a good build)
             header = cheader.header_text(manifest, os.path.basename(so_path)).encode()
-            obj, _ = cached_object(ir_text, cpu, triple)
+            obj, _ = compiler.cached_object(ir_text, cpu, triple)
             if runtime_obj and not runtime.wait():
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")

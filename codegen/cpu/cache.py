@@ -1,9 +1,10 @@
 """The persistent compilation cache: object code keyed by
 sha256(IR text, target triple, cpu, jx version, llvmlite version, backend sources).
 
-Location: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx. Writes are
-atomic (temp file + rename), so concurrent builds never see partial files; an
-unreadable cache is ignored, never fatal.
+Location: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx (the folder
+and its atomic, private files are jx.runtime.store's). Writes are atomic (temp
+file + rename), so concurrent builds never see partial files; an unreadable
+cache is ignored, never fatal. compiler.cached_object compiles through it.
 
 Every entry is stored behind a header holding the sha256 of the key it was stored
 under and of its bytes. A disk that filled up, a process killed mid-write by
@@ -17,28 +18,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import json
 import os
 import struct
-import tempfile
 
-import jx
 from jx.runtime import elf
-
-
-def cache_dir() -> str:
-    root = os.environ.get("JX_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                 ".cache")
-        root = os.path.join(base, "jx")
-    return root
+from jx.runtime.store import cache_dir, make_dir, replace_file
+from jx.version import __version__
 
 
 @functools.lru_cache(maxsize=None)
 def backend_fingerprint() -> str:
     """Hash of this backend's own sources: a changed code generator (or LLVM option)
-    must miss the cache even while jx.__version__ stays the same."""
+    must miss the cache even while jx's version stays the same."""
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     for folder, _, files in sorted(os.walk(here)):
@@ -52,7 +43,7 @@ def backend_fingerprint() -> str:
 def cache_key(ir_text: str, cpu: str, triple: str) -> str:
     import llvmlite
     h = hashlib.sha256()
-    for part in (ir_text, cpu, triple, jx.__version__, llvmlite.__version__,
+    for part in (ir_text, cpu, triple, __version__, llvmlite.__version__,
                  backend_fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
@@ -61,30 +52,6 @@ def cache_key(ir_text: str, cpu: str, triple: str) -> str:
 
 def _path(key: str) -> str:
     return os.path.join(cache_dir(), "objects", key[:2], key + ".o")
-
-
-def make_dir(path: str) -> None:
-    """os.makedirs with every folder it creates 0o700 (chmod after mkdir: mkdir's
-    mode is cut by the umask, never widened, but a umask of 0 would leave group
-    and others the right to swap the code this cache hands to LLVM and cc). Folders
-    of jx's own below the cache root that an older jx left group- or world-writable
-    are made private too; the root itself, perhaps chosen to be shared, is left."""
-    path = os.path.abspath(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        make_dir(os.path.dirname(path))
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            return              # another process made it first
-        os.chmod(path, 0o700)
-        return
-    root = os.path.abspath(cache_dir())
-    if path.startswith(root + os.sep):
-        make_dir(os.path.dirname(path))
-        if st.st_mode & 0o022 and st.st_uid == os.getuid() and os.path.isdir(path):
-            os.chmod(path, 0o700)
 
 
 _MAGIC = b"jx-cache-v1\0"
@@ -192,21 +159,6 @@ def record_digest(path: str) -> None:
     replace_file(_digest_path(path), digest.encode() + b"\n", 0o600)
 
 
-def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tuple:
-    """(object code, cache hit?) for the module, compiling with LLVM on a miss. The
-    key has the LLVM feature string the object is built with: for a host build
-    it is the host's exact set, which a VM can cut below its CPU name's."""
-    from .target import llvm_features
-    key = cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
-    data = load(key)
-    if data is not None:
-        return data, True
-    from .compiler import emit_object
-    data = emit_object(ir_text, cpu, triple, reloc=reloc)
-    store(key, data)
-    return data, False
-
-
 def load_files(key: str, dests: dict) -> bool:
     """Copy cached files {suffix: destination} out of the cache; False on a miss (a
     damaged entry is one: deleted, so the build that follows stores it again)."""
@@ -222,48 +174,6 @@ def load_files(key: str, dests: dict) -> bool:
     except OSError:
         return False
     return True
-
-
-def read_json(path: str) -> dict:
-    """A JSON object stored in the cache folder; {} if absent or unreadable (what
-    is cached there is measured again, never fatal)."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def write_json(path: str, data: dict) -> None:
-    """Store a JSON object atomically in a private folder; a read-only cache is
-    skipped silently (the caller keeps its values for this process)."""
-    try:
-        make_dir(os.path.dirname(os.path.abspath(path)))
-        replace_file(path, json.dumps(data, indent=1, sort_keys=True).encode())
-    except OSError:
-        pass
-
-
-def replace_file(path: str, data: bytes, mode: int | None = None) -> None:
-    """Write path as a new file (temp file + rename, `mode` its permissions if given),
-    never into the old one: a reader never sees a partial file, and a process that
-    has the old shared object mapped is not crashed by rewriting it in place (the
-    loader's own exit handlers run from it)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".jx-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def store_files(key: str, sources: dict) -> None:

@@ -1,18 +1,23 @@
-"""Drive LLVM: parse, verify, optimise for a target, then JIT or emit an object.
+"""Drive LLVM: parse, verify, optimise for a target, then JIT or emit an object
+(through the object cache, cache.py; later compiles in a worker process,
+compile_worker.py, which this module starts and talks to).
 
 The pipeline is O2 with both vectorisers: O3 measured no faster on the benchmark
 suite (its kernels are already explicit loops; the GEMM is hand-blocked) and costs
 ~0.2 s more per cold `jx compile` of the SGD-step sample."""
 from __future__ import annotations
 
+import functools
 import os
+import pickle
+import struct
 import subprocess
 import sys
 import threading
 
 import llvmlite.binding as llvm
 
-from . import target
+from . import cache, libcalls, symbols, target, tuning
 
 # Every use of LLVM for a compile holds this lock: LLVM's global state is not
 # safe to share between threads, and a fork must not copy a compile in flight
@@ -49,6 +54,23 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
                     after_in_child=_after_fork_in_child)
 
 
+def llvm_features(cpu: str) -> str:
+    """The feature string for LLVM's target machine: the host's exact set for the
+    host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
+    defaults otherwise. On AVX-512 CPUs the loop vectoriser's preferred width is
+    set explicitly (Intel's tunings default to 256 bits, against clock drops on old
+    parts): for the host as measured there (tuning "vector_bits"), else 512."""
+    if cpu == target.host_cpu():
+        feats = target._llvm().get_host_cpu_features().flatten()
+    else:
+        feats = ""
+    if "avx512f" in target.features(cpu):
+        bits = tuning.value("vector_bits") if cpu == target.host_cpu() else 512
+        feats = (feats + "," if feats else "") + ("+" if bits == 256 else "-") + \
+            "prefer-256-bit"
+    return feats
+
+
 def target_machine(cpu: str | None = None, triple: str | None = None,
                    features: str | None = None, reloc: str = "default"):
     """The host machine by default; a named cpu/triple cross-compiles."""
@@ -56,7 +78,7 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
     triple = triple or target.host_triple()
     cpu = target.host_cpu() if cpu in (None, "native") else cpu
     if features is None:
-        features = target.llvm_features(cpu)
+        features = llvm_features(cpu)
     tgt = llvm.Target.from_triple(triple)
     return tgt.create_target_machine(cpu=cpu, features=features, opt=3, reloc=reloc,
                                      codemodel="jitdefault" if reloc == "default"
@@ -93,12 +115,10 @@ class JitModule:
             self._load(ir_text, cpu)
 
     def _load(self, ir_text: str, cpu: str | None) -> None:
-        from .cache import cached_object
-        from . import symbols
         cpu = cpu or target.jit_cpu()
         obj, self.cache_hit = cached_object(ir_text, cpu, target.host_triple(),
                                             reloc="default")
-        symbols.libcalls_for_jit(cpu)
+        libcalls_for_jit(cpu)
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
@@ -107,6 +127,33 @@ class JitModule:
 
     def address(self, symbol: str) -> int:
         return self.engine.get_function_address(symbol)
+
+
+@functools.lru_cache(maxsize=None)
+def libcalls_for_jit(cpu: str):
+    """Compile libcalls.py for this process once (per target CPU) and make its
+    routines visible to every later JIT module (llvm.add_symbol); returns the
+    engine, which the cache keeps alive: the code must stay mapped."""
+    obj, _ = cached_object(libcalls.module_ir(), cpu, target.host_triple(), reloc="default")
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    for name in libcalls.names():
+        llvm.add_symbol(name, engine.get_function_address(name))
+    return engine
+
+
+def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tuple:
+    """(object code, cache hit?) for the module, compiling with LLVM on a miss. The
+    key has the LLVM feature string the object is built with: for a host build
+    it is the host's exact set, which a VM can cut below its CPU name's."""
+    key = cache.cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
+    data = cache.load(key)
+    if data is not None:
+        return data, True
+    data = emit_object(ir_text, cpu, triple, reloc=reloc)
+    cache.store(key, data)
+    return data, False
 
 
 # llvmlite 0.50 keeps ~120-130 KB for good on every optimisation run (its pass
@@ -128,7 +175,7 @@ def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
                 reloc: str = "pic") -> bytes:
     cpu = target.host_cpu() if cpu in (None, "native") else cpu
     triple = triple or target.host_triple()
-    features = target.llvm_features(cpu)      # here: it may depend on tuning.using
+    features = llvm_features(cpu)      # here: it may depend on tuning.using
     with COMPILE_LOCK:
         _WORKER["compiles"] += 1
         if _WORKER["compiles"] <= IN_PROCESS:
@@ -148,8 +195,27 @@ def emit_here(ir_text: str, cpu: str, triple: str, features: str, reloc: str) ->
             tm.close()
 
 
+# The worker's pipe protocol: pickled tuples, each after its length (8 bytes,
+# little-endian). Both ends are this process's pipes to its own child.
+def read_message(f):
+    """The next message, or None at end of input."""
+    head = f.read(8)
+    if len(head) < 8:
+        return None
+    (n,) = struct.unpack("<Q", head)
+    body = f.read(n)
+    if len(body) < n:
+        return None
+    return pickle.loads(body)
+
+
+def write_message(f, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(struct.pack("<Q", len(data)) + data)
+    f.flush()
+
+
 def _in_worker(*request) -> bytes:
-    from .compile_worker import read_message, write_message
     proc = _WORKER["proc"]
     if proc is None or proc.poll() is not None or _WORKER["served"] >= WORKER_COMPILES:
         _stop_worker()

@@ -28,7 +28,6 @@ product and drives them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 import functools
 
 import llvmlite.ir as ir
@@ -36,8 +35,9 @@ import numpy as np
 
 from . import irutil as U
 from . import target, tuning
-from .gemm_pieces import (_c, _declare, _fn, _gep, _loop, _micro_fn, _min, _narrow_fn,
-                          _pack_fn, _pack_rows_fn, _pad, _panel_at, _vname)
+from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
+                          _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad, _panel_at,
+                          _vname)
 
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
 # a preemption) does fewer instead of holding up the product. More tasks cost
@@ -52,20 +52,6 @@ OVERRIDE: dict = {}
 DIRECT_A = None
 SPLIT = None
 NARROW = None            # False: never the narrow kernel (tests compare both paths)
-
-
-@dataclass(frozen=True)
-class Blocking:
-    vw: int          # vector lanes
-    mr: int          # micro-tile rows (broadcast elements of A)
-    nv: int          # micro-tile vectors per row: NR = nv * vw
-    kc: int
-    mc: int
-    nc: int
-
-    @property
-    def nr(self) -> int:
-        return self.nv * self.vw
 
 
 def blocking(dtype, n: int = 1 << 30, cpu: str | None = None) -> Blocking:
@@ -105,24 +91,6 @@ def describe() -> dict:
     out["GEMM tasks per thread"] = (f"{TASKS_PER_THREAD} ({TASKS_PER_THREAD_PACKING} where "
                                     "each task packs a shared operand)")
     return out
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A dot_general as a batch of strided 2-D GEMMs."""
-    dtype: np.dtype
-    batch: tuple          # ((size, lhs stride, rhs stride), ...) in output order
-    m: int
-    n: int
-    k: int
-    am: int               # element strides of A[m, k] and B[k, n]
-    ak: int
-    bk: int
-    bn: int
-
-    @property
-    def nbatch(self) -> int:
-        return int(np.prod([s for s, _, _ in self.batch], dtype=np.int64))
 
 
 def _row_strides(shape) -> list:

@@ -6,16 +6,47 @@ so one function serves every product packed the same way."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
+import numpy as np
 
 from . import irutil as U
 
-if TYPE_CHECKING:
-    from .gemm import Blocking, Plan
-
 PREFETCH_C = True        # prefetch each C tile before its k loop
+
+
+# The two descriptions the pieces are emitted for (gemm.py makes them).
+@dataclass(frozen=True)
+class Blocking:
+    vw: int          # vector lanes
+    mr: int          # micro-tile rows (broadcast elements of A)
+    nv: int          # micro-tile vectors per row: NR = nv * vw
+    kc: int
+    mc: int
+    nc: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.vw
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A dot_general as a batch of strided 2-D GEMMs."""
+    dtype: np.dtype
+    batch: tuple          # ((size, lhs stride, rhs stride), ...) in output order
+    m: int
+    n: int
+    k: int
+    am: int               # element strides of A[m, k] and B[k, n]
+    ak: int
+    bk: int
+    bn: int
+
+    @property
+    def nbatch(self) -> int:
+        return int(np.prod([s for s, _, _ in self.batch], dtype=np.int64))
 
 
 # ------------------------------------------------------------------ IR helpers

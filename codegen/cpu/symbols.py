@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 
-import jx
+from jx.errors import JxError
 
 from . import libcalls
 from .objsyms import global_symbols
@@ -23,7 +23,7 @@ from .objsyms import global_symbols
 SEEN: dict = {}          # symbol -> the first object (its role) that needed it
 
 
-class UnresolvedSymbolError(jx.JxError):
+class UnresolvedSymbolError(JxError):
     """Compiled code calls a function that nothing provides."""
 
 
@@ -64,24 +64,6 @@ def for_artifact(runtime_defined: frozenset):
     """The symbols an artifact's object may leave to be resolved at link time."""
     ours = libcalls.names() | runtime_defined
     return lambda name: name in ours or in_c_library(name)
-
-
-@functools.lru_cache(maxsize=None)
-def libcalls_for_jit(cpu: str):
-    """Compile libcalls.py for this process once (per target CPU) and make its
-    routines visible to every later JIT module (llvm.add_symbol); returns the
-    engine, which the cache keeps alive: the code must stay mapped."""
-    import llvmlite.binding as llvm
-    from .cache import cached_object
-    from .compiler import target_machine
-    from .target import host_triple
-    obj, _ = cached_object(libcalls.module_ir(), cpu, host_triple(), reloc="default")
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    for name in libcalls.names():
-        llvm.add_symbol(name, engine.get_function_address(name))
-    return engine
 
 
 def resolvable_in_process(name: str) -> bool:

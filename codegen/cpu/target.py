@@ -1,11 +1,14 @@
-"""Facts about the CPU code is built for, and the host it runs on, in one place.
+"""The CPU code is built for, by LLVM's names.
 
 A *target* is an LLVM CPU name: the host's own (the default), one named with
 `jx compile --cpu NAME`, or for jx.jit the environment variable JX_CPU. What
 the backend derives from it: the instruction-set extensions the code may use
 (the manifest lists them, the loader checks them), the widest vector register
 (the GEMM's register blocking), and, for the host, its cache sizes (the GEMM's
-cache blocking, see gemm.py).
+cache blocking, see gemm.py). The host's own facts (flags, caches, the
+extension-to-flag table) are read by jx.runtime.host; this module names them
+as LLVM does. The feature string a target machine is built with also depends on
+tuned constants, so it is made by compiler.llvm_features.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ import os
 import subprocess
 import sys
 
-import jx
+from jx.errors import JxError
+from jx.runtime import host
 
 # x86-64 levels by LLVM feature names; each includes the one before.
 _V2 = ("sse3", "ssse3", "sse4.1", "sse4.2", "popcnt")
@@ -26,7 +30,7 @@ _SPR = _ICX + ("avx512bf16", "avx512fp16")
 _ZEN4 = _ICX + ("avx512bf16",)
 
 # The 64-bit CPUs LLVM knows, each with the extensions its code may use (those
-# the loader can check; see jx.runtime.cpu.X86_FLAGS). Names not listed here
+# the loader can check; see jx.runtime.host.X86_FLAGS). Names not listed here
 # are refused: they are 32-bit CPUs or unknown to LLVM.
 CPUS = {
     "x86-64": (), "generic": (), "k8": (), "athlon64": (), "athlon-fx": (), "opteron": (),
@@ -62,7 +66,7 @@ CPUS = {
 }
 
 
-class UnknownCpuError(jx.JxError, ValueError):
+class UnknownCpuError(JxError, ValueError):
     """A CPU name LLVM cannot build 64-bit x86 code for."""
 
 
@@ -150,94 +154,26 @@ def features(cpu: str) -> frozenset:
 
 def required_features(cpu: str) -> list:
     """The extensions the loader must find on the running CPU, by LLVM name."""
-    from jx.runtime.cpu import X86_FLAGS
-    return sorted(f for f in features(cpu) if f in X86_FLAGS)
+    return sorted(f for f in features(cpu) if f in host.X86_FLAGS)
 
 
 def runnable_here(cpu: str) -> str | None:
     """None if this host can run code built for `cpu`, else why not."""
-    from jx.runtime.cpu import missing
     if cpu == host_cpu():
         return None
-    lacking = missing(required_features(cpu))
+    lacking = host.missing(required_features(cpu))
     return f"this CPU lacks {', '.join(lacking)}" if lacking else None
 
 
 def vector_bytes(cpu: str) -> int:
     """The widest vector register code for `cpu` has: 64 (AVX-512), 32 (AVX), 16."""
-    f = features(cpu)
-    if "avx512f" in f:
-        return 64
-    return 32 if "avx" in f else 16
+    return host.vector_bytes(features(cpu))
 
 
-def llvm_features(cpu: str) -> str:
-    """The feature string for LLVM's target machine: the host's exact set for the
-    host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
-    defaults otherwise. On AVX-512 CPUs the loop vectoriser's preferred width is
-    set explicitly (Intel's tunings default to 256 bits, against clock drops on old
-    parts): for the host as measured there (tuning "vector_bits"), else 512."""
-    from . import tuning
-    if cpu == host_cpu():
-        feats = _llvm().get_host_cpu_features().flatten()
-    else:
-        feats = ""
-    if "avx512f" in features(cpu):
-        bits = tuning.value("vector_bits") if cpu == host_cpu() else 512
-        feats = (feats + "," if feats else "") + ("+" if bits == 256 else "-") + \
-            "prefer-256-bit"
-    return feats
-
-
-@functools.lru_cache(maxsize=None)
-def _sysfs_caches() -> tuple:
-    """The host's data (or unified) caches as sysfs describes cpu0's: dicts with
-    level, size (bytes), sharers (CPUs sharing it), sets and ways (0 if unknown)."""
-    root = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        entries = sorted(os.listdir(root))
-    except OSError:
-        return ()
-
-    def field(entry, name, default=None):
-        try:
-            with open(os.path.join(root, entry, name)) as f:
-                return f.read().strip()
-        except OSError:
-            return default
-
-    caches = []
-    for entry in entries:
-        try:
-            text = field(entry, "size")
-            size = int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[text[-1]] \
-                if text[-1] in "KMG" else int(text)
-            cache = {"level": int(field(entry, "level")), "size": size,
-                     "sharers": _count_cpus(field(entry, "shared_cpu_list")),
-                     "sets": int(field(entry, "number_of_sets", "0")),
-                     "ways": int(field(entry, "ways_of_associativity", "0"))}
-        except (TypeError, ValueError, IndexError):
-            continue
-        if field(entry, "type") in ("Data", "Unified"):
-            caches.append(cache)
-    return tuple(caches)
-
-
-def l1_geometry() -> tuple:
-    """(sets, ways) of the host's L1 data cache; (64, 8) where sysfs does not say."""
-    for c in _sysfs_caches():
-        if c["level"] == 1 and c["sets"] > 0 and c["ways"] > 0:
-            return c["sets"], c["ways"]
-    return 64, 8
-
-
-def cache_sizes() -> dict:
-    """The host's per-core data cache sizes in bytes {1: L1d, 2: L2, 3: L3 share}, read
-    from sysfs; conservative defaults where they cannot be read."""
-    sizes = {1: 32 << 10, 2: 1 << 20, 3: 2 << 20}
-    for c in _sysfs_caches():
-        sizes[c["level"]] = c["size"] // max(1, c["sharers"]) if c["level"] >= 3 else c["size"]
-    return sizes
+# The host's caches, as host.py reads them (names here so that a test can play
+# another host's caches for everything code generation derives from them).
+l1_geometry = host.l1_geometry
+cache_sizes = host.cache_sizes
 
 
 def describe() -> dict:
@@ -247,10 +183,3 @@ def describe() -> dict:
     return {"LLVM CPU": host_cpu(), "vector registers": f"{vector_bytes(host_cpu()) * 8}-bit",
             "caches per core": f"L1d {kib(c[1])}, L2 {kib(c[2])}, L3 share {kib(c[3])}"}
 
-
-def _count_cpus(spec: str) -> int:
-    n = 0
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        n += int(hi or lo) - int(lo) + 1
-    return n

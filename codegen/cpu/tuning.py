@@ -21,11 +21,14 @@ import contextlib
 import os
 import threading
 
-import jx
-from jx.runtime.cpu import model_name
+from jx.errors import JxError
+from jx.runtime.host import model_name
+from jx.runtime.store import read_record, record_path, save_record
+from jx.version import __version__
 
-from .cache import cache_dir, read_json, write_json
+from . import parallel, target
 
+FILE = "tuning.json"      # in jx's cache folder, beside the machine limits
 VERSION = 1               # bump when a probe changes meaning: cached records re-measure
 
 DEFAULTS = {
@@ -85,7 +88,7 @@ def mode() -> str:
     """JX_TUNE: 'auto' (measure at the first compile; the default) or 'off'."""
     m = os.environ.get("JX_TUNE", "auto").strip().lower() or "auto"
     if m not in ("auto", "off"):
-        raise jx.JxError(f"JX_TUNE={m!r} is not a tuning mode; use 'auto' (measure the "
+        raise JxError(f"JX_TUNE={m!r} is not a tuning mode; use 'auto' (measure the "
                          "host once, at the first compile) or 'off' (built-in defaults)")
     return m
 
@@ -93,24 +96,23 @@ def mode() -> str:
 def fingerprint() -> str:
     """What the measurements depend on: the CPU, its caches, the threads the
     runtime uses, and the code that is measured."""
-    from . import parallel, target
     caches = target.cache_sizes()
     return "|".join([
         model_name(), target.host_cpu(), ",".join(sorted(target.host_features())),
         ",".join(f"L{k}={v}" for k, v in sorted(caches.items())),
         "x".join(map(str, target.l1_geometry())),
-        f"threads={parallel.num_threads() or 1}", f"jx {jx.__version__}", f"v{VERSION}"])
+        f"threads={parallel.num_threads() or 1}", f"jx {__version__}", f"v{VERSION}"])
 
 
 def path() -> str:
-    return os.path.join(cache_dir(), "tuning.json")
+    return record_path(FILE)
 
 
 def record() -> dict | None:
     """This host's measured record ({'values', 'measured', 'seconds'}), or None."""
     with _lock:
         if not _state["read"]:
-            rec = read_json(path()).get(fingerprint())
+            rec = read_record(FILE, fingerprint())
             ok = isinstance(rec, dict) and isinstance(rec.get("values"), dict) and \
                 set(rec["values"]) <= set(DEFAULTS)
             _state["record"], _state["read"] = (rec if ok else None), True
@@ -120,9 +122,7 @@ def record() -> dict | None:
 def save(rec: dict) -> None:
     """Store this host's record (atomically: concurrent first compiles may race)."""
     with _lock:
-        data = read_json(path())
-        data[fingerprint()] = rec
-        write_json(path(), data)    # a read-only cache: the values still hold here
+        save_record(FILE, fingerprint(), rec)  # read-only: the values hold here
         _state["record"], _state["read"] = rec, True
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 
-import jx
 from jx.runtime import manifest as manifest_mod, treespec
 from jx.runtime.abi import ABI_VERSION, entry_symbol
 from jx.runtime.cuda import SUFFIX, manifest_text
+from jx.version import __version__
 
 from jx.codegen.cpu.artifact import _leaves
 
@@ -39,7 +39,7 @@ def build_module(name: str, entries: list, arch: str) -> tuple:
             "out_tree": treespec.encode(e.out_tree),
             "plan": plan_program(gm, e.program, consts)})
     ptx = compile_ptx(str(gm.module), arch)
-    manifest = {"abi_version": ABI_VERSION, "jx_version": jx.__version__, "target": TRIPLE,
+    manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": TRIPLE,
                 "cpu": arch, "target_kind": "cuda", "consts": consts.manifest(),
                 "entries": records}
     return ptx, manifest

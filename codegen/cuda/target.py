@@ -10,13 +10,13 @@ import tempfile
 
 import llvmlite.binding as llvm
 
-import jx
+from jx.errors import JxError
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_80"
 
 
-class PtxError(jx.JxError):
+class PtxError(JxError):
     """PTX generation or assembly failed (a backend bug or an unsupported --arch)."""
 
 
