@@ -28,7 +28,6 @@ product and drives them.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import llvmlite.ir as ir
 import numpy as np

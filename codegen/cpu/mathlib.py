@@ -55,8 +55,6 @@ inputs per function and dtype.
 """
 from __future__ import annotations
 
-import functools
-
 from fractions import Fraction
 
 import llvmlite.ir as ir
