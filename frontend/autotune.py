@@ -72,13 +72,20 @@ def _difference(slow, fast, args) -> float:
 
 
 def _build(fun, args, **pinned):
-    """fun compiled with the tuned constants `pinned`."""
-    import jx
+    """fun compiled with the tuned constants `pinned`, called on flat arrays.
+
+    Staged and compiled directly rather than through jx.jit: jx.jit asks this
+    module for the tuning at its first compile, so using it here would make the
+    two import each other."""
     from jx.codegen.cpu import tuning
-    jitted = jx.jit(fun)
-    with tuning.using(**pinned):
-        jitted(*args)                              # compiles under the pinned values
-    return jitted
+    from jx.codegen.cpu.jit import CompiledFunction
+
+    from .staging import stage
+    with tuning.using(**pinned):                   # compiles under the pinned values
+        compiled = CompiledFunction(stage(fun, args).program,
+                                    getattr(fun, "__name__", "fn"))
+    compiled(*args)
+    return compiled
 
 
 def _probe(fun, args, **pinned) -> float:

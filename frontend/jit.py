@@ -12,9 +12,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import tree
-from .api import leaf_aval, merge_static, split_static, trace_pytree, _static_key
+from .api import leaf_aval, merge_static, split_static, _static_key
 from .core import Tracer
 from .errors import MaskedArrayError, reject_masked
+from .staging import stage
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
 # scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array).
@@ -61,14 +62,11 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
             from jx.codegen.cpu.jit import CompiledFunction
             from .autotune import ensure
             ensure()                 # the host's tuned constants, measured at first use
-        from jx.passes.fuse import fuse
-        from jx.passes.pipeline import run
-        graph, consts = trace_pytree(fun, args, kwargs, static_argnums)
-        graph = run(graph, check=False)
-        program = fuse(graph)
+        staged = stage(fun, args, kwargs, static_argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
-        compiled = _Compiled(CompiledFunction(program, name), graph.out_tree, graph, program)
+        compiled = _Compiled(CompiledFunction(staged.program, name), staged.out_tree,
+                             staged.graph, staged.program)
         cache[key] = compiled
         return compiled
 
@@ -120,7 +118,4 @@ def _symbol(fun) -> str:
 
 def _lower(fun, static_argnums, args, kwargs):
     """The fused program jit would compile for these arguments (for inspection)."""
-    from jx.passes.fuse import fuse
-    from jx.passes.pipeline import run
-    graph, _ = trace_pytree(fun, args, kwargs, static_argnums)
-    return fuse(run(graph))
+    return stage(fun, args, kwargs, static_argnums, check=True).program

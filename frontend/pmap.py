@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import os
-import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -38,43 +38,12 @@ import numpy as np
 from . import tree
 from .core import Tracer, get_aval
 from .errors import JxError
+from .lax.collectives import axis_bound, axis_frame, lookup_axis  # noqa: F401  (re-exported)
+from .staging import stage
+from .vmap import mapped_size, vmap
 
 # ---------------------------------------------------------------- axis environment
-
-_ENV = threading.local()
-
-
-def _frames() -> list:
-    if not hasattr(_ENV, "frames"):
-        _ENV.frames = []
-    return _ENV.frames
-
-
-@contextlib.contextmanager
-def axis_frame(name, size: int, index):
-    """Bind axis `name` (of `size` devices, this device's position `index`)."""
-    frames = _frames()
-    frames.append((name, int(size), index))
-    try:
-        yield
-    finally:
-        frames.pop()
-
-
-def lookup_axis(name, what: str) -> tuple:
-    """(size, index value) of the innermost binding of axis `name`."""
-    if isinstance(name, (tuple, list)):
-        raise JxError(f"{what}: give one axis name here, got {name!r}")
-    for n, size, index in reversed(_frames()):
-        if n == name:
-            return size, index
-    bound = [repr(n) for n, _, _ in _frames()]
-    where = (f"the axes bound here are {', '.join(bound)}" if bound else
-             "no axis is bound here: it is called outside any jx.pmap / jx.vmap "
-             "with an axis_name")
-    raise JxError(f"{what}: unbound axis name {name!r} ({where}). Collectives run inside "
-                  f"jx.pmap(f, axis_name={name!r}) or jx.vmap(f, axis_name={name!r}); "
-                  "check the spelling of the axis name.")
+# (kept in jx.lax.collectives, which reads it; bound here and by jx.vmap)
 
 
 @contextlib.contextmanager
@@ -98,27 +67,6 @@ def bind_axis(axis_name, size: int, index):
         raise JxError(f"bind_axis({axis_name!r}): size must be positive, got {size}")
     with axis_frame(axis_name, size, index):
         yield
-
-
-def axis_bound(f: Callable, axis_name, axis_size: int) -> Callable:
-    """g(index, *args) = f(*args) with `axis_name` bound to the traced `index`;
-    vmap traces g instead of f, with index = arange(axis_size) mapped at 0."""
-    def g(index, *args, **kwargs):
-        with axis_frame(axis_name, axis_size, index):
-            return f(*args, **kwargs)
-    g.__name__ = getattr(f, "__name__", "mapped")
-    return g
-
-
-def named_axis(f: Callable, axis_name, axis_size: int, leaves: Sequence) -> tuple:
-    """What vmap traces for `axis_name`: (function, extra leading abstract args,
-    their values, their batch dims); nothing extra when axis_name is None."""
-    if axis_name is None:
-        return f, (), [], []
-    from .api import ShapeDtypeStruct
-    from jx.passes.zeros import stage_like
-    index = stage_like(np.arange(axis_size, dtype=np.int32), list(leaves))
-    return axis_bound(f, axis_name, axis_size), (ShapeDtypeStruct((), np.int32),), [index], [0]
 
 
 # ---------------------------------------------------------------- devices and processes
@@ -284,7 +232,7 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             except AttributeError:
                 step = None
             if step is not None and len(step.dims) == len(args):
-                from jx.codegen.cpu.collectives import run_step
+                from jx.codegen.cpu.pmap import run_step
                 return run_step(step, args, out_axes)
         if kwargs:
             raise JxError("pmap: pass arguments positionally (keyword arguments are not "
@@ -297,7 +245,6 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         dims = _in_dims(axes, dyn)
         leaves = tree.tree_leaves(tuple(dyn))
         sizes = {_shape(x)[d] for x, d in zip(leaves, dims) if d is not None}
-        from .vmap import mapped_size      # (vmap imports this module: import late)
         n = mapped_size(sizes, axis_size, "pmap",
                         "the same leading size (one slice per device)")
         if backend == "cuda":
@@ -323,16 +270,15 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
                 raise JxError(f"pmap over {process_count()} MPI processes cannot run {why}: "
                               "call the pmapped function at top level on NumPy arrays "
                               "(put jit/grad inside the mapped function)")
-            from .vmap import vmap
             return vmap(fixed, in_axes=tuple(axes) if isinstance(axes, list) else axes,
                         out_axes=out_axes, axis_name=name)(*dyn)
-        from jx.codegen.cpu.collectives import compile_step, run_step
+        from jx.codegen.cpu.pmap import run_step
         key = (tuple(sorted((i, _hashable(v)) for i, v in static.items())),
                tree.tree_structure(tuple(dyn)),
                tuple((get_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)), n)
         step = cache.get(key)
         if step is None:
-            step = cache[key] = compile_step(fixed, name, dyn, dims, n)
+            step = cache[key] = _compile_cpu(fixed, name, dyn, dims, n)
             if all(type(a) is np.ndarray for a in args) and not static and in_axes == 0:
                 fast[tuple((a.shape, a.dtype) for a in args)] = step
         return run_step(step, leaves, out_axes)
@@ -347,6 +293,39 @@ def _shape(x) -> tuple:
         else get_aval(x).shape
 
 
+def _stage_device(fn, axis_name, size: int, in_avals, dims, treedef) -> tuple:
+    """(Staged, shard avals): fn traced for one device of the `size` devices of
+    `axis_name` (bound to the device index, a traced int32 first input) on its
+    shards (in_avals without their mapped dims), through the pipeline, fused."""
+    from .api import ShapeDtypeStruct
+    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
+             for a, d in zip(in_avals, dims)]
+    staged = stage(axis_bound(fn, axis_name, size), (ShapeDtypeStruct((), np.int32),) +
+                   tuple(tree.unflatten(treedef, shard)), name="pmap")
+    assert not staged.consts
+    return staged, shard
+
+
+def _compile_cpu(fn, axis_name, args, dims, n: int):
+    """The per-device program of n local devices (of every process's, under MPI),
+    staged here and compiled by the CPU backend."""
+    from jx.codegen.cpu.pmap import compile_step
+
+    from .api import leaf_aval
+    comm = mpi_comm()
+    ranks, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
+    leaves, treedef = tree.flatten(tuple(args))
+    in_avals = [leaf_aval(x) for x in leaves]
+    staged, shard = _stage_device(fn, axis_name, n * ranks, in_avals, dims, treedef)
+    name = "pmap_" + "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "f"))
+    # what the MPI ranks compare before running: a mismatch errors instead of hanging
+    sig = (f"{n} local devices, inputs ({', '.join(f'{s.aval}@{d}' for s, d in zip(shard, dims))})"
+           f", program {hashlib.sha256(str(staged.graph).encode()).hexdigest()[:12]}")
+    return compile_step(staged.program, name, in_avals=in_avals, dims=dims,
+                        out_avals=staged.graph.out_avals, out_tree=staged.out_tree, n=n,
+                        rank=rank, signature=sig, comm=comm)
+
+
 def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
     """One GPU per process: each process maps its own slice (leading size 1) and
     the collectives span the processes through NCCL (codegen/cuda/pmap.py)."""
@@ -355,7 +334,7 @@ def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
         raise JxError(f"pmap(backend='cuda') maps one slice per process (its GPU), got a "
                       f"mapped axis of size {n}; start one process per GPU (mpiexec -n "
                       f"{n}) and give each its own slice")
-    from jx.codegen.cuda.pmap import compile_step, run_step
+    from jx.codegen.cuda.pmap import compile_step, run_step, world_size
 
     def fixed(*d):
         return f(*merge_static(static, d, len(args)))
@@ -367,7 +346,11 @@ def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
            tuple((leaf_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)))
     step = cache.get(key)
     if step is None:
-        step = cache[key] = compile_step(fixed, name, dyn, dims)
+        size = world_size()
+        flat, treedef = tree.flatten(tuple(dyn))
+        staged, _ = _stage_device(fixed, name, size, [leaf_aval(x) for x in flat], dims,
+                                  treedef)
+        step = cache[key] = compile_step(staged.program, staged.out_tree, dims, size)
     return run_step(step, leaves, out_axes)
 
 

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Callable, Sequence
+
+import numpy as np
 
 from . import tree
 from .api import trace_pytree
 from .core import get_aval
 from .errors import JxError
+from .lax.collectives import axis_bound
 from .numpy._util import canonical_axis
 
 
@@ -30,6 +33,17 @@ def mapped_size(sizes: set, axis_size, what: str, same: str) -> int:
         raise JxError(f"{what}: mapped axes have different sizes {sorted(sizes)}; every "
                       f"mapped argument needs {same}")
     return sizes.pop()
+
+
+def named_axis(f: Callable, axis_name, axis_size: int, leaves: Sequence) -> tuple:
+    """What vmap traces for `axis_name`: (function, extra leading abstract args,
+    their values, their batch dims); nothing extra when axis_name is None."""
+    if axis_name is None:
+        return f, (), [], []
+    from .api import ShapeDtypeStruct
+    from jx.passes.zeros import stage_like
+    index = stage_like(np.arange(axis_size, dtype=np.int32), list(leaves))
+    return axis_bound(f, axis_name, axis_size), (ShapeDtypeStruct((), np.int32),), [index], [0]
 
 
 def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
@@ -69,7 +83,7 @@ def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
         n = mapped_size(sizes, axis_size, "vmap", "the same batch size")
         abstract = tree.unflatten(tree.tree_structure(tuple(args)),
                                   [_strip_axis(x, d) for x, d in zip(leaves, canon)])
-        from .pmap import named_axis    # f, or f with the axis index as a first input
+        # f, or f with the axis index as a first input
         fun, pre, pre_vals, pre_dims = named_axis(f, axis_name, n, leaves)
         graph, consts = trace_pytree(fun, pre + abstract, name="vmap")
         outs, odims = vmap_eval(graph, list(consts) + pre_vals + leaves,

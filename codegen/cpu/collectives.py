@@ -1,5 +1,5 @@
-"""jx.pmap on the CPU: collective kernels, the per-device program, the launch,
-and the MPI hooks.
+"""jx.pmap on the CPU: collective kernels, the launch and the MPI hooks (the
+per-device program is compiled and run by pmap.py).
 
 Kernels. psum/pmax/pmin, all_gather, ppermute and all_to_all are opaque kernels
 calling the C runtime (cruntime/jx_collectives.c, built into the same library
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import os
 import threading
 
 import llvmlite.ir as ir
 import numpy as np
 
-from jx import tree
 from jx.errors import JxError, MissingRuleError
 from jx.runtime.entry import _data_ptr as data_ptr
 
@@ -241,118 +239,3 @@ def install_mpi(comm) -> None:
     api.rank, api.size = comm.Get_rank(), comm.Get_size()
     runtime().jx_use_mpi(ctypes.byref(api))
     _installed["comm"] = comm
-
-
-def _agree(comm, signature: str) -> None:
-    """Every rank must run the same per-device program on the same shapes: compare a
-    hash of it first, so a mismatch is an error on every rank, not a hang or garbage."""
-    mine = np.frombuffer(hashlib.sha256(signature.encode()).digest()[:8], np.int64).copy()
-    every = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(mine, every)
-    if (every == every[0]).all():
-        return
-    texts = comm.allgather(signature)
-    lines = "\n".join(f"  rank {r}: {t}" for r, t in enumerate(texts))
-    raise CollectiveError("pmap: the MPI ranks disagree on what to run (every process must "
-                          "call the pmapped function with the same shapes, dtypes and static "
-                          f"arguments, in the same order):\n{lines}")
-
-
-# ---------------------------------------------------------------- pmap
-
-class Step:
-    """One compiled per-device program, with what a call needs precomputed."""
-
-    def __init__(self, compiled, graph, in_avals, dims, out_tree, n, rank, signature):
-        self.compiled = compiled          # keeps the JIT module (and the entry) alive
-        self.entry = ctypes.cast(compiled.fn, ctypes.c_void_p).value
-        self.in_avals, self.dims, self.n = in_avals, dims, n
-        self.out_avals = graph.out_avals
-        self.out_tree = out_tree
-        self.signature = signature
-        self.agreed = False               # ranks compared signatures at least once
-        dev = np.arange(n, dtype=np.uintp)
-        self.index = np.arange(rank * n, (rank + 1) * n, dtype=np.int32)
-        self.in_steps = [None if d is None else dev * np.uintp(a.size // max(a.shape[d], 1)
-                                                                * a.dtype.itemsize)
-                         for a, d in zip(in_avals, dims)]
-        self.out_steps = [dev * np.uintp(a.size * a.dtype.itemsize) for a in self.out_avals]
-        self._index_ptrs = data_ptr(self.index) + 4 * dev
-        # pointer tables not in use: a call owns the pair it takes, so calls from
-        # several threads never overwrite each other's pointers
-        self._tables: list = []
-
-    def take_tables(self) -> tuple:
-        """(in_table, out_table) for one call; give them back with give_tables."""
-        try:
-            return self._tables.pop()
-        except IndexError:
-            in_table = np.empty((self.n, 1 + len(self.in_avals)), np.uintp)
-            in_table[:, 0] = self._index_ptrs
-            return in_table, np.empty((self.n, max(1, len(self.out_avals))), np.uintp)
-
-    def give_tables(self, tables: tuple) -> None:
-        self._tables.append(tables)
-
-
-def compile_step(fn, axis_name, args, dims, n: int) -> Step:
-    """Trace fn per device (the axis bound to its index), fuse and compile it."""
-    from jx.api import ShapeDtypeStruct, leaf_aval, trace_pytree
-    from jx.passes.fuse import fuse
-    from jx.passes.pipeline import run
-    from jx.pmap import axis_bound, mpi_comm
-
-    from .jit import CompiledFunction
-    comm = mpi_comm()
-    ranks, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
-    leaves, treedef = tree.flatten(tuple(args))
-    in_avals = [leaf_aval(x) for x in leaves]
-    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
-             for a, d in zip(in_avals, dims)]
-    g = axis_bound(fn, axis_name, n * ranks)
-    graph, consts = trace_pytree(g, (ShapeDtypeStruct((), np.int32),) +
-                                 tuple(tree.unflatten(treedef, shard)), name="pmap")
-    assert not consts
-    out_tree = graph.out_tree
-    graph = run(graph, check=False)
-    name = "pmap_" + "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "f"))
-    compiled = CompiledFunction(fuse(graph), name)
-    sig = (f"{n} local devices, inputs ({', '.join(f'{s.aval}@{d}' for s, d in zip(shard, dims))})"
-           f", program {hashlib.sha256(str(graph).encode()).hexdigest()[:12]}")
-    return Step(compiled, graph, in_avals, list(dims), out_tree, n, rank, sig)
-
-
-def run_step(step: Step, leaves, out_axes):
-    """Run one pmap step on the flat argument leaves (concrete arrays)."""
-    from jx.pmap import mpi_comm
-    comm = mpi_comm()
-    if comm is not None:
-        install_mpi(comm)
-        if not step.agreed or os.environ.get("JX_MPI_CHECK", "1") != "0":
-            _agree(comm, step.signature)
-            step.agreed = True
-    n = step.n
-    tables = in_table, out_table = step.take_tables()
-    keep = []
-    for k, (x, d, aval, offs) in enumerate(zip(leaves, step.dims, step.in_avals,
-                                               step.in_steps), start=1):
-        if type(x) is not np.ndarray or x.dtype != aval.dtype or not x.flags.c_contiguous \
-                or (d is not None and d != 0):
-            x = np.asarray(x, dtype=aval.dtype)
-            x = np.ascontiguousarray(x if d in (None, 0) else np.moveaxis(x, d, 0))
-            keep.append(x)
-        in_table[:, k] = data_ptr(x) if offs is None else data_ptr(x) + offs
-    outs = [np.empty((n,) + a.shape, a.dtype) for a in step.out_avals]
-    for k, (o, offs) in enumerate(zip(outs, step.out_steps)):
-        out_table[:, k] = data_ptr(o) + offs
-    try:
-        launch(step.entry, n, in_table, out_table)
-    finally:
-        step.give_tables(tables)
-    del keep
-    if out_axes == 0:
-        return tree.unflatten(step.out_tree, outs)
-    spec = tree.broadcast_prefix(out_axes, tree.unflatten(step.out_tree, outs))
-    final = [o[0] if a is None else np.moveaxis(o, 0, a % o.ndim) if a else o
-             for o, a in zip(outs, spec)]
-    return tree.unflatten(step.out_tree, final)

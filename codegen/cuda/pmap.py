@@ -1,9 +1,9 @@
 """jx.pmap(f, backend="cuda"): one process per GPU, collectives through NCCL.
 
-Each process maps its local slice (leading size 1: its one GPU). The per-device
-program is traced with the axis bound to the device's rank over the whole NCCL
-world, compiled like jx.jit(backend="cuda"), and its collective steps run
-through runtime/nccl.py.
+Each process maps its local slice (leading size 1: its one GPU). jx.pmap traces
+the per-device program with the axis bound to the device's rank over the whole
+NCCL world (world_size) and fuses it; here it is compiled like
+jx.jit(backend="cuda"), and its collective steps run through runtime/nccl.py.
 """
 from __future__ import annotations
 
@@ -17,27 +17,20 @@ class CudaStep:
         self.compiled, self.out_tree, self.dims, self.size = compiled, out_tree, dims, size
 
 
-def compile_step(fn, axis_name, args, dims) -> CudaStep:
-    from jx.api import ShapeDtypeStruct, trace_pytree
-    from jx.passes.fuse import fuse
-    from jx.passes.pipeline import run
-    from jx.pmap import axis_bound
+def world_size() -> int:
+    """The number of devices (processes, one GPU each) of the NCCL world: the size
+    jx.pmap binds the axis to while staging the per-device program."""
     from jx.runtime.cuda import import_cupy
     from jx.runtime.nccl import world
-
-    from .jit import CompiledFunction, leaf_aval
     cp = import_cupy("jx.pmap(..., backend='cuda')")
     _, _, size, _ = world(cp)
-    leaves, treedef = tree.flatten(tuple(args))
-    avals = [leaf_aval(x) for x in leaves]
-    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
-             for a, d in zip(avals, dims)]
-    g = axis_bound(fn, axis_name, size)
-    graph, consts = trace_pytree(g, (ShapeDtypeStruct((), np.int32),) +
-                                 tuple(tree.unflatten(treedef, shard)), name="pmap")
-    assert not consts
-    out_tree = graph.out_tree
-    program = fuse(run(graph, check=False))
+    return size
+
+
+def compile_step(program, out_tree, dims, size: int) -> CudaStep:
+    """Compile the fused per-device program jx.pmap staged (its first input is the
+    device index, then this rank's shards along dims) like jx.jit(backend="cuda")."""
+    from .jit import CompiledFunction
     return CudaStep(CompiledFunction(program, "pmap"), out_tree, list(dims), size)
 
 

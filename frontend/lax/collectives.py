@@ -3,8 +3,19 @@
 Each works inside a function mapped with `jx.pmap(f, axis_name=...)` or
 `jx.vmap(f, axis_name=...)` and names the axis it combines over; a name that is
 not bound raises an error naming it. Array arguments may be pytrees.
+
+The axis environment lives here, beside the collectives that read it: while a
+mapped function is traced, each named axis is bound to (size, index value),
+where the index is a traced int32 scalar the collectives take as an operand (see
+prims/collectives.py for why). jx.pmap and jx.vmap bind it (axis_frame,
+axis_bound); keeping it at this layer lets both, and the collectives, share it
+without importing each other.
 """
 from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable
 
 import numpy as np
 
@@ -12,8 +23,57 @@ from .. import tree
 from ..core import Tracer
 from ..errors import JxError
 from ..numpy import _util as U
-from ..pmap import lookup_axis
 from ..prims import collectives as C
+
+# ---------------------------------------------------------------- axis environment
+
+_ENV = threading.local()
+
+
+def _frames() -> list:
+    if not hasattr(_ENV, "frames"):
+        _ENV.frames = []
+    return _ENV.frames
+
+
+@contextlib.contextmanager
+def axis_frame(name, size: int, index):
+    """Bind axis `name` (of `size` devices, this device's position `index`)."""
+    frames = _frames()
+    frames.append((name, int(size), index))
+    try:
+        yield
+    finally:
+        frames.pop()
+
+
+def lookup_axis(name, what: str) -> tuple:
+    """(size, index value) of the innermost binding of axis `name`."""
+    if isinstance(name, (tuple, list)):
+        raise JxError(f"{what}: give one axis name here, got {name!r}")
+    for n, size, index in reversed(_frames()):
+        if n == name:
+            return size, index
+    bound = [repr(n) for n, _, _ in _frames()]
+    where = (f"the axes bound here are {', '.join(bound)}" if bound else
+             "no axis is bound here: it is called outside any jx.pmap / jx.vmap "
+             "with an axis_name")
+    raise JxError(f"{what}: unbound axis name {name!r} ({where}). Collectives run inside "
+                  f"jx.pmap(f, axis_name={name!r}) or jx.vmap(f, axis_name={name!r}); "
+                  "check the spelling of the axis name.")
+
+
+def axis_bound(f: Callable, axis_name, axis_size: int) -> Callable:
+    """g(index, *args) = f(*args) with `axis_name` bound to the traced `index`;
+    vmap traces g instead of f, with index = arange(axis_size) mapped at 0."""
+    def g(index, *args, **kwargs):
+        with axis_frame(axis_name, axis_size, index):
+            return f(*args, **kwargs)
+    g.__name__ = getattr(f, "__name__", "mapped")
+    return g
+
+
+# ---------------------------------------------------------------- collectives
 
 
 def _names(axis_name) -> tuple:

@@ -1,0 +1,35 @@
+"""Staging: a Python function -> traced graph -> pass pipeline -> fused program.
+
+The one place the API layer (jx.jit, jx.pmap for CPU and CUDA alike, the
+autotuner's probes) turns a function into what a backend compiles. A backend
+(jx.codegen.*) receives the fused program and returns compiled code: it never
+traces or runs passes itself, so it needs nothing from the layers above it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .api import trace_pytree
+
+
+@dataclass(frozen=True)
+class Staged:
+    graph: object        # the graph after the pass pipeline (inspection, signatures)
+    program: object      # the fused program a backend compiles
+    out_tree: object     # rebuilds the function's result from the flat outputs
+    consts: list         # tracers captured from an enclosing trace (leading inputs)
+
+
+def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
+          static_argnums: Sequence[int] = (), name: str | None = None,
+          check: bool = False) -> Staged:
+    """Trace fun on abstract versions of args, run the pass pipeline (verifying
+    after each stage when `check`) and fuse."""
+    # the passes load on the first compile, not with `import jx`
+    from jx.passes.fuse import fuse
+    from jx.passes.pipeline import run
+    graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
+    out_tree = graph.out_tree
+    graph = run(graph, check=check)
+    return Staged(graph, fuse(graph), out_tree, consts)
