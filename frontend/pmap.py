@@ -340,16 +340,14 @@ def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
         return f(*merge_static(static, d, len(args)))
     fixed.__name__ = getattr(f, "__name__", "mapped")
     from jx.codegen.cuda.jit import leaf_aval
-    leaves = tree.tree_leaves(tuple(dyn))
-    key = ("cuda", tuple(sorted((i, _hashable(v)) for i, v in static.items())),
-           tree.tree_structure(tuple(dyn)),
-           tuple((leaf_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)))
+    leaves, treedef = tree.flatten(tuple(dyn))
+    avals = [leaf_aval(x) for x in leaves]
+    key = ("cuda", tuple(sorted((i, _hashable(v)) for i, v in static.items())), treedef,
+           tuple((a.strip_weak(), d) for a, d in zip(avals, dims)))
     step = cache.get(key)
     if step is None:
         size = world_size()
-        flat, treedef = tree.flatten(tuple(dyn))
-        staged, _ = _stage_device(fixed, name, size, [leaf_aval(x) for x in flat], dims,
-                                  treedef)
+        staged, _ = _stage_device(fixed, name, size, avals, dims, treedef)
         step = cache[key] = compile_step(staged.program, staged.out_tree, dims, size)
     return run_step(step, leaves, out_axes)
 
