@@ -1,8 +1,8 @@
 """Allreduce bandwidth of jx.pmap's psum: local devices (threads in shared memory)
 and MPI ranks, against MPI's own allreduce (mpi4py) in the same run.
 
-    python benchmarks/allreduce.py [--sizes 1e3,1e5,1e6,1e7] [--devices 2,4]
-    mpirun -n 2 python benchmarks/allreduce.py          # + jx over ranks vs mpi4py
+    jx bench --suite allreduce                      # local devices
+    mpirun -n 2 jx bench --suite allreduce          # + jx over ranks vs mpi4py
 
 For each message size (float32 elements per device) it reports the time of one
 allreduce and its bus bandwidth, 2 (n - 1) / n * bytes / time (the nccl-tests
@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import jx  # noqa: E402
-from jx import lax  # noqa: E402
+import jx
+from jx import lax
 
 
 def timed(call, min_time: float, comm=None) -> float:
@@ -125,6 +122,3 @@ def main(argv=None):
         print(HEADER)
         print("\n".join(lines))
 
-
-if __name__ == "__main__":
-    main()

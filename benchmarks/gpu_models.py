@@ -1,6 +1,6 @@
 """Model-level GPU timings: the MLP SGD step, the attention block and per-example
 gradients under jx.jit(backend="cuda") against JAX on the same GPU
-(python -m benchmarks.gpu_models). Needs CuPy, a GPU and JAX."""
+(`jx bench --target cuda --suite models`). Needs CuPy, a GPU and JAX."""
 from __future__ import annotations
 
 import os
@@ -68,6 +68,3 @@ def main() -> int:
          load_model_with_jax(train.__file__).per_example_grads, (w, b, xs, ys))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -312,17 +312,30 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
                   metavar="DIR", help="The suite: folder for results.md and results.json "
                                       "(default: the benchmarks/ folder).")
+    @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce"]),
+                  default="kernels", show_default=True,
+                  help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
+                       "with --target cuda), models (whole model steps on the GPU, with "
+                       "--target cuda), allreduce (pmap's psum against MPI; run under "
+                       "mpirun for ranks).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
                   help="The suite: time every engine quiet, then with N cores kept busy by "
                        "spinning processes; report the slowdowns (results-busy.md/.json).")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick, out_dir, busy):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
+        if suite == "allreduce":
+            raise SystemExit(_sub("allreduce").main(
+                ["--min-time", str(min_time)] if min_time is not None else []))
+        if suite == "models" and target != "cuda":
+            raise CliError("--suite models times model steps on the GPU: add --target cuda")
         if target == "cuda":
-            # the GPU suite: fused kernels vs JAX on the GPU and the device copy bandwidth
+            # the GPU suites: fused kernels (or model steps) vs JAX on the GPU
             try:
+                if suite == "models":
+                    raise SystemExit(_sub("gpu_models").main())
                 raise SystemExit(_sub("gpu_kernels").main(["--quick"] if quick else []))
             except ImportError as e:
                 raise CliError(f"jx bench --target cuda needs CuPy and an NVIDIA GPU ({e}); "

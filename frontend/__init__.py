@@ -55,8 +55,9 @@ def __dir__():
 
 class _Package(_types.ModuleType):
     """Package jx: keeps jx.jit (and the others named like their module) the function
-    when its submodule is first imported by another route (`import jx.lax` imports
-    jx.pmap), as when `import jx` loaded everything and bound the functions last."""
+    when its submodule is first imported by another route (`from jx.pmap import
+    bind_axis` binds the module jx.pmap on jx), as when `import jx` loaded everything
+    and bound the functions last."""
 
     def __setattr__(self, name, value):
         if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, _types.ModuleType):

@@ -20,7 +20,7 @@ import io
 import os
 import struct
 
-from . import abi, cpu, elf, interrupts, manifest as manifest_mod
+from . import abi, elf, host, interrupts, manifest as manifest_mod
 from .artifact import Artifact, _symbol
 from .errors import (AbiVersionError, ArtifactLoadError, HashMismatchError, IntegrityError,
                      ManifestError)
@@ -162,7 +162,7 @@ def load(path, expected_hash: str | None = None) -> Artifact:
         raise ManifestError(f"{path}: manifest says ABI version {manifest['abi_version']} but "
                             f"jx_abi_version() returns {version}; the file is inconsistent: "
                             "rebuild it with `jx compile`")
-    lacking = cpu.missing(manifest.get("cpu_features", ()))
+    lacking = host.missing(manifest.get("cpu_features", ()))
     if lacking:
         raise ArtifactLoadError(
             f"{path} was built for CPU {manifest['cpu']!r}, whose instructions this CPU "

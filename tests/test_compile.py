@@ -176,14 +176,14 @@ def test_artifacts_for_a_cpu_this_one_cannot_run_fail_to_load(tiny, tmp_path, mo
     """The manifest lists the ISA extensions the build enabled; a CPU without one of
     them gets a clear error at load instead of an illegal instruction at the call."""
     import jx.runtime as rt
-    from jx.runtime import cpu
+    from jx.runtime import host
     d, _, _ = tiny
     art = rt.load(d / "out" / "libtiny.so")
     feats = art.manifest["cpu_features"]
-    if cpu.host_flags() is None or not feats:
+    if host.host_flags() is None or not feats:
         pytest.skip("no /proc/cpuinfo flags, or a build that needs no extension")
-    lacking = frozenset(cpu.host_flags()) - {cpu.X86_FLAGS[feats[-1]]}
-    monkeypatch.setattr(cpu, "host_flags", lambda: lacking)
+    lacking = frozenset(host.host_flags()) - {host.X86_FLAGS[feats[-1]]}
+    monkeypatch.setattr(host, "host_flags", lambda: lacking)
     with pytest.raises(rt.ArtifactLoadError, match=feats[-1]):
         rt.load(d / "out" / "libtiny.so")
 
