@@ -27,6 +27,7 @@ LAYERS = {
     "jx.codegen": 4,                                            # backends
     "jx": 5, "jx.transforms": 5, "jx.vmap": 5, "jx.pmap": 5,   # the API that orchestrates
     "jx.jit": 5, "jx.export": 5, "jx.autotune": 5, "jx.staging": 5, "jx._namespace": 5,
+    "jx.eager": 5,
     "jx.cli": 6, "jx.benchmarks": 6, "jx.fuzz": 6,             # tools
 }
 LAYER_NAMES = ["runtime", "core", "library", "passes", "backends", "api", "tools"]

@@ -4,7 +4,9 @@ Each user function is traced once (core.trace) on the abstract values of its
 pytree arguments into a closed sub-Graph held by a control-flow primitive.
 Tracers it captured from enclosing traces come back as consts and become the
 primitive's leading operands. When no argument is traced, bind runs the
-primitive's NumPy reference, so these also work eagerly on NumPy inputs.
+primitive's NumPy reference, so these also work eagerly on NumPy inputs;
+once jx.eager is loaded (with jx's API) such eager calls run compiled instead
+(EAGER_RUNNER below).
 
 Carries follow JAX: a weakly typed init (a Python scalar) takes the dtype the
 body gives it; any other change of a carry's shape or dtype is an error that
@@ -22,6 +24,24 @@ from ..errors import JxError, ShapeError
 from ..ir import Graph, ShapedArray, Var
 from ..numpy._util import as_value, convert, is_scalar_const
 from ..prims.control import cond_p, scan_p, while_p
+
+# ---------------------------------------------------------------- eager hook
+
+# Called as EAGER_RUNNER(prim, operands, params) -> list of outputs when a
+# control-flow primitive is bound with no Tracer among its operands (captured
+# tracers are operands too, so a closure over a traced value never lands here).
+# jx.eager (API layer) fills it to compile the primitive once per signature;
+# unfilled (jx.lax alone), bind runs the NumPy reference interpreter. This
+# module sits below jx.jit, so it holds the hook and never imports its filler.
+EAGER_RUNNER = None
+
+
+def _bind(prim, *operands, **params) -> list:
+    runner = EAGER_RUNNER
+    if runner is not None and not any(isinstance(x, Tracer) for x in operands):
+        return runner(prim, operands, params)
+    return bind(prim, *operands, **params)
+
 
 # ---------------------------------------------------------------- helpers
 
@@ -194,7 +214,7 @@ def _cond_switch(index, branches, operands, what: str, labels):
                                  "cast one of them (e.g. .astype) so they match")
     consts = _union_consts([c for _, c, _ in traced])
     graphs = tuple(_with_consts(g, c, consts) for g, c, _ in traced)
-    outs = bind(cond_p, index, *consts, *leaves, branches=graphs)
+    outs = _bind(cond_p, index, *consts, *leaves, branches=graphs)
     return tree.unflatten(td0, outs)
 
 
@@ -238,9 +258,9 @@ def _while(cond_fun, body_fun, init_val, label: str = "while_loop", names=None):
         got = ", ".join(str(a) for a in couts) if cond_td.num_leaves else str(cond_td)
         raise ShapeError(f"{label} cond_fun must return a bool[] scalar, got {got}; "
                          "reduce it (e.g. jx.numpy.all) or compare to get a scalar bool")
-    outs = bind(while_p, *cconsts, *bconsts, *_init_operands(leaves, avals),
-                cond_graph=cond_graph, body_graph=body_graph,
-                cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    outs = _bind(while_p, *cconsts, *bconsts, *_init_operands(leaves, avals),
+                 cond_graph=cond_graph, body_graph=body_graph,
+                 cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tree.unflatten(td, outs)
 
 
@@ -295,9 +315,9 @@ def _scan(f, init, xs, length, reverse, what: str, names=None):
     graph, consts, out_td, c_avals = _trace_loop(body, carry_td, c_avals, fname,
                                                  lambda td: td.children[0], x_avals)
     _check_carry(f"{what} body", names, c_avals, graph.out_avals[:len(c_avals)])
-    outs = bind(scan_p, *consts, *_init_operands(carry, c_avals), *xs_leaves,
-                body=graph, num_consts=len(consts), num_carry=len(carry), length=length,
-                reverse=bool(reverse))
+    outs = _bind(scan_p, *consts, *_init_operands(carry, c_avals), *xs_leaves,
+                 body=graph, num_consts=len(consts), num_carry=len(carry), length=length,
+                 reverse=bool(reverse))
     return (tree.unflatten(carry_td, outs[:len(carry)]),
             tree.unflatten(out_td.children[1], outs[len(carry):]))
 
