@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes, tree
 from ..core import Tracer, bind, get_aval, trace
-from ..errors import JxError, ShapeError
+from ..errors import JxError, ShapeError, user_location
 from ..ir import Graph, ShapedArray, Var
 from ..numpy._util import as_value, convert, is_scalar_const
 from ..prims.control import cond_p, scan_p, while_p
@@ -132,13 +132,20 @@ def _check_carry(what: str, names, in_avals, out_avals) -> None:
                 f"component {name} has type {a} but the corresponding output carry "
                 f"component has type {b}, so the {which} do not match. Keep each carry's "
                 "shape and dtype fixed across iterations (cast with .astype(...) or "
-                "jx.lax.convert_element_type)")
+                "jx.lax.convert_element_type)" + _at())
 
 
 def _check_tree(what: str, got, want, want_label: str) -> None:
     if got != want:
         raise ShapeError(f"{what} must return the same pytree structure as {want_label}: "
-                         f"got {got}, expected {want}")
+                         f"got {got}, expected {want}" + _at())
+
+
+def _at() -> str:
+    """Where the user called the loop or cond: these errors are found after their
+    function returned, so the traceback no longer shows its lines."""
+    where = user_location()
+    return f" (at {where})" if where else ""
 
 
 def _fun_name(f, default: str) -> str:
@@ -211,7 +218,7 @@ def _cond_switch(index, branches, operands, what: str, labels):
             if not a.same_type(b):
                 raise ShapeError(f"{what} branches must return identical types: {label} "
                                  f"{name} has type {b} but {labels[0]} {name} has type {a}; "
-                                 "cast one of them (e.g. .astype) so they match")
+                                 "cast one of them (e.g. .astype) so they match" + _at())
     consts = _union_consts([c for _, c, _ in traced])
     graphs = tuple(_with_consts(g, c, consts) for g, c, _ in traced)
     outs = _bind(cond_p, index, *consts, *leaves, branches=graphs)
@@ -257,7 +264,8 @@ def _while(cond_fun, body_fun, init_val, label: str = "while_loop", names=None):
     if cond_td != tree.LEAF or couts[0].shape != () or couts[0].dtype != dtypes.bool_:
         got = ", ".join(str(a) for a in couts) if cond_td.num_leaves else str(cond_td)
         raise ShapeError(f"{label} cond_fun must return a bool[] scalar, got {got}; "
-                         "reduce it (e.g. jx.numpy.all) or compare to get a scalar bool")
+                         "reduce it (e.g. jx.numpy.all) or compare to get a scalar bool"
+                         + _at())
     outs = _bind(while_p, *cconsts, *bconsts, *_init_operands(leaves, avals),
                  cond_graph=cond_graph, body_graph=body_graph,
                  cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
