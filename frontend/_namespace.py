@@ -5,6 +5,7 @@ from . import dtypes, tree  # noqa: F401
 from . import prims  # noqa: F401  (declares every primitive)
 from . import numpy, lax  # noqa: F401
 from . import nn, random  # noqa: F401
+from .array import Array
 from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
 from .core import PRIMITIVES, Primitive, Tracer
 from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401

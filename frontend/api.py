@@ -11,6 +11,7 @@ import numpy as np
 
 from . import dtypes, tree
 from . import numpy as _jnp  # noqa: F401  (declares the primitives, installs Tracer's methods)
+from .array import Array
 from .core import Tracer, trace
 from .errors import JxError, ShapeError, user_location
 from .ir import ShapedArray, aval_of, extent_problem
@@ -66,7 +67,11 @@ class _DTypeSpecMaker:
 
 
 def leaf_aval(x) -> ShapedArray:
-    """Abstract value of one argument leaf: a spec, a tracer or a concrete value."""
+    """Abstract value of one argument leaf: a spec, a tracer or a concrete value
+    (traced as strongly typed: a weak jx.Array or a Python scalar argument gives
+    its dtype to the trace)."""
+    if type(x) is Array:
+        return ShapedArray(x.shape, x.dtype)
     if isinstance(x, ShapeDtypeStruct):
         return x.aval
     if isinstance(x, Tracer):
@@ -147,7 +152,7 @@ def _weakrefable(f) -> bool:
 
 
 def _check_output(o, f):
-    if isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float)):
+    if isinstance(o, (Tracer, Array, np.ndarray, np.generic, bool, int, float)):
         return o
     raise JxError(f"{getattr(f, '__name__', 'function')} returned {type(o).__name__} "
                   f"{o!r}: outputs must be arrays or pytrees of arrays")

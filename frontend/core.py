@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import dtypes
+from .array import Array
 from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
                      user_location)
 from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
@@ -95,6 +96,8 @@ class GraphBuilder:
             if key not in self.captured:
                 self.captured[key] = (x, Var(x.aval))
             return self.captured[key][1]
+        if type(x) is Array:
+            return Literal(x._value, x.aval)
         return Literal(x) if isinstance(x, (bool, int, float)) else Literal(np.asarray(x))
 
     def add_eqn(self, prim: Primitive, args: Sequence, params: dict,
@@ -135,7 +138,7 @@ def bind_like(like: Sequence, prim: Primitive, *args, **params) -> list:
     builder = _innermost(list(args) + list(like))
     if builder is None:
         return _eager(prim, args, params)
-    in_avals = [a.aval if isinstance(a, Tracer) else aval_of(a) for a in args]
+    in_avals = [get_aval(a) for a in args]
     out_avals = _abstract_eval(prim, in_avals, params)
     return builder.add_eqn(prim, args, params, out_avals)
 
@@ -154,16 +157,27 @@ def _abstract_eval(prim: Primitive, in_avals, params) -> list:
 
 
 def _eager(prim: Primitive, args, params) -> list:
-    """Eager mode: the NumPy reference, checked against the shape rule."""
-    in_avals = [aval_of(a) for a in args]
+    """Eager mode: the NumPy reference, checked against the shape rule; the
+    results are jx.Arrays carrying the rule's weak types."""
+    in_avals = [get_aval(a) for a in args]
     out_avals = _abstract_eval(prim, in_avals, params)
-    vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, in_avals)]
+    vals = [a._value if type(a) is Array else np.asarray(a, dtype=av.dtype)
+            for a, av in zip(args, in_avals)]
     try:
         outs = prim.impl(*vals, **params)
     except MemoryError:
         raise _eager_memory_error(prim.name, out_avals) from None
-    return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
-            for o, av in zip(outs, out_avals)]
+    # an output that views a caller's writable NumPy array is copied: the
+    # Array must not change when the caller later writes to that array
+    mutable = [v for v, a in zip(vals, args) if type(a) is not Array
+               and isinstance(v, np.ndarray) and v.flags.writeable]
+    results = []
+    for o, av in zip(outs, out_avals):
+        o = np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
+        if mutable and any(np.may_share_memory(o, v) for v in mutable):
+            o = o.copy()
+        results.append(Array(o, av.weak_type))
+    return results
 
 
 def _eager_memory_error(what: str, out_avals) -> OutOfMemoryError:
@@ -191,7 +205,7 @@ def trace(fun: Callable, in_avals: Sequence, name: str = "function") -> tuple:
 
 
 def get_aval(x) -> ShapedArray:
-    return x.aval if isinstance(x, Tracer) else aval_of(x)
+    return x.aval if type(x) is Array or isinstance(x, Tracer) else aval_of(x)
 
 
 # ---------------------------------------------------------------- tracers
@@ -272,7 +286,10 @@ class Tracer:
 # registers with array_type). jx.numpy fills it with install_array_methods when
 # it is imported; every module that traces imports jx.numpy first.
 ARRAY_METHODS: dict = {}
-_ARRAY_TYPES: list = [Tracer]
+_ARRAY_TYPES: list = [Tracer, Array]
+# isinstance(tracer, jx.Array) is True, as in JAX (a virtual subclass: code that
+# needs a concrete Array tests `type(x) is Array`)
+Array.register(Tracer)
 
 
 def install_array_methods(methods: dict) -> None:
@@ -291,6 +308,10 @@ def array_type(cls):
     return cls
 
 
+def is_concrete_array(x) -> bool:
+    return type(x) is Array
+
+
 def is_tracer(x) -> bool:
     return isinstance(x, Tracer)
 
@@ -305,5 +326,5 @@ def check_dtype_equal(name: str, *avals) -> np.dtype:
 
 
 __all__ = ["Primitive", "declare", "bind", "trace", "Tracer", "GraphBuilder", "PRIMITIVES",
-           "get_aval", "is_tracer", "ShapedArray", "Graph", "Var", "Literal", "Eqn",
+           "get_aval", "is_tracer", "Array", "ShapedArray", "Graph", "Var", "Literal", "Eqn",
            "dtypes", "check_dtype_equal"]

@@ -12,15 +12,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import tree
+from .array import Array
 from .api import leaf_aval, merge_static, split_static, _static_key
 from .core import Tracer
 from .errors import MaskedArrayError, reject_masked
 from .staging import stage
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
-# scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array).
-_FAST_TYPES = frozenset({np.ndarray} | {t for t in np.sctypeDict.values()
-                                        if issubclass(t, np.generic)})
+# scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array) and
+# jx.Arrays (traced strongly typed too, see api.leaf_aval).
+_FAST_TYPES = frozenset({np.ndarray, Array} | {t for t in np.sctypeDict.values()
+                                               if issubclass(t, np.generic)})
 
 
 class _Compiled:
@@ -42,7 +44,8 @@ def _fast_unflatten(out_tree):
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = "cpu"):
     """Compile fun for the CPU (or, with backend="cuda", an NVIDIA GPU through CuPy:
-    CuPy or NumPy arrays in, CuPy arrays out) on first call per input signature."""
+    CuPy or NumPy arrays in, CuPy arrays out) on first call per input signature.
+    On the CPU the results are jx.Arrays."""
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
@@ -58,14 +61,16 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         if backend == "cuda":
             from jx.codegen.cuda.jit import CompiledFunction, abstract
             args, kwargs = abstract(args), abstract(kwargs)
+            arrays = {}
         else:
             from jx.codegen.cpu.jit import CompiledFunction
+            arrays = {"arrays": True}
             from .autotune import ensure
             ensure()                 # the host's tuned constants, measured at first use
         staged = stage(fun, args, kwargs, static_argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
-        compiled = _Compiled(CompiledFunction(staged.program, name), staged.out_tree,
+        compiled = _Compiled(CompiledFunction(staged.program, name, **arrays), staged.out_tree,
                              staged.graph, staged.program)
         cache[key] = compiled
         return compiled

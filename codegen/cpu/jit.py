@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from jx.array import Array
 from jx.dtypes import short_name
 from jx.errors import OutOfMemoryError
 from jx.ir import subgraphs
@@ -29,9 +30,10 @@ def safe_symbol(name: str) -> str:
 
 
 class CompiledFunction:
-    """Calls the entry on flat NumPy arrays; outputs are freshly allocated."""
+    """Calls the entry on flat arrays (NumPy or jx.Array); outputs are freshly
+    allocated NumPy arrays, or jx.Arrays over them with arrays=True (jx.jit)."""
 
-    def __init__(self, program, name: str = "fn"):
+    def __init__(self, program, name: str = "fn", arrays: bool = False):
         from . import parallel
         from .target import jit_cpu
         cpu = jit_cpu()
@@ -47,10 +49,11 @@ class CompiledFunction:
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
+        self.out_weak = tuple(a.aval.weak_type for a in g.outputs)
 
-        self._call = self._make_call()
+        self._call = self._make_call(arrays)
 
-    def _make_call(self):
+    def _make_call(self, arrays: bool):
         """The per-call closure, constants bound as locals (see runtime/entry.py)."""
         in_checks = tuple((a.shape, a.dtype) for a in self.in_avals)
         out_specs = tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
@@ -58,6 +61,9 @@ class CompiledFunction:
         table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
         fn, ndarray, addressof = self.fn, np.ndarray, ctypes.addressof
+        weak = self.out_weak
+        single, weak0 = len(weak) == 1, weak[0] if weak else False
+        new = Array.__new__
         # pointer tables not in use: a call owns the one it pops (the foreign call
         # releases the GIL, so calls from several threads overlap)
         tables: list = []
@@ -66,6 +72,8 @@ class CompiledFunction:
             table = tables.pop() if tables else table_type()
             keep = []
             for i, (x, (shape, dtype)) in enumerate(zip(args, in_checks)):
+                if type(x) is Array:
+                    x = x._value
                 if type(x) is not ndarray or x.dtype != dtype or not x.flags.c_contiguous:
                     x = np.ascontiguousarray(np.asarray(x, dtype=dtype)).reshape(shape)
                     keep.append(x)                    # alive until the call returns
@@ -83,7 +91,22 @@ class CompiledFunction:
             tables.append(table)
             if status:
                 raise self._status_error(status)
-            return outs
+            if not arrays:
+                return outs
+            # Array(o, w) without __init__'s checks: o is fresh, and the Array
+            # makes it read-only when it first hands it out (__array__, ...)
+            if single:
+                a = new(Array)
+                a._value = outs[0]
+                a._weak = weak0
+                return [a]
+            results = []
+            for o, w in zip(outs, weak):
+                a = new(Array)
+                a._value = o
+                a._weak = w
+                results.append(a)
+            return results
 
         return call
 

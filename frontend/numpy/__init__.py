@@ -1,9 +1,10 @@
 """jx.numpy: the NumPy API over jx primitives.
 
 Broadcasting, dtype promotion (with JAX's weak-typed Python scalars) and
-indexing are resolved at trace time into explicit primitives. Called on NumPy
-arrays outside tracing, every function runs eagerly through the primitives'
-NumPy references and returns NumPy arrays.
+indexing are resolved at trace time into explicit primitives. Called on
+concrete values (jx.Arrays, NumPy arrays, Python scalars) outside tracing, every
+function runs eagerly through the primitives' NumPy references and returns
+jx.Arrays (ndarray below).
 """
 import numpy as _np
 
@@ -26,7 +27,7 @@ uint8, uint32 = _np.uint8, _np.uint32
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
-ndarray = _np.ndarray
+from ..array import Array as ndarray  # noqa: E402  (jax.numpy.ndarray is jax.Array)
 
 
 def result_type(*args):

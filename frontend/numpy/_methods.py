@@ -10,6 +10,7 @@ from . import indexing as ix
 from . import linalg as la
 from . import manipulation as mp
 from . import reductions as rd
+from . import sorting as so
 from . import ufuncs as uf
 
 
@@ -27,6 +28,21 @@ def _reshape(self, *shape, order="C"):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     return mp.reshape(self, shape)
+
+
+def _astype(self, dtype, copy=False, device=None):
+    return cr.asarray(self, dtype=dtype)
+
+
+def _clip(self, min=None, max=None, *, a_min=None, a_max=None):
+    return uf.clip(self, a_min, a_max, min=min, max=max)
+
+
+def _matrix_transpose(self):
+    nd = len(self.shape)
+    if nd < 2:
+        raise ValueError(f"x.mT needs an array of rank >= 2, got shape {self.shape}")
+    return mp.swapaxes(self, -1, -2)
 
 
 def _sum(self, axis=None, dtype=None, keepdims=False, initial=None):
@@ -75,7 +91,25 @@ METHODS: dict = {
     "at": property(lambda self: ix.IndexUpdateHelper(self)),
     "T": property(lambda self: mp.transpose(self)),
     "reshape": _reshape,
-    "astype": lambda self, dtype: cr.asarray(self, dtype=dtype),
+    "astype": _astype,
+    "mT": property(_matrix_transpose),
+    "__round__": lambda self, ndigits=None: uf.round(self, ndigits or 0),
+    "__divmod__": lambda self, o: uf.divmod(self, o),
+    "__rdivmod__": lambda self, o: uf.divmod(o, self),
+    "__rlshift__": lambda self, o: uf.left_shift(o, self),
+    "__rrshift__": lambda self, o: uf.right_shift(o, self),
+    "repeat": lambda self, repeats, axis=None: mp.repeat(self, repeats, axis),
+    "diagonal": lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(self, offset, axis1,
+                                                                   axis2),
+    "trace": lambda self, offset=0, axis1=0, axis2=1, dtype=None: la.trace(
+        self, offset, axis1, axis2, dtype),
+    "take": lambda self, indices, axis=None, mode=None, fill_value=None: ix.take(
+        self, indices, axis, mode=mode, fill_value=fill_value),
+    "sort": lambda self, axis=-1, *, stable=True, descending=False: so.sort(
+        self, axis, stable=stable, descending=descending),
+    "argsort": lambda self, axis=-1, *, stable=True, descending=False: so.argsort(
+        self, axis, stable=stable, descending=descending),
+    "ptp": lambda self, axis=None, keepdims=False: rd.ptp(self, axis, keepdims),
     "transpose": lambda self, *axes: mp.transpose(self, axes or None),
     "sum": _sum,
     "prod": _prod,
@@ -95,7 +129,7 @@ METHODS: dict = {
     "squeeze": lambda self, axis=None: mp.squeeze(self, axis),
     "ravel": lambda self: mp.ravel(self),
     "flatten": lambda self: mp.ravel(self),
-    "clip": lambda self, a_min=None, a_max=None: uf.clip(self, a_min, a_max),
+    "clip": _clip,
     "swapaxes": lambda self, a, b: mp.swapaxes(self, a, b),
 }
 for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..array import Array
 from ..core import Tracer, bind_like
 from ..errors import OutOfMemoryError, ShapeError, reject_masked, user_location
 from ..ir import extent_problem
@@ -19,6 +20,8 @@ from ..prims import structural as st
 
 def dtype_weak(x) -> tuple:
     """(dtype, weak) of any array-like: Python scalars are weak."""
+    if type(x) is Array:
+        return x._value.dtype, x._weak
     if isinstance(x, Tracer):
         return x.dtype, x.weak_type
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
@@ -48,7 +51,7 @@ def is_scalar_const(x) -> bool:
 
 
 def shape_of(x) -> tuple:
-    if isinstance(x, Tracer):
+    if type(x) is Array or isinstance(x, Tracer):
         return x.shape
     if is_scalar_const(x):
         return ()
@@ -56,7 +59,10 @@ def shape_of(x) -> tuple:
 
 
 def as_value(x):
-    """Tracers and NumPy arrays pass through; lists become arrays; scalars stay."""
+    """Tracers, jx.Arrays and NumPy arrays pass through; lists become arrays;
+    scalars stay."""
+    if type(x) is Array:
+        return x
     if type(x) is not np.ndarray:
         reject_masked(x, "an input of a jx.numpy function")
     if isinstance(x, (Tracer, np.ndarray)) or is_scalar_const(x):
@@ -181,16 +187,17 @@ def _at() -> str:
     return f" (at {where})" if where else ""
 
 
-def constant(make, shape, dt, what: str) -> np.ndarray:
-    """make(shape, dt), or a jx error naming the shape and the user's line (not
-    NumPy's): these constants are built eagerly, even inside a trace. The creation
-    functions' common part, here so that ufuncs (below creation) builds its own."""
+def constant(make, shape, dt, what: str) -> Array:
+    """make(shape, dt) as a jx.Array, or a jx error naming the shape and the user's
+    line (not NumPy's): these constants are built eagerly, even inside a trace. The
+    creation functions' common part, here so that ufuncs (below creation) builds
+    its own."""
     problem = f"shape {shape} has a negative dimension" if any(d < 0 for d in shape) \
         else extent_problem(shape, dt)
     if problem:
         raise ShapeError(f"jx.numpy.{what}: {problem}{_at()}")
     try:
-        return make(shape, dt)
+        return Array(np.asarray(make(shape, dt), dtype=dt))
     except MemoryError:
         nbytes = math.prod(shape) * dt.itemsize
         raise OutOfMemoryError(
