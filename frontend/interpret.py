@@ -2,6 +2,9 @@
 the reference interpreter; on tracers it re-traces (graphs compose)."""
 from __future__ import annotations
 
+import numpy as np
+
+from .array import Array
 from .core import bind_like, get_aval
 from .errors import ShapeError
 from .ir import Graph, Literal
@@ -26,4 +29,12 @@ def eval_graph(graph: Graph, *args) -> list:
         outs = bind_like(args, eqn.prim, *[read(a) for a in eqn.inputs], **eqn.params)
         for v, x in zip(eqn.outputs, outs):
             env[id(v)] = x
-    return [read(a) for a in graph.outputs]
+    return [_result(read(a)) for a in graph.outputs]
+
+
+def _result(x):
+    """Concrete results are jx.Arrays: a literal output or an input passed through
+    is wrapped (copied if writable, so the caller's array stays its own)."""
+    if type(x) is np.ndarray:
+        return Array(x.copy() if x.flags.writeable else x)
+    return x

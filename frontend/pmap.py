@@ -30,12 +30,13 @@ import functools
 import hashlib
 import itertools
 import os
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
+from . import array as _array
 from . import tree
+from .array import Array, Device  # noqa: F401  (Device re-exported: jx.Device)
 from .core import Tracer, get_aval
 from .errors import JxError
 from .lax.collectives import axis_bound, axis_frame, lookup_axis  # noqa: F401  (re-exported)
@@ -70,17 +71,6 @@ def bind_axis(axis_name, size: int, index):
 
 
 # ---------------------------------------------------------------- devices and processes
-
-@dataclass(frozen=True)
-class Device:
-    """A CPU device: a thread of one process with its share of the cores."""
-    id: int
-    process_index: int
-    platform: str = "cpu"
-
-    def __repr__(self) -> str:
-        return f"CpuDevice(id={self.id}, process_index={self.process_index})"
-
 
 # What launchers announce (srun through PMI sets PMI_SIZE; SLURM_NTASKS alone is
 # also set for plain jobs in an allocation, so it does not count).
@@ -155,6 +145,17 @@ def local_device_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _default_device() -> Device:
+    """The device a concrete jx.Array reports: this process's first local device
+    (without starting MPI just to ask)."""
+    comm = _mpi_state.get("comm")
+    p = 0 if comm is None else comm.Get_rank()
+    return Device(p * local_device_count(), p)
+
+
+_array.DEFAULT_DEVICE[0] = _default_device
+
+
 def device_count() -> int:
     return local_device_count() * process_count()
 
@@ -172,6 +173,7 @@ def devices() -> list:
 # ---------------------------------------------------------------- pmap
 
 _names = itertools.count()
+_PLAIN = (np.ndarray, Array)     # argument types pmap's fast path keys by shape and dtype
 
 
 def _in_dims(in_axes, args) -> list:
@@ -226,9 +228,9 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     @functools.wraps(f)
     def mapped(*args, **kwargs):
         if not kwargs and not statics and in_axes == 0:
-            try:                              # the fast path: plain NumPy arrays
+            try:                              # the fast path: plain arrays
                 step = fast.get(tuple([(a.shape, a.dtype) for a in args
-                                       if type(a) is np.ndarray]))
+                                       if type(a) in _PLAIN]))
             except AttributeError:
                 step = None
             if step is not None and len(step.dims) == len(args):
@@ -279,7 +281,7 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         step = cache.get(key)
         if step is None:
             step = cache[key] = _compile_cpu(fixed, name, dyn, dims, n)
-            if all(type(a) is np.ndarray for a in args) and not static and in_axes == 0:
+            if all(type(a) in _PLAIN for a in args) and not static and in_axes == 0:
                 fast[tuple((a.shape, a.dtype) for a in args)] = step
         return run_step(step, leaves, out_axes)
 

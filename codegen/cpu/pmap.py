@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from jx import tree
+from jx.array import Array
 from jx.runtime.entry import _data_ptr as data_ptr
 
 from .collectives import CollectiveError, install_mpi, launch
@@ -96,6 +97,8 @@ def run_step(step: Step, leaves, out_axes):
     keep = []
     for k, (x, d, aval, offs) in enumerate(zip(leaves, step.dims, step.in_avals,
                                                step.in_steps), start=1):
+        if type(x) is Array:
+            x = x._value
         if type(x) is not np.ndarray or x.dtype != aval.dtype or not x.flags.c_contiguous \
                 or (d is not None and d != 0):
             x = np.asarray(x, dtype=aval.dtype)
@@ -110,9 +113,9 @@ def run_step(step: Step, leaves, out_axes):
     finally:
         step.give_tables(tables)
     del keep
-    if out_axes == 0:
-        return tree.unflatten(step.out_tree, outs)
-    spec = tree.broadcast_prefix(out_axes, tree.unflatten(step.out_tree, outs))
-    final = [o[0] if a is None else np.moveaxis(o, 0, a % o.ndim) if a else o
-             for o, a in zip(outs, spec)]
-    return tree.unflatten(step.out_tree, final)
+    if out_axes != 0:
+        spec = tree.broadcast_prefix(out_axes, tree.unflatten(step.out_tree, outs))
+        outs = [o[0] if a is None else np.moveaxis(o, 0, a % o.ndim) if a else o
+                for o, a in zip(outs, spec)]
+    # results are jx.Arrays (stacked over devices: strongly typed, as JAX)
+    return tree.unflatten(step.out_tree, [Array(o) for o in outs])
