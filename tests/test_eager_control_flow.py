@@ -358,3 +358,30 @@ def test_constructs_match_jax(rng, dtype):
     got = prog(lax, x, xs)
     want = prog(jax.lax, x, xs)
     same(got, [np.asarray(v) for v in want], exact=dtype == np.int32, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- the benchmarks
+
+def test_bench_numpy_engine_interprets(rng):
+    """`jx bench`'s NumPy engine is the reference: its control flow is interpreted."""
+    import types
+    from jx.benchmarks import engines
+    x = rand(rng, (3,), np.int32)
+    entry = types.SimpleNamespace(fn=lambda v: lax.fori_loop(0, 3, lambda i, c: c * 2, v))
+    same(engines.numpy_engine(entry, [x]).call(), x * 8)
+    assert eager.STATS["interpreted"] == 1 and eager.STATS["compiles"] == 0
+
+
+def test_eager_benchmark_smoke():
+    """benchmarks/eager_control.py on tiny sizes, jx alone: one compile per case and
+    the compiled chain equal to the interpreted one."""
+    import types
+    from jx.benchmarks import eager_control
+    libs = {"jx": types.SimpleNamespace(lax=lax, numpy=jnp)}
+    results = [eager_control.bench_case(n, s, m, a, libs, 0.001)
+               for n, s, m, a in eager_control.cases(5)]
+    for r in results:
+        assert r["compiles"] == 1 and r["hits"] >= 1
+        assert r["max_rel_diff_vs_interpreted"]["jx eager"] < 1e-6
+        assert {"interpreted", "jx eager", "jx jit"} <= set(r["median_s"])
+    assert "RW Metropolis" in eager_control.report(results, "cpu", "cmd")
