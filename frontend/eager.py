@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
+import threading
 
 import numpy as np
 
@@ -41,6 +42,7 @@ STATS = collections.Counter()
 
 _CACHE: "collections.OrderedDict" = collections.OrderedDict()
 _INTERPRET = object()        # cache value: this signature runs in the interpreter
+_LOCK = threading.Lock()
 _enabled = True
 
 
@@ -49,7 +51,8 @@ def reset_stats() -> None:
 
 
 def clear_cache() -> None:
-    _CACHE.clear()
+    with _LOCK:
+        _CACHE.clear()
 
 
 @contextlib.contextmanager
@@ -69,35 +72,40 @@ def run(prim, operands, params) -> list:
     if not _enabled:
         STATS["interpreted"] += 1
         return bind(prim, *operands, **params)
-    try:
-        lits, params = _HOIST[prim](params)
-    except KeyError:
+    hoist = _HOIST.get(prim)
+    if hoist is None:                    # not one of jx.lax's control-flow primitives
         return bind(prim, *operands, **params)
+    lits, params = hoist(params)
     operands = _place(prim, params, lits, operands)
     try:
         key = (prim, _params_key(params))
     except _Uncacheable:
         STATS["interpreted"] += 1
         return bind(prim, *operands, **params)
-    fn = _CACHE.get(key)
-    if fn is None:
-        fn = _CACHE[key] = _caller(prim, params)
-        STATS["compiles"] += 1
-        while len(_CACHE) > MAX_CACHED:
-            _CACHE.popitem(last=False)
-        try:
-            return list(fn(*_arrays(operands)))
-        except NotImplementedError:     # the backend lacks a lowering: interpret
+    with _LOCK:                      # calls from several threads share the cache
+        fn = _CACHE.get(key)
+        if fn is None:
+            fn = _CACHE[key] = _caller(prim, params)
+            STATS["compiles"] += 1
+            while len(_CACHE) > MAX_CACHED:
+                _CACHE.popitem(last=False)
+            fresh = True
+        else:
+            _CACHE.move_to_end(key)
+            fresh = False
+            STATS["hits" if fn is not _INTERPRET else "interpreted"] += 1
+    if fn is _INTERPRET:
+        return bind(prim, *operands, **params)
+    if not fresh:
+        return list(fn(*_arrays(operands)))
+    try:
+        return list(fn(*_arrays(operands)))      # jx.jit compiles on this first call
+    except NotImplementedError:          # the backend lacks a lowering: interpret
+        with _LOCK:
             _CACHE[key] = _INTERPRET
             STATS["compiles"] -= 1
             STATS["interpreted"] += 1
-            return bind(prim, *operands, **params)
-    _CACHE.move_to_end(key)
-    if fn is _INTERPRET:
-        STATS["interpreted"] += 1
         return bind(prim, *operands, **params)
-    STATS["hits"] += 1
-    return list(fn(*_arrays(operands)))
 
 
 def _caller(prim, params):
