@@ -11,6 +11,7 @@ import numpy as np
 from . import dtypes
 from . import numpy as jnp
 from .numpy import _util as u
+from .numpy.creation import _wrap_public
 from .custom import custom_jvp
 from .prims import elementwise as ew
 
@@ -311,3 +312,6 @@ def log_softmax(x, axis=-1):
     """x - logsumexp(x) along axis, shifted by the maximum; derivative t - sum(softmax*t)."""
     x = _float(x)
     return _log_softmax(x, tuple(_axes(x, axis)))
+
+
+_wrap_public(globals(), __all__)

@@ -20,6 +20,7 @@ from . import dtypes
 from .core import Tracer, bind_like
 from .errors import ShapeError
 from .numpy import _util as u
+from .numpy.creation import _wrap_public
 from .prims import random_bits as rb
 from .prims import structural as st
 
@@ -570,3 +571,4 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
 __all__ = ["PRNGKey", "key", "key_data", "split", "fold_in", "threefry_2x32", "bits",
            "random_bits", "uniform", "normal", "truncated_normal", "erfinv", "bernoulli",
            "gumbel", "exponential", "categorical", "randint", "permutation", "choice"]
+_wrap_public(globals(), __all__)

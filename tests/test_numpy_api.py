@@ -30,8 +30,10 @@ def run(f, *args, eager=True):
     if not eager:
         return traced, traced, graph
     outs = leaves(f(*args))
-    assert all(isinstance(e, np.ndarray) for e in outs), [type(e) for e in outs]
-    return outs, traced, graph
+    # eager results are jx arrays (JAX's jax.Array), never NumPy's own
+    assert all(type(e) is jx.Array if hasattr(jx, "Array") else isinstance(e, np.ndarray)
+               for e in outs), [type(e) for e in outs]
+    return [np.asarray(e) for e in outs], traced, graph
 
 
 def check(f, want, *args, dtype=None, tol=1.0, eager=True):
@@ -382,7 +384,9 @@ def test_creation_functions():
         (jnp.asarray(2**40), np.asarray(2**40, I64)),
     ]
     for got, want in const:
-        assert isinstance(got, np.ndarray), type(got)
+        # jx arrays, as JAX's jax.Array (not NumPy's: .at works, promotion is JAX's)
+        assert type(got) is jx.Array if hasattr(jx, "Array") else isinstance(got, np.ndarray)
+        got = np.asarray(got)
         assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
         np.testing.assert_array_equal(got, want)
 

@@ -8,6 +8,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer
 from ..errors import JxError, ShapeError
+from ..numpy.creation import _wrap_public
 from ..numpy._util import as_value, bind1, canonical_axis, convert, is_scalar_const, shape_of
 from ..prims import indexing as ix
 from ..prims import structural as st
@@ -33,7 +34,7 @@ def _mode(mode, table, what):
 def _starts(operand, start_indices) -> list:
     """Start indices as integer scalars of one dtype, negatives wrapped."""
     shape = shape_of(operand)
-    if isinstance(start_indices, (Tracer, np.ndarray)):
+    if not isinstance(start_indices, (list, tuple)):       # an array, traced or concrete
         if len(shape_of(start_indices)) != 1:
             raise ShapeError(f"start_indices must be a sequence of scalars or a 1-D array, "
                              f"got shape {shape_of(start_indices)}")
@@ -158,3 +159,4 @@ __all__ = ["dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
            "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
            "GatherDimensionNumbers", "ScatterDimensionNumbers"]
+_wrap_public(globals(), __all__)

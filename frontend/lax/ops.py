@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer
+from ..numpy.creation import _wrap_public
 from ..numpy._util import as_value, bind1, broadcast_to, convert, is_scalar_const, shape_of
 from ..prims import elementwise as ew
 from ..prims import linalg as la
@@ -178,3 +179,4 @@ def dot(lhs, rhs):
 
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
+_wrap_public(globals(), __all__)

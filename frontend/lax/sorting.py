@@ -1,6 +1,7 @@
 """lax.sort and lax.sort_key_val: the variadic sort primitive with lax's signatures."""
 from __future__ import annotations
 
+from ..numpy.creation import _wrap_public
 from ..numpy._util import as_value, canonical_axis, shape_of
 from ..numpy.sorting import sort_along
 
@@ -26,3 +27,4 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
 
 
 __all__ = ["sort", "sort_key_val"]
+_wrap_public(globals(), __all__)

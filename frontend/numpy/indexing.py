@@ -29,6 +29,7 @@ from ..errors import JxError, ShapeError
 from ..prims import elementwise as ew
 from ..prims import indexing as ix
 from ..prims import structural as st
+from .creation import _materialize, _wrap_public
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
     is_scalar_const, shape_of
 
@@ -69,16 +70,16 @@ def _classify(i):
                              "jx.lax.dynamic_slice or jx.lax.dynamic_slice_in_dim")
         return "slice", i, 1
     if isinstance(i, (bool, np.bool_)):
-        raise IndexError("a boolean scalar index is not supported; use jx.numpy.where "
-                         "or jx.numpy.expand_dims")
+        raise IndexError("a boolean scalar index is not supported together with array "
+                         "indices; use jx.numpy.where or jx.numpy.expand_dims")
     if isinstance(i, (int, np.integer)):
         return "int", int(i), 1
     if isinstance(i, Tracer) and i.ndim == 0 and dtypes.is_int(i.dtype):
         return "dyn", i, 1
+    if isinstance(i, (list, tuple)) and not _has_tracer(i) and np.size(i) == 0:
+        i = np.zeros(np.shape(i), np.int32)                  # x[[]] is an int index
     a = as_value(i)
     dt = a.dtype
-    if isinstance(a, np.ndarray) and a.size == 0 and dt.kind == "f":
-        a, dt = a.astype(np.int32), np.dtype(np.int32)      # x[[]] is an int index
     if dt == dtypes.bool_:
         if isinstance(a, Tracer):
             raise IndexError(f"a traced boolean mask {a.aval} has a data-dependent result "
@@ -89,8 +90,8 @@ def _classify(i):
         return "mask", a, a.ndim
     if not dtypes.is_int(dt):
         raise IndexError(f"arrays used as indices must be of integer or boolean type, got {dt}")
-    if isinstance(a, np.ndarray) and a.ndim == 0:
-        return "int", int(a), 1
+    if not isinstance(a, Tracer) and a.ndim == 0:
+        return "int", int(a), 1      # a concrete 0-d index: an int (clamped on reads)
     return "array", a, 1
 
 
@@ -132,7 +133,7 @@ def _parse(shape: tuple, idx) -> list:
             if v.shape != shape[d:d + v.ndim]:
                 raise IndexError(f"boolean index of shape {v.shape} does not match the indexed "
                                  f"dims {shape[d:d + v.ndim]} of an array of shape {shape}")
-            for k, nz in enumerate(np.nonzero(v)):
+            for k, nz in enumerate(np.nonzero(np.asarray(v))):
                 entries.append(_Entry("array", pos, d + k, value=nz))
             d += v.ndim
         else:
@@ -374,15 +375,37 @@ def _gather(x, plan, mode, fill_value=None):
 
 # ---------------------------------------------------------------- public API
 
+def _bool_scalars(idx):
+    """x[True] and x[False] (alone or with ints, slices, None and ...): a new axis
+    of size 1 or 0, as NumPy and JAX. Returns the index with a None for each bool
+    and the positions of the Falses (None when the index has no bool)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    bools = [p for p, i in enumerate(items) if isinstance(i, (bool, np.bool_))]
+    if not bools:
+        return idx, None
+    falses = tuple(p for p in bools if not items[p])
+    return tuple(None if p in bools else i for p, i in enumerate(items)), falses
+
+
 def getitem(x, idx):
-    """x[idx] with NumPy's rules; NumPy's own indexing when nothing is traced."""
-    if not isinstance(x, Tracer) and not _has_tracer(idx):
-        return np.asarray(x)[idx]
+    """x[idx] with NumPy's indexing rules and JAX's out-of-bounds reads (clamped),
+    concrete and traced alike: the same primitives either way."""
     x = as_value(x)
-    entries = _parse(shape_of(x), idx)
-    if not any(e.kind == "array" for e in entries):
-        return _basic(x, entries)
-    return _gather(x, _plan(x, entries), "promise_in_bounds")
+    plain, falses = _bool_scalars(idx)
+    entries = _parse(shape_of(x), plain)
+    if any(e.kind == "array" for e in entries):
+        if falses is not None:
+            _parse(shape_of(x), idx)        # the IndexError for a bool with array indices
+        return _gather(x, _plan(x, entries), "promise_in_bounds")
+    out = _basic(x, entries)
+    if falses:           # x[False]: the new axis has no element
+        outer = [e for e in entries if e.kind in ("none", "slice")]
+        empty = {d for d, e in enumerate(outer) if e.kind == "none" and e.pos in falses}
+        shape = shape_of(out)
+        out = bind1(st.slice_, out, start_indices=(0,) * len(shape),
+                    limit_indices=tuple(0 if d in empty else n for d, n in enumerate(shape)),
+                    strides=(1,) * len(shape))
+    return _materialize(out)
 
 
 def _get(x, idx, mode=None, fill_value=None):
@@ -418,6 +441,11 @@ def _fit_update(v, shape, like):
 
 
 def _update(x, idx, values, op, mode=None):
+    """x.at[idx].<op>(values): a jx array even where nothing is updated."""
+    return _materialize(_update_any(x, idx, values, op, mode))
+
+
+def _update_any(x, idx, values, op, mode=None):
     x = as_value(x)
     if mode not in (None, "drop", "fill", "clip"):
         raise JxError(f"update mode must be None, 'drop' or 'clip', got {mode!r}")
@@ -593,3 +621,4 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 
 __all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis"]
+_wrap_public(globals(), __all__)

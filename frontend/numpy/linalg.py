@@ -5,6 +5,7 @@ from .. import dtypes
 from ..errors import ShapeError
 from ..prims import linalg as la
 from ..prims import reductions as rd
+from .creation import _wrap_public
 from ._util import bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
     promote_dtypes, shape_of
 from .manipulation import ravel, reshape, transpose
@@ -218,3 +219,4 @@ def _sum_unused(x, t, others, out):
 
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
+_wrap_public(globals(), __all__)

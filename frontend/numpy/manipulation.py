@@ -8,6 +8,7 @@ import numpy as np
 from ..core import Tracer
 from ..errors import ShapeError
 from ..prims import structural as st
+from .creation import _wrap_public
 from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axes, \
     canonical_axis, convert, promote_dtypes, shape_of, stack_arrays
 
@@ -425,3 +426,4 @@ def meshgrid(*xi, indexing="xy", sparse=False):
 
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
+_wrap_public(globals(), __all__)

@@ -7,6 +7,7 @@ from .. import dtypes
 from ..prims import reductions as rd
 from ..prims import structural as st
 from ..errors import EmptyReductionError, ShapeError, user_location
+from .creation import _wrap_public
 from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, promote_dtypes, \
     shape_of
 
@@ -267,3 +268,4 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
+_wrap_public(globals(), __all__)

@@ -12,6 +12,7 @@ from ..core import bind_like
 from ..errors import ShapeError
 from ..prims import sorting as so
 from ..prims import structural as st
+from .creation import _wrap_public
 from ._util import as_value, broadcast_shapes, broadcast_to, canonical_axis, shape_of
 
 
@@ -96,3 +97,4 @@ def lexsort(keys, axis=-1):
 
 
 __all__ = ["sort", "argsort", "lexsort"]
+_wrap_public(globals(), __all__)
