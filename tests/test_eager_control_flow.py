@@ -15,7 +15,10 @@ from jx import lax
 from jx.errors import ShapeError
 from jx.lax import control_flow
 
-DTYPES = [np.float32, np.float64, np.int32]
+# float64 inputs where jx keeps them (64-bit mode); otherwise they are float32 inputs
+X64 = jnp.asarray(np.zeros(1, np.float64)).dtype == np.float64
+FLOATS = [np.float32, np.float64] if X64 else [np.float32]
+DTYPES = FLOATS + [np.int32]
 SHAPES = [(), (3,), (2, 5)]
 State = namedtuple("State", ["pos", "vel"])
 
@@ -84,7 +87,7 @@ def test_scan_compiled_matches_interpreter_and_loop(rng, dtype, shape):
     same(got, (np.asarray(c, dtype), np.stack(ys).astype(dtype)))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_scan_pytree_reverse_transcendental(rng, dtype, reverse):
     state = State(rand(rng, (4,), dtype), rand(rng, (4,), dtype))
@@ -200,7 +203,7 @@ def test_retraced_body_hits_the_cache(rng):
         same(o, outs[0])
     # a new shape or dtype is a new signature
     lax.fori_loop(0, 20, lambda i, v: v * 0.5 + 1, x[:3])
-    lax.fori_loop(0, 20, lambda i, v: v * 0.5 + 1, x.astype(np.float64))
+    lax.fori_loop(0, 20, lambda i, v: v * 0.5 + 1, x.astype(np.float16))
     assert eager.STATS["compiles"] == 3
 
 
@@ -269,6 +272,31 @@ def test_concrete_loop_inside_a_trace_runs_compiled(rng):
         return x + lax.fori_loop(0, 4, lambda i, v: v * 2, np.ones(3, np.float32))
     same(g(x), x + 16)
     assert eager.STATS["compiles"] == 1
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_transforms_stage_their_loops(rng, dtype):
+    """grad and vmap trace the loop (no compile); a loop of constants inside them is
+    compiled and its value used."""
+    x = rand(rng, (), dtype) * 0.5 + 1.5
+    g = jx.grad(lambda a: lax.fori_loop(0, 3, lambda i, v: v * a, dtype(1)))(x)
+    np.testing.assert_allclose(np.asarray(g), 3 * x ** 2, rtol=1e-6)
+    xs = rand(rng, (4,), dtype)
+    v = jx.vmap(lambda a: lax.fori_loop(0, 3, lambda i, c: c * a, dtype(1)))(xs)
+    np.testing.assert_allclose(np.asarray(v), xs ** 3, rtol=1e-6)
+    assert eager.STATS["compiles"] == 0
+    g = jx.grad(lambda a: a * lax.fori_loop(0, 3, lambda i, c: c * 2, dtype(1)))(x)
+    np.testing.assert_allclose(np.asarray(g), 8, rtol=1e-6)
+    assert eager.STATS["compiles"] == 1
+
+
+def test_jx_array_operands(rng):
+    """Operands made by jx.numpy (jx arrays) run compiled like NumPy arrays."""
+    x = rand(rng, (5,), np.float32)
+    got = lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(5, np.float32),
+                   jnp.stack([jnp.asarray(x)] * 3))
+    assert eager.STATS["compiles"] == 1
+    same(got, (3 * x, np.stack([0 * x, x * x, 2 * x * x])), exact=False)
 
 
 def test_unfilled_hook_interprets(rng, monkeypatch):
