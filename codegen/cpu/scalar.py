@@ -4,8 +4,9 @@
 in compute type (irutil.compute_type) of operand dtype dt. Every rule is
 straight-line code (selects, no branches, no libm calls) so loops vectorise,
 and every rule defines what hardware leaves undefined the way the NumPy
-reference does (integer division by zero gives 0, out-of-range shifts give 0,
-float -> int conversion saturates and maps NaN to 0).
+reference does, which is XLA's way (integer division by zero gives -1 and its
+remainder the dividend, out-of-range shifts give 0, float -> int conversion
+saturates and maps NaN to 0).
 """
 from __future__ import annotations
 
@@ -77,49 +78,48 @@ SCALAR["mul"] = _arith("fmul", "mul")
 
 
 def _safe_divisor(b, a, c, dt):
-    """Divisor with 0 (and MIN / -1, which traps) replaced by 1; and the mask of zeros."""
+    """Divisor with 0 and -1 replaced by 1 (MIN / -1 traps; x / -1 is a negation);
+    and the masks of zeros and of minus ones."""
     zero = const(dt, 0)
     is_zero = b.icmp_unsigned("==", c, zero)
-    bad = is_zero
+    bad, minus_one = is_zero, None
     if is_signed(dt):
-        bits = compute_type(dt).width
-        minv = ir.Constant(compute_type(dt), -(1 << (bits - 1)))
-        overflow = b.and_(b.icmp_signed("==", a, minv), b.icmp_signed("==", c, const(dt, -1)))
-        bad = b.or_(bad, overflow)
-    return b.select(bad, const(dt, 1), c), is_zero
+        minus_one = b.icmp_signed("==", c, const(dt, -1))
+        bad = b.or_(bad, minus_one)
+    return b.select(bad, const(dt, 1), c), is_zero, minus_one
 
 
 @rule("div")
 def _div(b, args, dt, out_dt):
+    """XLA's integer division: x / 0 is -1 (all bits set), MIN / -1 wraps to MIN."""
     a, c = args
     if is_float(dt):
         return b.fdiv(a, c, flags=FAST)
-    safe, is_zero = _safe_divisor(b, a, c, dt)
+    safe, is_zero, minus_one = _safe_divisor(b, a, c, dt)
     q = b.sdiv(a, safe) if is_signed(dt) else b.udiv(a, safe)
-    if is_signed(dt):      # MIN / -1 wraps to MIN, as NumPy's int arithmetic does
-        q = b.select(b.icmp_signed("==", c, const(dt, -1)), b.neg(a), q)
-    return b.select(is_zero, const(dt, 0), q)
+    if is_signed(dt):
+        q = b.select(minus_one, b.neg(a), q)
+    return b.select(is_zero, ir.Constant(compute_type(dt), -1), q)
 
 
 @rule("rem")
 def _rem(b, args, dt, out_dt):
+    """XLA's integer remainder: x % 0 is x, MIN % -1 is 0."""
     a, c = args
     if is_float(dt):
         return b.frem(a, c)
-    safe, is_zero = _safe_divisor(b, a, c, dt)
+    safe, is_zero, minus_one = _safe_divisor(b, a, c, dt)
     r = b.srem(a, safe) if is_signed(dt) else b.urem(a, safe)
     if is_signed(dt):
-        r = b.select(b.icmp_signed("==", c, const(dt, -1)), const(dt, 0), r)
-    return b.select(is_zero, const(dt, 0), r)
+        r = b.select(minus_one, const(dt, 0), r)
+    return b.select(is_zero, a, r)
 
 
 def _extremum(is_max):
     def lower(b, args, dt, out_dt):
         a, c = args
-        if is_float(dt):      # NaN in either operand propagates, as np.maximum
-            pick_a = b.fcmp_ordered(">" if is_max else "<", a, c)     # NaN c -> c
-            out = b.select(pick_a, a, c)
-            return b.select(b.fcmp_unordered("uno", a, a), a, out)
+        if is_float(dt):      # NaN propagates and -0.0 < +0.0, as XLA's max/min
+            return U.call_intrinsic(b, "llvm.maximum" if is_max else "llvm.minimum", [a, c])
         if compute_type(dt).width == 1:
             return b.or_(a, c) if is_max else b.and_(a, c)
         cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
@@ -233,10 +233,8 @@ def _shift(kind):
             return b.select(out_of_range, const(dt, 0), b.shl(a, safe))
         if kind == "lshr":
             return b.select(out_of_range, const(dt, 0), b.lshr(a, safe))
-        clamped = b.select(out_of_range, const(dt, bits - 1), c)
-        if is_signed(dt):
-            clamped = b.select(b.icmp_signed("<", c, const(dt, 0)), const(dt, 0), clamped)
-        return b.ashr(a, clamped)
+        # amounts outside [0, bits), negative ones included, shift by bits - 1 (XLA)
+        return b.ashr(a, b.select(out_of_range, const(dt, bits - 1), c))
     return lower
 
 

@@ -62,7 +62,6 @@ greater_equal = _binary(ew.ge)
 bitwise_and = _binary(ew.and_)
 bitwise_or = _binary(ew.or_)
 bitwise_xor = _binary(ew.xor)
-left_shift = _binary(ew.shift_left)
 
 negative = _unary(ew.neg)
 sign = _unary(ew.sign)
@@ -113,28 +112,30 @@ divide = true_divide
 
 
 def floor_divide(x, y):
+    """As JAX: integers from the truncating division, stepped down where the signs
+    differ and the remainder is not 0 (so x // 0 is -2 for x != 0, from XLA's
+    x / 0 = -1 and x % 0 = x; -1 for 0 // 0; the maximum for unsigned types)."""
     a, b = _bool_as_int(*promote(x, y))
     if dtypes.is_float(a.dtype):     # a step function: slope 0 everywhere (as JAX),
         return bind1(ad.stop_gradient, _float_divmod(a, b)[0])   # not 0 * inf at b = 0
-    q = bind1(ew.div, a, b)  # truncates; step down where the signs differ and r != 0
+    q = bind1(ew.div, a, b)
+    if a.dtype.kind == "u":
+        return q
     r = bind1(ew.rem, a, b)
-    fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    fix = logical_and(not_equal(bind1(ew.sign, a), bind1(ew.sign, b)), not_equal(r, 0))
     return where(fix, subtract(q, 1), q)
 
 
 def _float_divmod(a, b):
-    """NumPy's float divmod: floor(a / b) can be off by one ulp-sized step (1 // 0.1
-    is 9.0, not 10.0), so derive the quotient from fmod and snap it to an integer."""
+    """CPython's float divmod, as JAX computes it: the quotient from a - fmod(a, b)
+    (floor(a / b) can be off by one: 1 // 0.1 is 9.0, not 10.0), rounded half away
+    from zero to an integer. Infinite a gives NaN (JAX), b = 0 gives a / 0."""
     mod = bind1(ew.rem, a, b)
-    div = bind1(ew.div, subtract(a, mod), b)
-    fix = logical_and(not_equal(mod, 0), not_equal(less(b, 0), less(mod, 0)))
+    div = bind1(ew.div, where(equal(b, 0), a, subtract(a, mod)), b)
+    fix = logical_and(not_equal(mod, 0), not_equal(bind1(ew.sign, b), bind1(ew.sign, mod)))
     mod = where(fix, add(mod, b), mod)
     div = where(fix, subtract(div, 1), div)
-    fl = floor(div)
-    fl = where(greater(subtract(div, fl), 0.5), add(fl, 1), fl)
-    q = bind1(ew.div, a, b)
-    fl = where(equal(div, 0), multiply(q, 0.0), fl)     # a zero with the quotient's sign
-    return where(equal(b, 0), q, fl), mod
+    return bind1(ew.round_, div, rounding_method="away_from_zero"), mod
 
 
 def divmod(x, y):
@@ -142,7 +143,11 @@ def divmod(x, y):
 
 
 def remainder(x, y):
+    """The sign of the divisor, as JAX: x % 0 is 0 for integers (JAX divides by 1
+    there); for floats the remainder of fmod, moved by b where the signs differ."""
     a, b = _bool_as_int(*promote(x, y))
+    if not dtypes.is_float(b.dtype):
+        b = where(equal(b, 0), 1, b)
     r = bind1(ew.rem, a, b)    # sign of the dividend; NumPy wants the divisor's
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
     return where(fix, add(r, b), r)
@@ -152,7 +157,13 @@ mod = remainder
 
 
 def fmod(x, y):
-    a, b = _bool_as_int(*promote(x, y))
+    """C's fmod; an integer x fmod 0 is 0 (JAX divides by 1 there, not by XLA's 0;
+    bools divide as int32 without that guard, as JAX: True fmod False is 1)."""
+    a, b = promote(x, y)
+    guard = dtypes.is_int(a.dtype)
+    a, b = _bool_as_int(a, b)
+    if guard:
+        b = where(equal(b, 0), 1, b)
     return bind1(ew.rem, a, b)
 
 
@@ -308,7 +319,7 @@ def arcsinh(x):
     mb, ms = where(big, m, 1.0), where(big, 0.0, m)
     small = log1p(add(ms, divide(square(ms), add(1, sqrt(add(square(ms), 1))))))
     r = where(big, add(log(mb), float(np.log(2.0))), small)
-    return where(less(a, 0), negative(r), r)
+    return where(equal(a, 0), a, where(less(a, 0), negative(r), r))   # keeps -0.0
 
 
 def arccosh(x):
@@ -350,9 +361,13 @@ def logaddexp(x, y):
 
 
 def logaddexp2(x, y):
+    """max + log1p(2^-|x - y|) / ln 2, as JAX: the base-2 form itself, not
+    logaddexp of scaled values, which cancels to a different last bit near 0."""
     a, b = promote(x, y, to_float=True)
-    ln2 = float(np.log(2.0))
-    return divide(logaddexp(multiply(a, ln2), multiply(b, ln2)), ln2)
+    m = maximum(a, b)
+    d = subtract(a, b)
+    tail = multiply(float(1 / np.log(2.0)), log1p(exp2(minimum(d, negative(d)))))
+    return where(isnan(d), add(a, b), add(m, tail))
 
 
 def logical_and(x, y):
@@ -371,8 +386,13 @@ def logical_not(x):
     return invert(convert(x, dtypes.bool_))
 
 
+def left_shift(x, y):
+    a, b = _bool_as_int(*promote(x, y))     # bools shift as ints, as JAX
+    return bind1(ew.shift_left, a, b)
+
+
 def right_shift(x, y):
-    a, b = promote(x, y)
+    a, b = _bool_as_int(*promote(x, y))
     prim = ew.shift_right_arithmetic if a.dtype.kind == "i" else ew.shift_right_logical
     return bind1(prim, a, b)
 
@@ -467,9 +487,20 @@ def fabs(x):
 
 
 def cbrt(x):
+    """|x| ** (1/3) refined by one Newton step (the exponent 1/3 is itself rounded,
+    which leaves ~10 ulps at the ends of the range), with x's sign; zeros, infinities
+    and NaNs are their own cube roots. 16-bit floats go through float32."""
     (a,) = promote_dtypes(x, to_float=True)
-    r = power(abs(a), 1.0 / 3.0)
-    return where(less(a, 0), negative(r), r)
+
+    def f(v):
+        m = abs(v)
+        r = power(m, 1.0 / 3.0)
+        special = logical_or(equal(r, 0), logical_not(isfinite(r)))
+        rs = where(special, 1.0, r)
+        r = where(special, r, subtract(rs, divide(subtract(rs, divide(m, multiply(rs, rs))),
+                                                  3.0)))
+        return where(equal(v, 0), v, where(less(v, 0), negative(r), r))
+    return _wide(f, a)
 
 
 def deg2rad(x):

@@ -74,12 +74,15 @@ def _round(x, rounding_method):
 
 
 def _int_div(a, b):
-    """C semantics: truncate towards zero; division by zero gives 0 (defined, no trap)."""
-    safe = np.where(b == 0, np.ones_like(b), b)
-    with np.errstate(all="ignore"):      # floor division, then towards zero: no abs(),
-        q = a // safe                    # which overflows for the most negative int
-        q = np.where((a - q * safe != 0) & ((a < 0) != (safe < 0)), q + 1, q)
-    return np.where(b == 0, np.zeros_like(q), q).astype(a.dtype)
+    """XLA's integer division: truncates towards zero; x / 0 is -1 (all bits set: the
+    unsigned maximum) and MIN / -1 wraps to MIN. Defined everywhere, no trap."""
+    bad = (b == 0) | ((b == -1) if a.dtype.kind == "i" else False)
+    safe = np.where(bad, np.ones_like(b), b)
+    q = a // safe                        # floor division, then towards zero: no abs(),
+    q = np.where((a - q * safe != 0) & ((a < 0) != (safe < 0)), q + 1, q)  # (MIN overflows)
+    if a.dtype.kind == "i":
+        q = np.where(b == -1, (-a.astype(np.int64)).astype(a.dtype), q)   # MIN wraps
+    return np.where(b == 0, np.asarray(-1).astype(a.dtype), q).astype(a.dtype)
 
 
 def _div(a, b):
@@ -87,10 +90,32 @@ def _div(a, b):
 
 
 def _rem(a, b):
+    """fmod; for integers XLA's remainder: x % 0 is x, MIN % -1 is 0."""
     if dtypes.is_float(a.dtype):
         return np.fmod(a, b)
-    safe = np.where(b == 0, np.ones_like(b), b)
-    return np.where(b == 0, np.zeros_like(a), np.fmod(a, safe)).astype(a.dtype)
+    safe = np.where((b == 0) | ((b == -1) if a.dtype.kind == "i" else False),
+                    np.ones_like(b), b)
+    return np.where(b == 0, a, np.fmod(a, safe)).astype(a.dtype)
+
+
+def _sign(x):
+    """-1, 0 or 1; zeros and NaNs are their own sign (np.sign(-0.0) is +0.0)."""
+    if not dtypes.is_float(x.dtype):
+        return np.sign(x)
+    return np.where((x == 0) | np.isnan(x), x, np.sign(x)).astype(x.dtype)
+
+
+def _extremum(pick):
+    """maximum/minimum as XLA: NaNs propagate and -0.0 < +0.0, so max(-0, +0) is +0
+    in either order (np.maximum returns the first of two equal operands)."""
+    def fn(a, b):
+        out = pick(a, b)
+        if not dtypes.is_float(a.dtype):
+            return out
+        u = np.dtype(f"u{a.dtype.itemsize}")
+        bits = (a.view(u) & b.view(u)) if pick is np.maximum else (a.view(u) | b.view(u))
+        return np.where(a == b, bits.view(a.dtype), out)   # differ only in a zero's sign
+    return fn
 
 
 def _pow(a, b):
@@ -126,15 +151,15 @@ def _shift_right_arithmetic(a, b):
 # arithmetic
 neg = _unary("neg", np.negative, NUMERIC)
 abs_ = _unary("abs", np.abs, NUMERIC)
-sign = _unary("sign", np.sign, NUMERIC)
+sign = _unary("sign", _sign, NUMERIC)
 add = _binary("add", np.add)
 sub = _binary("sub", np.subtract)
 mul = _binary("mul", np.multiply)
 div = _binary("div", _div)
 rem = _binary("rem", _rem)
 pow_ = _binary("pow", _pow)
-max_ = _binary("max", np.maximum, NUMERIC + (BOOL,))
-min_ = _binary("min", np.minimum, NUMERIC + (BOOL,))
+max_ = _binary("max", _extremum(np.maximum), NUMERIC + (BOOL,))
+min_ = _binary("min", _extremum(np.minimum), NUMERIC + (BOOL,))
 atan2 = _binary("atan2", np.arctan2, (FLOAT,))
 
 # transcendental and rounding (float only)
