@@ -161,11 +161,13 @@ def _ms(s) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
-def report(results: list, cpu: str, command: str) -> str:
+def report(results: list, cpu: str, command: str, load: tuple | None = None) -> str:
     cols = ["interpreted", "jx eager", "JAX eager", "jx eager, fresh body",
             "JAX eager, fresh body", "jx jit", "JAX jit"]
     lines = ["# Eager control flow (issue 17)", "", f"Command: `{command}`", "",
-             f"CPU: {cpu}, {machine.cores()} cores usable", "",
+             f"CPU: {cpu}, {machine.cores()} cores usable"
+             + (f"; load average {load[0]:.2f} at the start (other work on the machine "
+                "inflates and spreads the times)" if load else ""), "",
              "| case | size | " + " | ".join(cols) + " | jx eager first call | "
              "JAX eager first call | jx eager vs interpreted | jx eager vs JAX eager |",
              "|" + "---|" * (len(cols) + 6)]
@@ -202,11 +204,12 @@ def main(argv=None) -> int:
     if args.steps < 1:
         p.error("--steps must be a positive int")
     libs = _libs()
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     t0 = time.perf_counter()
     results = [bench_case(n, s, m, a, libs, args.min_time) for n, s, m, a in cases(args.steps)]
     command = "python -m jx.benchmarks.eager_control " + " ".join(
         a for a in (argv if argv is not None else __import__("sys").argv[1:]))
-    text = report(results, machine.cpu_model(), command.strip())
+    text = report(results, machine.cpu_model(), command.strip(), load)
     print(text)
     with open(args.out, "w") as f:
         f.write(text)
