@@ -124,7 +124,8 @@ def _arrays(operands) -> list:
 # ---------------------------------------------------------------- hoisting
 
 def _hoisted(graph: Graph) -> tuple:
-    """(graph taking its top-level array literals as leading inputs, their values)."""
+    """(graph taking its array literals as leading inputs, their values). Those of a
+    loop or cond inside come in through its operands (rewritten the same way)."""
     found: dict = {}             # id(value) -> (value, Var): a closed-over array once
 
     def atom(a):
@@ -134,13 +135,26 @@ def _hoisted(graph: Graph) -> tuple:
                 entry = found[id(a.val)] = (a.val, Var(a.aval.strip_weak()))
             return entry[1]
         return a
-    eqns = tuple(Eqn(e.prim, tuple(atom(a) for a in e.inputs), e.params, e.outputs, e.source)
-                 for e in graph.eqns)
+    eqns = []
+    for e in graph.eqns:
+        ins, params = e.inputs, e.params
+        hoist = _HOIST.get(e.prim)
+        if hoist is not None:
+            lits, params = hoist(params)
+            ins = _place(e.prim, params, _literals(lits), ins)
+        eqns.append(Eqn(e.prim, tuple(atom(a) for a in ins), params, e.outputs, e.source))
     outs = tuple(atom(a) for a in graph.outputs)
     if not found:
         return graph, []
     vals, new = zip(*found.values())
-    return Graph(tuple(new) + graph.inputs, eqns, outs), list(vals)
+    return Graph(tuple(new) + graph.inputs, tuple(eqns), outs), list(vals)
+
+
+def _literals(lits):
+    """Hoisted values as atoms of the enclosing graph (while's come as a pair)."""
+    if isinstance(lits, tuple):
+        return tuple(_literals(part) for part in lits)
+    return [Literal(v) for v in lits]
 
 
 def _hoist_scan(params):

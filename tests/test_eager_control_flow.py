@@ -233,6 +233,28 @@ def test_closed_over_arrays_are_operands(rng):
     assert eager.STATS["compiles"] == 3 and eager.STATS["hits"] == 6, eager.STATS
 
 
+def test_nested_closed_over_arrays_are_operands(rng):
+    """Arrays closed over by a cond and a while_loop inside a loop come in as
+    operands too: new data, same compiled code, the new values."""
+    x = rand(rng, (3,), np.float32)
+    for _ in range(3):
+        A, b = rand(rng, (3, 3), np.float32), rand(rng, (3,), np.float32)
+
+        def body(i, v):
+            v = lax.cond(i % 2 == 0, lambda u: A @ u, lambda u: u + b, v)
+            return lax.while_loop(lambda u: jnp.sum(jnp.abs(u) - jnp.abs(b)) > 1,
+                                  lambda u: u * 0.5, v)
+        got = lax.fori_loop(0, 5, body, x)
+        same(got, interpreted(lambda: lax.fori_loop(0, 5, body, x)), exact=False)
+        want = x.copy()
+        for i in range(5):
+            want = A @ want if i % 2 == 0 else want + b
+            while np.sum(np.abs(want) - np.abs(b)) > 1:
+                want = want * np.float32(0.5)
+        same(got, want, exact=False, rtol=1e-5)
+    assert eager.STATS["compiles"] == 1 and eager.STATS["hits"] == 2, eager.STATS
+
+
 def test_closed_over_scalars_key_the_cache(rng):
     """A scalar constant is part of the compiled code: a new value compiles again,
     and never reuses code built for another value."""
