@@ -34,7 +34,8 @@ def _astype(self, dtype, copy=False, device=None):
     return cr.asarray(self, dtype=dtype)
 
 
-def _clip(self, min=None, max=None, *, a_min=None, a_max=None):
+def _clip(self, min=None, max=None, out=None, *, a_min=None, a_max=None):
+    _no_out(out, "clip")
     return uf.clip(self, a_min, a_max, min=min, max=max)
 
 
@@ -45,32 +46,57 @@ def _matrix_transpose(self):
     return mp.swapaxes(self, -1, -2)
 
 
-def _sum(self, axis=None, dtype=None, keepdims=False, initial=None):
+def _no_out(out, name: str):
+    """NumPy's functions (np.sum(x), np.round(x), ...) call the method with out=None;
+    jx arrays are immutable, so a real `out` cannot be honoured."""
+    if out is not None:
+        raise TypeError(f"{name}(out=...) is not supported: jx arrays are immutable; use "
+                        "the returned array")
+
+
+def _sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    _no_out(out, "sum")
     return rd.sum(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-def _prod(self, axis=None, dtype=None, keepdims=False, initial=None):
+def _prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    _no_out(out, "prod")
     return rd.prod(self, axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-def _max(self, axis=None, keepdims=False, initial=None):
+def _max(self, axis=None, out=None, keepdims=False, initial=None):
+    _no_out(out, "max")
     return rd.max(self, axis, keepdims=keepdims, initial=initial)
 
 
-def _min(self, axis=None, keepdims=False, initial=None):
+def _min(self, axis=None, out=None, keepdims=False, initial=None):
+    _no_out(out, "min")
     return rd.min(self, axis, keepdims=keepdims, initial=initial)
 
 
-def _mean(self, axis=None, dtype=None, keepdims=False):
+def _mean(self, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out(out, "mean")
     return rd.mean(self, axis, dtype=dtype, keepdims=keepdims)
 
 
-def _var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+def _var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    _no_out(out, "var")
     return rd.var(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
 
-def _std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+def _std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    _no_out(out, "std")
     return rd.std(self, axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+def _cumsum(self, axis=None, dtype=None, out=None):
+    _no_out(out, "cumsum")
+    return rd.cumsum(self, axis, dtype=dtype)
+
+
+def _cumprod(self, axis=None, dtype=None, out=None):
+    _no_out(out, "cumprod")
+    return rd.cumprod(self, axis, dtype=dtype)
 
 
 METHODS: dict = {
@@ -118,13 +144,18 @@ METHODS: dict = {
     "mean": _mean,
     "var": _var,
     "std": _std,
-    "any": lambda self, axis=None, keepdims=False: rd.any(self, axis, keepdims=keepdims),
-    "all": lambda self, axis=None, keepdims=False: rd.all(self, axis, keepdims=keepdims),
-    "cumprod": lambda self, axis=None: rd.cumprod(self, axis),
-    "round": lambda self, decimals=0: uf.round(self, decimals),
-    "argmax": lambda self, axis=None: rd.argmax(self, axis),
-    "argmin": lambda self, axis=None: rd.argmin(self, axis),
-    "cumsum": lambda self, axis=None: rd.cumsum(self, axis),
+    "any": lambda self, axis=None, out=None, keepdims=False: (
+        _no_out(out, "any"), rd.any(self, axis, keepdims=keepdims))[1],
+    "all": lambda self, axis=None, out=None, keepdims=False: (
+        _no_out(out, "all"), rd.all(self, axis, keepdims=keepdims))[1],
+    "cumprod": _cumprod,
+    "round": lambda self, decimals=0, out=None: (_no_out(out, "round"),
+                                                 uf.round(self, decimals))[1],
+    "argmax": lambda self, axis=None, out=None, keepdims=None: (
+        _no_out(out, "argmax"), rd.argmax(self, axis))[1],
+    "argmin": lambda self, axis=None, out=None, keepdims=None: (
+        _no_out(out, "argmin"), rd.argmin(self, axis))[1],
+    "cumsum": _cumsum,
     "dot": lambda self, o: la.dot(self, o),
     "squeeze": lambda self, axis=None: mp.squeeze(self, axis),
     "ravel": lambda self: mp.ravel(self),

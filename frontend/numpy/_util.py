@@ -82,8 +82,10 @@ def _flat(x):
             yield e
 
 
-def convert(x, dtype, like=()):
-    """x as dtype; constants are converted in Python, traced values by a primitive."""
+def convert(x, dtype, like=(), weak: bool = False):
+    """x as dtype; constants are converted in Python, traced values by a primitive.
+    weak: the converted value is weakly typed (JAX: int32 array * 2.0 is a weak
+    float32, so both operands of the multiplication are)."""
     dtype = np.dtype(dtype)
     if is_scalar_const(x):
         if dtypes.is_int(dtype) and isinstance(x, int) and not isinstance(x, bool):
@@ -92,10 +94,12 @@ def convert(x, dtype, like=()):
                 raise OverflowError(f"Python int {x} does not fit in {dtype}, the dtype of "
                                     "the array it meets; convert that array first "
                                     "(astype(int64)) or use a float")
-        return np.asarray(x, dtype=dtype)
+        return Array(np.asarray(x, dtype=dtype), True) if weak else np.asarray(x, dtype=dtype)
     x = as_value(x)
     if x.dtype == dtype:
         return x
+    if weak:
+        return bind_like(like, ew.convert_element_type, x, new_dtype=dtype, weak_type=True)[0]
     return bind_like(like, ew.convert_element_type, x, new_dtype=dtype)[0]
 
 
@@ -136,11 +140,11 @@ def result_dtype(*args) -> tuple:
 def promote_dtypes(*args, to_float: bool = False) -> list:
     """Convert to one dtype (JAX promotion with weak scalars); no broadcasting."""
     args = [as_value(a) for a in args]
-    dt, _ = result_dtype(*args)
+    dt, weak = result_dtype(*args)
     if to_float and not dtypes.is_float(dt):
         dt = dtypes.default_float
     tracers = [a for a in args if isinstance(a, Tracer)]
-    return [convert(a, dt, tracers) for a in args]
+    return [convert(a, dt, tracers, weak) for a in args]
 
 
 def promote(*args, to_float: bool = False) -> list:
