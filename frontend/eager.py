@@ -10,10 +10,13 @@ The signature is structural, not the identity of the traced body: a sampler that
 calls `lax.scan(step, ...)` in a Python loop re-traces `step` on every call, into
 a new but identical graph. The key is the primitive, its params with every
 sub-graph written out (primitives, params, types, wiring, source lines) and the
-values of the scalar literals. Array literals (arrays the body closed over)
-become operands of the compiled call instead of constants of its code, so new
-data reuses the compiled code and big arrays are neither hashed nor built into
-the object.
+values of the scalar literals. Array literals (arrays the body, or a loop or cond
+inside it, closed over) become operands of the compiled call instead of constants
+of its code, so new data reuses the compiled code and big arrays are neither
+hashed nor built into the object. Scalars stay constants (codegen folds them):
+one computed from closed-over data while tracing (`jnp.sum(w)` in the body runs
+then, on constants) compiles again when the data changes; passing such a value
+in the carry or xs avoids that.
 
 A primitive the CPU backend cannot compile (NotImplementedError) is remembered
 and interpreted as before, so nothing that ran eagerly stops running.
