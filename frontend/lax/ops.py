@@ -16,8 +16,8 @@ from ..prims import structural as st
 def _scalars_to(args):
     """Python scalars take the dtype and shape of the array operands (lax semantics)."""
     arrays = [as_value(a) for a in args if not is_scalar_const(a)]
-    if not arrays:
-        return [np.asarray(a, dtype=dtypes.python_scalar_dtype(a)) for a in args]
+    if not arrays:          # scalars alone stay weak (lax.add(1.0, 2.0) is weak, as JAX)
+        return list(args)
     ref = arrays[0]
     tracers = [a for a in arrays if isinstance(a, Tracer)]
     out = []
