@@ -121,10 +121,14 @@ def _extremum(pick):
 def _pow(a, b):
     if dtypes.is_float(a.dtype):
         return np.power(a, b)
-    # integer power: negative exponents give 0 except for bases 1 and -1
-    safe_b = np.where(b < 0, 0, b)
-    r = np.power(a, safe_b)
-    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    if a.dtype.kind == "u":
+        return np.power(a, b)
+    # integer power: negative exponents give 0 except for bases 1 and -1 (every
+    # operand kept in a's dtype: a mix with Python ints would go through float64)
+    one = np.ones_like(a)
+    r = np.power(a, np.where(b < 0, np.zeros_like(b), b))
+    neg = np.where(a == one, one, np.where(a == -one, np.where(b % 2 == 0, one, -one),
+                                            np.zeros_like(a)))
     return np.where(b < 0, neg, r).astype(a.dtype)
 
 
