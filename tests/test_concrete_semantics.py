@@ -366,6 +366,21 @@ def test_reductions_match_jax(rng, k, dt):
         both(lambda m, x: REDUCE[k](m["jnp"], x), x, exact=False)
 
 
+def test_reductions_of_weak_values_are_strong_as_in_jax():
+    """jnp.sum(2.0), x.max() of asarray(2.0), cumsum of a weak value: strongly
+    typed results, as JAX's reductions give (float32, not weak)."""
+    for f in (lambda m: m.sum(2.0), lambda m: m.mean(3), lambda m: m.max(m.asarray(2.0)),
+              lambda m: m.prod(m.full(3, 2.0)), lambda m: m.cumsum(m.full(3, 2.0)),
+              lambda m: m.min(m.full((2, 2), 1), axis=0), lambda m: m.var(m.full(3, 1.5)),
+              lambda m: m.sum(m.full(3, 2.0), initial=1.0)):
+        r = f(jnp)
+        assert is_jx_array(r) and r.dtype in (F32, I32)
+        if hasattr(r, "weak_type"):
+            assert not r.weak_type, r
+        jax_numpy = pytest.importorskip("jax.numpy")
+        same(r, f(jax_numpy))
+
+
 def test_integer_mean_and_division_are_float32():
     """x.mean() on ints, int32 / int32 and int32 + 1.5 are float32 (JAX), not
     NumPy's float64, eagerly as under jit."""

@@ -73,18 +73,20 @@ def _build(what: str, shape: tuple, dt, make):
     errors naming `what`, the shape and the user's line (not NumPy's or a
     primitive's): constants are built eagerly, even inside a trace."""
     dt = np.dtype(dt)
-    where = user_location()
-    at = f" (at {where})" if where else ""
+
+    def at():                   # the user's line, looked up only for an error
+        where = user_location()
+        return f" (at {where})" if where else ""
     problem = f"shape {shape} has a negative dimension" if any(d < 0 for d in shape) \
         else extent_problem(shape, dt)
     if problem:
-        raise ShapeError(f"jx.numpy.{what}: {problem}{at}")
+        raise ShapeError(f"jx.numpy.{what}: {problem}{at()}")
     try:
         return make()
     except (MemoryError, OutOfMemoryError):
         nbytes = math.prod(shape) * dt.itemsize
         raise OutOfMemoryError(
-            f"jx.numpy.{what}({shape}, {dt.name}){at}: its {nbytes:.3g} bytes could not be "
+            f"jx.numpy.{what}({shape}, {dt.name}){at()}: its {nbytes:.3g} bytes could not be "
             "allocated: constants are built in full, even while tracing; use smaller shapes "
             "or build the value from a traced one (e.g. jnp.broadcast_to(x, shape)), which "
             "compiled code computes without storing it") from None

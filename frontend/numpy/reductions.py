@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..prims import elementwise as ew
 from ..prims import reductions as rd
 from ..prims import structural as st
 from ..errors import EmptyReductionError, ShapeError, user_location
@@ -30,9 +31,18 @@ def _accumulator(x, dtype):
     return x
 
 
+def _strong(x):
+    """x without its weak type: JAX's reductions of a weak value (a Python scalar,
+    asarray(2.0)) are strongly typed."""
+    from ._util import dtype_weak
+    dt, weak = dtype_weak(x)
+    return bind1(ew.convert_element_type, x, new_dtype=dt, weak_type=False) if weak else x
+
+
 def _reducer(prim, sum_like: bool):
     def fn(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
         (x,) = promote_dtypes(a)
+        x = _strong(x)
         if sum_like:
             x = _accumulator(x, dtype)
         elif dtype is not None:
@@ -176,6 +186,7 @@ argmin = _arg(rd.argmin)
 def _cumulative(prim):
     def fn(a, axis=None, dtype=None, reverse=False):
         (x,) = promote_dtypes(a)
+        x = _strong(x)
         # unlike sum and prod, JAX's running sums and products keep narrow ints
         # (int8 stays int8); only bools count in int32
         if dtype is not None or x.dtype == dtypes.bool_:
