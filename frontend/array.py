@@ -152,6 +152,14 @@ class Array(metaclass=abc.ABCMeta):
                         for i in idx)
         return tuple(Array(i.astype(dtypes.default_int)) for i in idx)
 
+    def view(self, dtype=None, type=None) -> "Array":
+        """The same bytes read as dtype (no copy), as NumPy's view."""
+        if type is not None:
+            raise TypeError("jx.Array.view: type= is not supported (jx arrays have one type)")
+        if dtype is None:
+            return self
+        return Array(self._exposed().view(dtype))
+
     def copy(self) -> "Array":
         return Array(self._value.copy(), self._weak)
 

@@ -399,6 +399,9 @@ def test_properties_and_methods(rng):
                       (divmod(x, 2.0)[0], a // 2), (divmod(x, 2.0)[1], a % 2)]:
         assert type(got) is Array
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    v = x.view(np.int32)
+    assert type(v) is Array and np.shares_memory(np.asarray(v), np.asarray(x))
+    np.testing.assert_array_equal(np.asarray(v), a.view(np.int32))
     nz = concrete(np.array([0, 3, 0, 4])).nonzero()
     assert [n.dtype for n in nz] == [np.int32] and nz[0].tolist() == [1, 3]
     with pytest.raises(TypeError, match="0-d"):
