@@ -423,3 +423,13 @@ def test_known_cases(fn, args, want):
     for got in _both(fn, *args):
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         assert not mismatches(got, want, approx=False, nan_sign=False).any(), (got, want)
+
+
+def test_integer_to_a_negative_static_power_is_an_error():
+    """JAX's integer_pow refuses it; jx says what to do instead."""
+    x = np.arange(1, 4, dtype=np.int32)
+    for fn in (jnp.power, jx.jit(jnp.power, static_argnums=1)):
+        with pytest.raises(TypeError, match="negative powers.*float base"):
+            fn(x, -2)
+    f = x.astype(np.float32)
+    np.testing.assert_array_equal(jnp.power(f, -2), 1 / f ** 2)

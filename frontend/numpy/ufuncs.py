@@ -180,9 +180,9 @@ def _integer_pow(x, n: int):
     (a,) = _bool_as_int(*promote_dtypes(x))
     if n < 0 and dtypes.is_float(a.dtype):
         return reciprocal(_integer_pow(a, -n))
-    if n < 0:
-        a, b = promote(a, n)
-        return bind1(ew.pow_, a, b)
+    if n < 0:       # as JAX (integer_pow): an error, not a value
+        raise TypeError(f"integers cannot be raised to negative powers, got "
+                        f"{a.dtype} ** {n}; use a float base (x.astype(float) ** {n})")
     if n == 0:                  # ones_like(a), built here: creation sits above ufuncs
         return constant(np.ones, shape_of(a), np.dtype(dtypes.canonicalize(dtype_weak(a)[0])),
                         "ones")
