@@ -17,6 +17,13 @@ from .prims import elementwise as ew
 
 
 def _float(x):
+    """x as a float array; a weak value (a Python scalar) stays weak, as JAX's
+    activations keep it (relu(2.0), softplus(1) are weak float32)."""
+    x = u.as_value(x)
+    dt, weak = u.dtype_weak(x)
+    ft = dt if dtypes.is_float(dt) else dtypes.default_float
+    if weak:
+        return u.bind1(ew.convert_element_type, x, new_dtype=ft, weak_type=True)
     (v,) = u.promote_dtypes(x, to_float=True)
     return v
 
@@ -43,7 +50,7 @@ def _relu_jvp(primals, tangents):
 @custom_jvp
 def relu6(x):
     """min(max(x, 0), 6); derivative 1 strictly inside (0, 6), else 0 (as JAX)."""
-    return jnp.minimum(jnp.maximum(u.as_value(x), 0), 6)
+    return jnp.minimum(jnp.maximum(u.as_value(x), 0), 6.0)   # ints give floats, as JAX
 
 
 @relu6.defjvp
@@ -123,8 +130,9 @@ def leaky_relu(x, negative_slope=1e-2):
 
 
 def hard_tanh(x):
-    """clip(x, -1, 1)."""
-    return jnp.clip(_float(x), -1.0, 1.0)
+    """clip(x, -1, 1); integers stay integers, as in JAX."""
+    x = u.as_value(x)
+    return jnp.where(jnp.greater(x, 1), 1, jnp.where(jnp.less(x, -1), -1, x))
 
 
 def hard_sigmoid(x):

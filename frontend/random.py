@@ -428,6 +428,13 @@ def randint(key, shape, minval, maxval, dtype=np.int32):
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     shape = _shape(shape)
     jnp = _jnp()
+    if dt.itemsize < 4:
+        # as JAX (0.10): 8- and 16-bit draws are sampled in int32 (less bias), the
+        # bounds clipped to the dtype's range (maxval one past it), then narrowed
+        info = np.iinfo(dt)
+        lo, hi = (jnp.clip(u.convert(u.as_value(v), dtypes.int32), info.min, top)
+                  for v, top in ((minval, info.max), (maxval, info.max + 1)))
+        return u.convert(randint(k, shape, lo, hi, dtypes.int32), dt)
     lo, hi = u.as_value(minval), u.as_value(maxval)
     lo, hi = (jnp.asarray(v) if u.is_scalar_const(v) else v for v in (lo, hi))
     lo, hi = (v if dtypes.is_int(v.dtype) else u.convert(v, dtypes.default_int)

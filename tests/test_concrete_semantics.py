@@ -488,6 +488,41 @@ def test_random_matches_jax():
         assert is_jx_array(r)
 
 
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int16", "uint16", "int32"])
+def test_randint_of_narrow_dtypes_matches_jax(dt):
+    """8- and 16-bit randint draws in int32 with clipped bounds, as JAX does."""
+    jax = jax_or_skip()
+    info = np.iinfo(dt)
+    for seed in (0, 5):
+        k, jk = jr.PRNGKey(seed), jax.random.PRNGKey(seed)
+        top = info.max + 1 if info.bits < 32 else info.max        # JAX: int32 overflows
+        for lo, hi in ((0, 9), (-3, 9), (info.min, top), (-500, 70000), (5, 2)):
+            same(jr.randint(k, (3, 4), lo, hi, dt), jax.random.randint(jk, (3, 4), lo, hi, dt))
+
+
+def test_nn_scalars_and_integers_take_jax_dtypes():
+    """Python scalars stay weak through the activations; hard_tanh keeps ints and
+    relu6 makes floats of them, as in JAX."""
+    cases = [("sigmoid", 2.0), ("silu", 2.0), ("gelu", 0.5), ("elu", -1.0), ("celu", -1.0),
+             ("selu", 2.0), ("leaky_relu", -3.0), ("soft_sign", 2.0), ("hard_tanh", 3),
+             ("hard_tanh", 0.5), ("hard_tanh", np.arange(-3, 3, dtype=np.int32)),
+             ("relu6", np.arange(-3, 9, dtype=np.float32)), ("elu", 2), ("sigmoid", 1)]
+    for name, arg in cases:
+        r = getattr(jnn, name)(arg)
+        assert is_jx_array(r)
+        if isinstance(arg, (int, float)):      # gelu's NumPy constants make it strong
+            assert r.weak_type == (name != "gelu"), (name, arg, r)
+        if name == "hard_tanh":
+            assert r.dtype == (F32 if isinstance(arg, float) else I32), (arg, r)
+    jax = jax_or_skip()
+    for name, arg in cases:
+        if name == "sigmoid" and isinstance(arg, int):
+            continue                     # JAX refuses ints there; jx converts them
+        same(getattr(jnn, name)(arg), getattr(jax.nn, name)(arg), exact=False)
+    same(jnn.relu6(np.arange(-3, 9, dtype=np.int32)).astype(np.float32),
+         jax.nn.relu6(np.arange(-3, 9, dtype=np.int32)), weak=False)
+
+
 NN = ["relu", "relu6", "sigmoid", "softplus", "silu", "gelu", "elu", "leaky_relu",
       "log_sigmoid", "softmax", "log_softmax", "hard_tanh", "celu", "selu", "soft_sign"]
 
