@@ -1,7 +1,7 @@
 """Eager control flow: sampler-style loops written with lax.scan / fori_loop and
 called outside jit (issue 17), as a user of JAX writes them in a notebook.
 
-    python -m jx.benchmarks.eager_control [--steps N] [--min-time S] [--out FILE.md]
+    jx bench --suite eager [--steps N] [--min-time S] [--out DIR]
 
 Engines, on the same inputs:
   interpreted   jx with jx.eager.disabled(): the primitive's NumPy reference runs
@@ -194,7 +194,7 @@ def report(results: list, cpu: str, command: str, load: tuple | None = None) -> 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jx.benchmarks.eager_control",
+    p = argparse.ArgumentParser(prog="jx bench --suite eager",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=5000)
     p.add_argument("--min-time", type=float, default=1.0)
@@ -207,8 +207,7 @@ def main(argv=None) -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     t0 = time.perf_counter()
     results = [bench_case(n, s, m, a, libs, args.min_time) for n, s, m, a in cases(args.steps)]
-    command = "python -m jx.benchmarks.eager_control " + " ".join(
-        a for a in (argv if argv is not None else __import__("sys").argv[1:]))
+    command = "jx bench --suite eager " + " ".join(argv or ())
     text = report(results, machine.cpu_model(), command.strip(), load)
     print(text)
     with open(args.out, "w") as f:
@@ -217,7 +216,3 @@ def main(argv=None) -> int:
         json.dump({"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
                    "results": results}, f, indent=1)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

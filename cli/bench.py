@@ -312,23 +312,33 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
                   metavar="DIR", help="The suite: folder for results.md and results.json "
                                       "(default: the benchmarks/ folder).")
-    @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce"]),
+    @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
                        "--target cuda), allreduce (pmap's psum against MPI; run under "
-                       "mpirun for ranks).")
+                       "mpirun for ranks), eager (lax loops called outside jit: "
+                       "interpreted, compiled, JAX; --steps).")
+    @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
+                  help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
                   help="The suite: time every engine quiet, then with N cores kept busy by "
                        "spinning processes; report the slowdowns (results-busy.md/.json).")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))
+        if suite == "eager":
+            argv = [] if steps is None else ["--steps", str(steps)]
+            argv += [] if min_time is None else ["--min-time", str(min_time)]
+            if out_dir is not None:
+                os.makedirs(out_dir, exist_ok=True)
+                argv += ["--out", os.path.join(out_dir, "results-eager.md")]
+            raise SystemExit(_sub("eager_control").main(argv))
         if suite == "models" and target != "cuda":
             raise CliError("--suite models times model steps on the GPU: add --target cuda")
         if target == "cuda":
