@@ -457,6 +457,30 @@ def test_lax_matches_jax(rng, k, dt):
         both(lambda m, x: LAX[k](m["lax"], x), x)
 
 
+@pytest.mark.parametrize("dt", [F32, I32, U8, BOOL])
+def test_lax_gather_and_scatter_match_jax(rng, dt):
+    """Every gather mode (None is promise_in_bounds in JAX 0.10: XLA clamps; fill's
+    default fill values per dtype) and scatter mode, with out-of-range and negative
+    start indices."""
+    jax = jax_or_skip()
+    x = rnd(rng, (5, 4), dt, 0, 9)
+    idx = np.array([[0], [3], [7], [-1], [4]], np.int32)
+    gdn = dict(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+    sdn = dict(update_window_dims=(1,), inserted_window_dims=(0,),
+               scatter_dims_to_operand_dims=(0,))
+    for mode in (None, "clip", "fill", "promise_in_bounds"):
+        same(lax.gather(x, idx, lax.GatherDimensionNumbers(**gdn), (1, 4), mode=mode),
+             jax.lax.gather(x, idx, jax.lax.GatherDimensionNumbers(**gdn), (1, 4), mode=mode))
+    u = rnd(rng, (5, 4), dt, 0, 9)
+    names = ["scatter", "scatter_min", "scatter_max"] + \
+        ([] if dt == BOOL else ["scatter_add", "scatter_mul"])
+    for mode in (None, "clip", "drop"):
+        for name in names:
+            same(getattr(lax, name)(x, idx, u, lax.ScatterDimensionNumbers(**sdn), mode=mode),
+                 getattr(jax.lax, name)(x, idx, u, jax.lax.ScatterDimensionNumbers(**sdn),
+                                        mode=mode))
+
+
 def test_lax_scalars_are_weak_as_in_jax():
     jax = jax_or_skip()
     for f in (lambda l: l.add(1.0, 2.0), lambda l: l.mul(3, 4), lambda l: l.neg(2.0),

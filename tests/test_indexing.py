@@ -533,7 +533,9 @@ def test_lax_gather_scatter(rng):
     idx = np.array([[2], [7], [0]], np.int32)
     dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
                                     start_index_map=(0,))
-    got = lax.gather(x, idx, dn, (1, 4))                      # default: fill
+    got = lax.gather(x, idx, dn, (1, 4))       # default: promise_in_bounds (JAX 0.10), clamps
+    np.testing.assert_array_equal(got, x[[2, 5, 0]])
+    got = lax.gather(x, idx, dn, (1, 4), mode="fill")
     assert np.isnan(got[1]).all()
     np.testing.assert_array_equal(got[[0, 2]], x[[2, 0]])
     np.testing.assert_array_equal(lax.gather(x, idx, dn, (1, 4), mode="clip"), x[[2, 5, 0]])

@@ -14,7 +14,8 @@ from ..prims import indexing as ix
 from ..prims import structural as st
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 
-_GATHER_MODES = {None: "fill", "fill": "fill", "clip": "clip",
+# JAX (0.10) reads with promise_in_bounds when no mode is given: XLA clamps
+_GATHER_MODES = {None: "promise_in_bounds", "fill": "fill", "clip": "clip",
                  "promise_in_bounds": "promise_in_bounds"}
 # XLA skips out-of-bounds scatter windows: what a promise broken gives on JAX
 _SCATTER_MODES = {None: "drop", "drop": "drop", "fill": "drop", "clip": "clip",
@@ -125,7 +126,8 @@ def _dn(dn, cls):
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, mode=None,
            fill_value=None, indices_are_sorted=False, unique_indices=False):
-    """XLA gather; mode None is 'fill' (JAX's default): out-of-bounds slices are filled."""
+    """XLA gather. mode None is 'promise_in_bounds' (JAX's default): out-of-bounds
+    starts clamp, as XLA does; 'fill' fills those slices with fill_value."""
     m = _mode(mode, _GATHER_MODES, "gather")
     return bind1(ix.gather, as_value(operand), as_value(start_indices),
                  dimension_numbers=_dn(dimension_numbers, GatherDimensionNumbers),
