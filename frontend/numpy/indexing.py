@@ -1,7 +1,8 @@
 """NumPy indexing over jx primitives: x[idx], x.at[idx].set/add/..., take,
 take_along_axis.
 
-Indexing is resolved at trace time. Static ints and slices become slice/rev/
+Indexing is resolved into primitives, on concrete arrays as on traced ones (no
+NumPy shortcut: the same results, JAX's). Static ints and slices become slice/rev/
 squeeze/expand_dims; a traced scalar index becomes dynamic_slice; integer
 arrays (traced or constant) and constant boolean masks become one gather whose
 index tensor is built here. Updates use dynamic_update_slice when every index
@@ -10,8 +11,9 @@ is static and contiguous, otherwise one scatter with the same index tensor.
 Out of bounds (JAX's choices, since a compiled program cannot raise): reads
 clamp (gather mode "promise_in_bounds", whose gradient drops what out-of-bounds
 indices read, as JAX's does; .get(mode="clip") credits the clamped element,
-.get(mode="fill") fills), updates are dropped (mode "drop"; or "clip"). Static Python ints follow the same rules on traced
-arrays, as in JAX (x[10] of 5 elements is x[4]); only an int or traced scalar
+.get(mode="fill") fills), updates are dropped (mode "drop"; or "clip"). Static
+Python ints follow the same rules, as in JAX (x[10] of 5 elements is x[4]); bool
+scalars add an axis of size 1 (True) or 0 (False); only an int or traced scalar
 into a size-0 axis raises IndexError, since no element can stand in for it.
 Negative indices wrap like NumPy (once: -n - 1 is out of bounds), traced ones
 included.
