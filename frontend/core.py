@@ -2,7 +2,8 @@
 
 Every operation in jx ends in `bind(prim, *args, **params)`. If no argument is
 a Tracer, bind runs the primitive's NumPy reference implementation (eager
-mode). Otherwise it records an equation in the innermost GraphBuilder among
+mode) and returns jx.Arrays (jx.array; inputs may be jx.Arrays, NumPy arrays or
+Python scalars). Otherwise it records an equation in the innermost GraphBuilder among
 the arguments. Builders are ordered by a level taken at creation: a nested
 trace (a cond branch, a loop body, a function being differentiated) always has
 a higher level than the traces around it, so tracers from an enclosing trace
