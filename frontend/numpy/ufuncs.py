@@ -8,6 +8,7 @@ from ..prims import autodiff as ad
 from ..prims import elementwise as ew
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, constant, convert, \
     dtype_weak, promote, promote_dtypes, shape_of
+from ..array import wrap
 from ..core import Tracer
 
 
@@ -35,6 +36,12 @@ def _bool_as_int(*args):
         return args
     tracers = [a for a in args if isinstance(a, Tracer)]
     return [convert(a, dtypes.default_int, tracers) for a in args]
+
+
+def _unchanged(a, x):
+    """A result that is the (promoted) operand a of input x itself: a concrete one
+    comes back as a jx.Array, as every other eager result, weak if x was."""
+    return wrap(a, dtype_weak(x)[1]) if isinstance(a, np.ndarray) else a
 
 
 add = _bool_as_logic(ew.add, ew.or_)
@@ -80,7 +87,7 @@ def _integral_unchanged(prim):
     """floor/ceil of integers and bools is the value itself, dtype kept (NumPy 2, JAX)."""
     def fn(x):
         (a,) = promote_dtypes(x)
-        return bind1(prim, a) if dtypes.is_float(a.dtype) else a
+        return bind1(prim, a) if dtypes.is_float(a.dtype) else _unchanged(a, x)
     fn.__name__ = prim.name
     return fn
 
@@ -93,14 +100,15 @@ bitwise_not = invert
 
 def absolute(x):
     (a,) = promote_dtypes(x)
-    return a if a.dtype == dtypes.bool_ else bind1(ew.abs_, a)
+    return _unchanged(a, x) if a.dtype == dtypes.bool_ else bind1(ew.abs_, a)
 
 
 abs = absolute
 
 
 def positive(x):
-    return as_value(x)
+    (a,) = promote_dtypes(x)
+    return _unchanged(a, x)
 
 
 def true_divide(x, y):
@@ -213,7 +221,9 @@ def rsqrt(x):
 def round(x, decimals=0):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
-        return a if decimals >= 0 or a.dtype == dtypes.bool_ else _round_int(a, 10 ** -decimals)
+        if decimals >= 0 or a.dtype == dtypes.bool_:
+            return _unchanged(a, x)
+        return _round_int(a, 10 ** -decimals)
     if decimals == 0:
         return bind1(ew.round_, a, rounding_method="to_nearest_even")
     scale = 10.0 ** decimals
@@ -464,7 +474,7 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
-        return a
+        return _unchanged(a, x)
     info = dtypes.finfo(a.dtype)
     a = where(isnan(a), nan, a)
     a = where(equal(a, np.inf), info.max if posinf is None else posinf, a)
@@ -474,7 +484,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 def trunc(x):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
-        return a
+        return _unchanged(a, x)
     return where(less(a, 0), ceil(a), floor(a))
 
 
