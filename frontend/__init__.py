@@ -33,6 +33,17 @@ def _load_namespace() -> None:
         _loaded = True
 
 
+def _asked_by_a_program() -> bool:
+    """Whether the code asking the package for a name (past the import machinery)
+    is a program rather than one of jx's own modules."""
+    frame = _sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(
+            ("importlib", "_frozen_importlib")):
+        frame = frame.f_back
+    caller = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return caller != __name__ and not caller.startswith(__name__ + ".")
+
+
 def __getattr__(name: str):
     if name.startswith("__"):          # probes (__wrapped__, ...) load nothing
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -40,7 +51,13 @@ def __getattr__(name: str):
     # asks for it here) is imported alone: the runtime must not load the frontend.
     if name not in _FUNCTIONS_NAMED_LIKE_MODULES and \
             _importlib_util.find_spec(f"{__name__}.{name}") is not None:
-        return _importlib.import_module(f"{__name__}.{name}")
+        module = _importlib.import_module(f"{__name__}.{name}")
+        # A program asking for jx.lax, jx.random, ... gets the whole API with it
+        # (the hooks the API layer fills, e.g. eager loops compiled); jx's own
+        # modules and the runtime get the module alone.
+        if name != "runtime" and _asked_by_a_program():
+            _load_namespace()
+        return module
     _load_namespace()
     try:
         return globals()[name]

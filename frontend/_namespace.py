@@ -23,6 +23,7 @@ from .vmap import vmap  # noqa: F401
 from .pmap import (Device, bind_axis, device_count, devices, local_device_count,  # noqa: F401
                    local_devices, pmap, process_count, process_index)
 from .jit import jit  # noqa: F401
+from . import eager  # noqa: F401  (eager lax loops and conds run compiled)
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
 
 tree_util = tree

@@ -161,3 +161,16 @@ def test_runtime_loads_no_other_jx_module():
         "m == 'jx' or m.startswith('jx.')", "m.split('.')[0] in ('llvmlite', 'cupy', 'click')")],
         capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert not heavy, heavy
+
+
+def test_a_program_asking_for_a_submodule_gets_the_whole_api():
+    """`import jx; jx.lax.scan(...)` outside jit runs compiled: asking the package
+    for jx.lax from a program loads the API (which fills the library's hooks, such
+    as the eager control-flow runner); jx's own imports stay one module each."""
+    code = ("import sys, numpy as np, jx\n"
+            "before = 'jx._namespace' in sys.modules\n"
+            "c, ys = jx.lax.scan(lambda c, x: (c + x, c), np.float32(0), np.ones(4, np.float32))\n"
+            "print(before, 'jx._namespace' in sys.modules, jx.eager.STATS['compiles'], float(c))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out == ["False", "True", "1", "4.0"], out
