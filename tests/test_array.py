@@ -282,15 +282,68 @@ def test_at_updates_match_jax(rng, idx, mode, method):
         with pytest.raises((IndexError, ValueError)):
             getattr(xa.at[idx], method)(v, mode=mode)
         return
-    try:
-        got = getattr(xa.at[idx], method)(v, mode=mode)
-    except jx.JxError as e:
-        if mode == "promise_in_bounds" and "mode" in str(e):
-            pytest.xfail("jx.numpy.indexing's updates do not take mode='promise_in_bounds'")
-        raise
+    got = getattr(xa.at[idx], method)(v, mode=mode)
     assert type(got) is Array and got.dtype == want.dtype
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(xa), a)           # the original unchanged
+
+
+AT_MORE_INDICES = [1, -1, 9, slice(1, 4), np.array([0, 2, 2, 7]), np.array([-1, -7, 3, 3, 3]),
+                   (np.array([[0], [2]]),)]
+
+
+@pytest.mark.parametrize("idx", AT_MORE_INDICES, ids=str)
+@pytest.mark.parametrize("mode", [None, "drop", "clip", "fill", "promise_in_bounds"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_at_divide_power_subtract_apply_match_jax(rng, idx, mode, dtype):
+    """Repeated indices divide by / raise to the product of their values and apply
+    func once per occurrence; int arrays divided give floats; x unchanged."""
+    jax = jax_or_skip()
+    in_range = isinstance(idx, slice) or isinstance(idx, int) and -6 <= idx < 6
+    if mode == "promise_in_bounds" and not in_range:
+        return                             # out of range with that promise: undefined
+    a = rand(rng, (6,), dtype)
+    a[a == 0] = 1
+    xa, ja = concrete(a), jax.numpy.asarray(a)
+    vals = [("divide", rand(rng, (), dtype) if dtype == "float32" else 2),
+            ("power", 2), ("subtract", rand(rng, (), dtype)),
+            ("apply", None)]
+    for method, v in vals:
+        kw = dict(mode=mode, unique_indices=False, indices_are_sorted=False)
+        if method == "apply":
+            want = ja.at[idx].apply(lambda t: t * 3 + 1, mode=mode)
+            got = xa.at[idx].apply(lambda t: t * 3 + 1, **kw)
+        else:
+            want = getattr(ja.at[idx], method)(v, mode=mode)
+            got = getattr(xa.at[idx], method)(v, **kw)
+        assert type(got) is Array, method
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), method
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, err_msg=method)
+    np.testing.assert_array_equal(np.asarray(xa), a)
+
+
+def test_at_apply_traced_and_weak(rng):
+    a = rand(rng, (5,), "float32")
+    i = np.array([0, 2, 2])
+    want = a.copy()
+    for k in i:
+        want[k] = want[k] * 3 + 1                      # once per occurrence
+    f = jx.jit(lambda x, j: x.at[j].apply(lambda t: t * 3 + 1))
+    np.testing.assert_allclose(np.asarray(f(a, i)), want, rtol=1e-6)
+    g = jx.jit(lambda x, j: x.at[j].divide(2.0))
+    want = a.copy()
+    want[0] /= 2
+    want[2] /= 4
+    np.testing.assert_allclose(np.asarray(g(a, i)), want, rtol=1e-6)
+    w = jnp.asarray(2.0)
+    for got in (w.at[()].divide(2), w.at[()].power(2), w.at[()].apply(jnp.sin)):
+        assert got.weak_type and got.dtype == np.float32
+    with pytest.raises(jx.JxError, match="unique_indices"):
+        jx.jit(lambda x, j: x.at[j].apply(jnp.sin))(np.zeros(100, np.float32),
+                                                      np.arange(100))
+    out = jx.jit(lambda x, j: x.at[j].apply(jnp.sin, unique_indices=True))(
+        np.zeros(100, np.float32) + 1, np.arange(100))
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.ones(100, np.float32)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("idx", [2, -1, 9, np.array([0, 9, -7])], ids=str)

@@ -33,7 +33,7 @@ from ..prims import indexing as ix
 from ..prims import structural as st
 from .creation import _materialize, _wrap_public
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
-    is_scalar_const, shape_of
+    dtype_weak, is_scalar_const, shape_of
 
 _ADV = ("int", "dyn", "array")
 
@@ -449,8 +449,11 @@ def _update(x, idx, values, op, mode=None):
 
 def _update_any(x, idx, values, op, mode=None):
     x = as_value(x)
-    if mode not in (None, "drop", "fill", "clip"):
-        raise JxError(f"update mode must be None, 'drop' or 'clip', got {mode!r}")
+    if mode not in (None, "drop", "fill", "clip", "promise_in_bounds"):
+        raise JxError(f"update mode must be None, 'drop', 'clip', 'fill' or "
+                      f"'promise_in_bounds', got {mode!r}")
+    # promise_in_bounds: out-of-range updates are undefined in JAX; jx drops them,
+    # as JAX does on CPU and GPU
     scatter_mode = "clip" if mode == "clip" else "drop"
     if x.dtype == dtypes.bool_ and op in ("add", "mul"):
         op = "max" if op == "add" else "min"       # NumPy: bool + is or, bool * is and
@@ -515,31 +518,109 @@ def _update_static(x, entries, v, op, clip=False):
     return bind1(ix.dynamic_update_slice, x, v, *[np.asarray(s, np.int32) for s in starts])
 
 
+def _ones_like(x):
+    """Ones of x's dtype and weak type (the neutral element of divide/power)."""
+    dt, weak = dtype_weak(x)
+    one = broadcast_to(np.ones((), dt), shape_of(x), [x])
+    return bind1(ew.convert_element_type, one, new_dtype=dt, weak_type=weak)
+
+
+def _update_via_product(x, idx, values, mode, combine):
+    """x.at[idx].divide/power: x combined with the product of the values each element
+    receives (ones elsewhere), as JAX: repeated indices multiply their values first,
+    and the result has combine's dtype (an int array divided gives floats)."""
+    x = as_value(x)
+    return _materialize(combine(x, _update_any(_ones_like(x), idx, values, "mul", mode)))
+
+
+_UNROLL_LIMIT = 64
+
+
+def _apply(x, idx, func, mode, unique_indices):
+    """x.at[idx].apply(func): func applied to each indexed element once per time its
+    index occurs (JAX's scatter_apply), out-of-range indices dropped or clipped by
+    mode. func is applied elementwise, to the whole array, then selected."""
+    from .ufuncs import greater, where
+    x = as_value(x)
+    dt, weak = dtype_weak(x)
+    counts = _update_any(broadcast_to(np.zeros((), dtypes.int32), shape_of(x), [x]), idx,
+                         np.ones((), dtypes.int32), "add", mode)
+    if isinstance(counts, Tracer):
+        if unique_indices:
+            repeats = 1
+        else:     # traced indices: at most one repeat per index position, unrolled
+            plan_n = _index_count(x, idx)
+            if plan_n > _UNROLL_LIMIT:
+                raise JxError(f"x.at[idx].apply with {plan_n} traced indices: repeated "
+                              "indices would need a loop of unknown length; pass "
+                              "unique_indices=True if they are unique, or apply func in a "
+                              "jx.lax.fori_loop")
+            repeats = plan_n
+    else:
+        repeats = int(np.max(np.asarray(counts), initial=0))
+
+    def fn(v):
+        out = func(v)
+        if shape_of(out) != shape_of(v):
+            raise ShapeError(f"x.at[idx].apply: func must be elementwise (a scalar "
+                             f"function), it turned shape {shape_of(v)} into {shape_of(out)}")
+        return bind1(ew.convert_element_type, as_value(out), new_dtype=dt, weak_type=weak)
+
+    for j in range(repeats):
+        x = where(greater(counts, j), fn(x), x)
+    x = bind1(ew.convert_element_type, x, new_dtype=dt, weak_type=weak)
+    return _materialize(x)
+
+
+def _index_count(x, idx) -> int:
+    """How many elements x[idx] has: a bound on how often one element is indexed."""
+    return int(np.prod(_plan(x, _parse(shape_of(x), idx)).shape, dtype=np.int64))
+
+
 class _IndexUpdateRef:
-    """x.at[idx]: functional updates, like JAX's `x.at[idx].set(v)`."""
+    """x.at[idx]: functional updates, like JAX's `x.at[idx].set(v)`. The keywords
+    indices_are_sorted and unique_indices are promises that change no value."""
 
     def __init__(self, array, index):
         self.array, self.index = array, index
 
-    def get(self, *, mode=None, fill_value=None, **_):
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False,
+            unique_indices=False):
         return _get(self.array, self.index, mode, fill_value)
 
-    def set(self, values, *, mode=None, **_):
+    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _update(self.array, self.index, values, "set", mode)
 
-    def add(self, values, *, mode=None, **_):
+    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _update(self.array, self.index, values, "add", mode)
 
-    def multiply(self, values, *, mode=None, **_):
+    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        from .ufuncs import negative
+        x = as_value(self.array)     # values take x's dtype first (1.5 -> 1), then negate
+        v = negative(convert(as_value(values), x.dtype, [x]))
+        return _update(x, self.index, v, "add", mode)
+
+    def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _update(self.array, self.index, values, "mul", mode)
 
     mul = multiply
 
-    def min(self, values, *, mode=None, **_):
+    def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        from .ufuncs import true_divide
+        return _update_via_product(self.array, self.index, values, mode, true_divide)
+
+    def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        from .ufuncs import power
+        return _update_via_product(self.array, self.index, values, mode, power)
+
+    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _update(self.array, self.index, values, "min", mode)
 
-    def max(self, values, *, mode=None, **_):
+    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _update(self.array, self.index, values, "max", mode)
+
+    def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return _apply(self.array, self.index, func, mode, unique_indices)
 
 
 class IndexUpdateHelper:
