@@ -9,7 +9,23 @@ from . import tree
 from .api import leaf_aval
 from .core import bind, trace
 from .errors import JxError
+from .numpy._util import dtype_weak
 from .prims import autodiff as ad
+from .prims import elementwise as ew
+
+
+def _aval(x):
+    """The argument's aval for tracing the user's function, weak type kept: the
+    function sees a Python scalar as JAX shows it (relu(2.0) is weak float32)."""
+    aval = leaf_aval(x)
+    return aval.update(weak_type=True) if dtype_weak(x)[1] else aval
+
+
+def _reweak(outs, graph):
+    """The call primitive's results carry no weak type: give back the traced
+    function's (a no-op convert that only marks the value weak)."""
+    return [bind(ew.convert_element_type, v, new_dtype=a.dtype, weak_type=True)[0]
+            if a.weak_type else v for v, a in zip(outs, graph.out_avals)]
 
 
 def stop_gradient(x):
@@ -53,7 +69,7 @@ class _CustomCall:
         self.static, self.n_args = static, len(args)
         self.n_static = tuple(static[i] for i in sorted(static))
         self.leaves, self.in_tree = tree.flatten(dyn)
-        self.avals = [leaf_aval(x) for x in self.leaves]
+        self.avals = [_aval(x) for x in self.leaves]
         self.call, self.call_consts, self.out_tree = _trace_flat(
             self.with_static(custom.fun), self.in_tree, self.avals, custom.__name__)
 
@@ -84,7 +100,7 @@ class custom_jvp:
         jvp = _FlatJvp(self.jvp, c.n_static, in_tree, out_tree)
         outs = bind(ad.custom_jvp_call, *call_consts, *leaves, call=call, jvp=jvp,
                     num_consts=len(call_consts))
-        return tree.unflatten(out_tree, outs)
+        return tree.unflatten(out_tree, _reweak(outs, call))
 
 
 class custom_vjp:
@@ -115,7 +131,7 @@ class custom_vjp:
         bwd = _FlatBwd(self.bwd, c.n_static, fwd_tree.children[1], out_tree, in_tree)
         outs = bind(ad.custom_vjp_call, *call_consts, *fwd_consts, *leaves, call=call, fwd=fwd,
                     bwd=bwd, num_consts=len(call_consts), num_fwd_consts=len(fwd_consts))
-        return tree.unflatten(out_tree, outs)
+        return tree.unflatten(out_tree, _reweak(outs, call))
 
 
 class _FlatJvp:

@@ -28,6 +28,20 @@ def _float(x):
     return v
 
 
+def _float_as(x, c):
+    """x as a float array typed as JAX's formula makes it when x meets the Python
+    scalar c: an int array with a float scalar, or a bool array with any scalar,
+    gives weak float (JAX's elu(int32 array) is weak float32, soft_sign(int32)
+    strong); a float x is unchanged."""
+    x = u.as_value(x)
+    own = u.dtype_weak(x)[0]
+    if dtypes.is_float(own):
+        return x
+    dt, weak = u.result_dtype(x, c)
+    ft = dt if dtypes.is_float(dt) else u.promote_dtypes(x, to_float=True)[0].dtype
+    return u.bind1(ew.convert_element_type, x, new_dtype=ft, weak_type=weak)
+
+
 def _c(v, x):
     """A constant in x's dtype (a NumPy scalar, so it does not widen x)."""
     return np.asarray(v, x.dtype)
@@ -72,12 +86,12 @@ def log_sigmoid(x):
 
 def softplus(x):
     """log(1 + exp(x)), stable for large |x|."""
-    return jnp.logaddexp(_float(x), 0.0)
+    return jnp.logaddexp(_float_as(x, 0), 0.0)
 
 
 def soft_sign(x):
     """x / (1 + |x|)."""
-    x = _float(x)
+    x = _float_as(x, 1)
     return jnp.divide(x, jnp.add(jnp.abs(x), 1.0))
 
 
@@ -104,14 +118,14 @@ def gelu(x, approximate: bool = True):
 
 def elu(x, alpha=1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    x = _float(x)
+    x = _float_as(x, 0.0)
     safe = jnp.where(jnp.greater(x, 0), 0.0, x)   # expm1 of large x would overflow unused
     return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
 
 
 def celu(x, alpha=1.0):
     """max(x, 0) + alpha * min(exp(x / alpha) - 1, 0)."""
-    x = _float(x)
+    x = _float_as(x, 0.0)
     neg = jnp.multiply(alpha, jnp.expm1(jnp.divide(jnp.minimum(x, 0.0), alpha)))
     return jnp.where(jnp.greater(x, 0), x, neg)
 
@@ -125,7 +139,7 @@ def selu(x):
 
 def leaky_relu(x, negative_slope=1e-2):
     """x for x >= 0, negative_slope * x otherwise."""
-    x = _float(x)
+    x = _float_as(x, 0.0)
     return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
 
 
@@ -137,12 +151,12 @@ def hard_tanh(x):
 
 def hard_sigmoid(x):
     """relu6(x + 3) / 6."""
-    return jnp.divide(relu6(jnp.add(_float(x), 3.0)), 6.0)
+    return jnp.divide(relu6(jnp.add(_float_as(x, 3.0), 3.0)), 6.0)
 
 
 def hard_silu(x):
     """x * hard_sigmoid(x)."""
-    x = _float(x)
+    x = _float_as(x, 3.0)
     return jnp.multiply(x, hard_sigmoid(x))
 
 

@@ -547,6 +547,46 @@ def test_nn_scalars_and_integers_take_jax_dtypes():
          jax.nn.relu6(np.arange(-3, 9, dtype=np.int32)), weak=False)
 
 
+ACTIVATIONS = ["relu", "relu6", "softplus", "log_sigmoid", "hard_sigmoid", "hard_silu", "elu",
+               "celu", "selu", "leaky_relu", "soft_sign", "silu", "gelu", "hard_tanh"]
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_nn_weak_types_match_jax(rng, name):
+    """Python scalars, weak arrays, int and bool arrays: JAX's dtype and weak type
+    (relu(2.0) weak through its custom_jvp; elu(int32 array) weak float32,
+    soft_sign(int32 array) strong) and its values."""
+    jax = jax_or_skip()
+    args = [2.0, -1.5, 3, "weak", rnd(rng, (5,), I32), rnd(rng, (2, 3), BOOL),
+            rnd(rng, (4,), F32), rnd(rng, (4,), F16)]
+    for a in args:
+        ga, wa = (jnp.asarray(-0.75), jax.numpy.asarray(-0.75)) if isinstance(a, str) else (a, a)
+        try:
+            want = getattr(jax.nn, name)(wa)
+        except (TypeError, ValueError):
+            continue                        # JAX refuses it (log_sigmoid of bools)
+        got = getattr(jnn, name)(ga)
+        same(got, want, exact=False, tol=2e-3 if want.dtype == F16 else 3e-6)
+
+
+def test_custom_jvp_keeps_weak_types():
+    @jx.custom_jvp
+    def f(x):
+        return x * 2
+
+    @f.defjvp
+    def f_jvp(p, t):
+        return f(p[0]), t[0] * 2
+
+    assert f(3.0).weak_type and f(3.0).dtype == F32
+    assert not f(np.float32(3.0)).weak_type
+    assert f(np.arange(3, dtype=np.float16)).dtype == F16
+    np.testing.assert_allclose(float(jx.grad(f)(3.0)), 2.0)
+    np.testing.assert_allclose(float(jx.grad(jnn.relu)(2.0)), 1.0)
+    out = jnn.relu(jnp.asarray(2.0)) + np.ones(2, np.float16)      # weak meets f16
+    assert out.dtype == F16
+
+
 NN = ["relu", "relu6", "sigmoid", "softplus", "silu", "gelu", "elu", "leaky_relu",
       "log_sigmoid", "softmax", "log_softmax", "hard_tanh", "celu", "selu", "soft_sign"]
 
