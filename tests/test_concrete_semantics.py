@@ -631,3 +631,37 @@ def test_results_are_jx_arrays_never_numpy(rng):
     r = jnp.reshape(src, (3,))
     src[0] = 1                     # the caller's array changes, the result does not
     assert float(r[0]) == 0
+
+
+SCALAR_TYPES = ["bool_", "int8", "int16", "int32", "uint8", "uint32", "float16", "float32"]
+
+
+@pytest.mark.parametrize("name", SCALAR_TYPES)
+def test_scalar_types_make_strong_arrays_and_stand_for_dtypes(rng, name):
+    """jnp.float32(2) is a strong 0-d jx array, jnp.float32(x) = x.astype(float32)
+    (traced too), and jnp.float32 works wherever a dtype does, as in JAX."""
+    t = getattr(jnp, name)
+    nt = np.dtype(name).type
+    for v in (2, 1.0, True):
+        got = t(v)
+        assert is_jx_array(got) and got.shape == () and got.dtype == np.dtype(nt)
+        assert not got.weak_type
+        assert got.item() == nt(v)
+    x = rnd(rng, (2, 3), F32, 0, 4)
+    np.testing.assert_array_equal(np.asarray(t(x)), x.astype(nt))
+    np.testing.assert_array_equal(np.asarray(jx.jit(lambda v: t(v))(x)), x.astype(nt))
+    assert jx.jit(lambda v: t(v))(x).dtype == np.dtype(nt)
+    assert np.dtype(t) == np.dtype(nt) and t.dtype == np.dtype(nt)
+    assert t == nt and nt == t and t != (np.float64 if nt is not np.float64 else np.int8)
+    assert {nt: 1}[t] == 1 and {t: 1}[nt] == 1
+    assert jnp.zeros(3, t).dtype == np.dtype(nt) and np.zeros(3, t).dtype == np.dtype(nt)
+    assert jnp.asarray(x).astype(t).dtype == np.dtype(nt)
+    assert isinstance(nt(1), t) and not isinstance(1.5j, t)
+    assert (jnp.float32(2.0) * jnp.ones(2, jnp.float16)).dtype == F32   # strong, unlike 2.0
+    try:
+        import jax
+    except ImportError:
+        return
+    want = getattr(jax.numpy, name)(x)
+    same(t(x), want)
+    same(t(2), getattr(jax.numpy, name)(2))

@@ -21,10 +21,13 @@ from .indexing import IndexUpdateHelper, getitem, take, take_along_axis  # noqa:
 from .sorting import argsort, lexsort, sort  # noqa: F401
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint32 = _np.uint8, _np.uint32
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
+# scalar types as in JAX: jnp.float32(2) is a strong jx array, jnp.float32 a dtype
+from .creation import _scalar_type  # noqa: E402
+bool_ = _scalar_type(_np.bool_)
+int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
+uint8, uint32 = _scalar_type(_np.uint8), _scalar_type(_np.uint32)
+float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+del _scalar_type
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
 from ..array import Array as ndarray  # noqa: E402  (jax.numpy.ndarray is jax.Array)

@@ -134,6 +134,46 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     return bind1(ew.convert_element_type, a, new_dtype=dt, weak_type=weak)
 
 
+class _ScalarMeta(type):
+    """The type of jx.numpy.float32, int32, bool_, ...: as in JAX, calling one makes
+    a strongly typed jx array (jnp.float32(2), jnp.int32(x) = x.astype(int32),
+    traced values too), and it stands for its dtype wherever a dtype is expected:
+    .dtype, np.dtype(jnp.float32), equality with and hashing as np.float32 (so
+    dtype tables keyed by NumPy types find it), isinstance of NumPy scalars."""
+
+    def __call__(cls, x):
+        dt = dtypes.canonicalize(cls.dtype)
+        x = as_value(x)
+        if isinstance(x, Tracer):
+            same = x.dtype == dt and not x.weak_type
+            return x if same else bind1(ew.convert_element_type, x, new_dtype=dt,
+                                        weak_type=False)
+        return asarray(x, dt)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'jx.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(np_type):
+    """jx.numpy's counterpart of a NumPy scalar type (see _ScalarMeta)."""
+    name = np.dtype(np_type).name if np_type is not np.bool_ else "bool_"
+    return _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type), "__module__": "jx.numpy",
+                                         "__doc__": f"{name}(x): x as a strongly typed "
+                                                    f"{np.dtype(np_type).name} jx array"})
+
+
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     """jx.numpy.array: like asarray, but copies a jx array unless copy=False."""
     out = asarray(object, dtype, order, copy=True if copy else None)
