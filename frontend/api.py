@@ -12,7 +12,7 @@ import numpy as np
 from . import dtypes, tree
 from . import numpy as _jnp  # noqa: F401  (declares the primitives, installs Tracer's methods)
 from .array import Array
-from .core import Tracer, trace
+from .core import Tracer, known_value, trace
 from .errors import JxError, ShapeError, user_location
 from .ir import ShapedArray, aval_of, extent_problem
 from .numpy._util import _from_python
@@ -111,13 +111,19 @@ def merge_static(static: dict, dynamic: Sequence, n: int) -> list:
 
 
 def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
-                 static_argnums: Sequence[int] = (), name: str | None = None):
+                 static_argnums: Sequence[int] = (), name: str | None = None,
+                 known: bool = False):
     """Trace f on abstract versions of args; returns a Graph (cached).
 
     Static arguments are passed to f as they are; the rest are flattened to
     leaves, each becoming a graph input. The graph's in_tree/out_tree rebuild
     the pytrees. Captured tracers from an enclosing trace become leading inputs
     (returned as consts).
+
+    known=True (differentiation at a point): if every leaf's value is known (concrete,
+    or a tracer of a known trace), f is traced with tracers carrying those values,
+    so Python control flow on them follows the branch taken. Such a graph holds for
+    these values only and is not cached.
     """
     kwargs = kwargs or {}
     static, dynamic = split_static(args, static_argnums)
@@ -136,11 +142,26 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
         out_tree_box.append(out_tree)
         return [_check_output(o, f) for o in out_leaves]
 
-    graph, consts = trace(flat_fun, in_avals, name=getattr(f, "__name__", "function"))
+    values = _known_leaves(leaves, in_avals) if known else None
+    graph, consts = trace(flat_fun, in_avals, name=getattr(f, "__name__", "function"),
+                          values=values)
     graph = type(graph)(graph.inputs, graph.eqns, graph.outputs, in_tree, out_tree_box[0])
-    if not consts:
+    if not consts and values is None:
         per_fun[key] = graph
     return graph, consts
+
+
+def _known_leaves(leaves, in_avals) -> list | None:
+    """The leaves' concrete values at the trace's dtypes, or None if one is unknown."""
+    values = []
+    for x, a in zip(leaves, in_avals):
+        if isinstance(x, ShapeDtypeStruct):
+            return None
+        v = known_value(x)
+        if v is None:
+            return None
+        values.append(np.asarray(v, dtype=a.dtype).reshape(a.shape))
+    return values
 
 
 def _weakrefable(f) -> bool:

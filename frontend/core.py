@@ -9,10 +9,18 @@ trace (a cond branch, a loop body, a function being differentiated) always has
 a higher level than the traces around it, so tracers from an enclosing trace
 are lifted into the inner graph as captured inputs (closure conversion). No
 global trace stack is needed: the arguments say where an operation belongs.
+
+A builder made with `known=True` (differentiation at a concrete point) also
+computes each equation's value with its NumPy reference when all inputs have
+known values, so its tracers answer bool()/float()/int()/item() with the
+concrete answer and Python control flow on primals follows the branch taken,
+as in JAX. Other builders (jit, vmap, loop bodies) stay abstract: a value is
+only known inside the known trace that computed it.
 """
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Callable, Sequence
 
 import numpy as np
@@ -70,18 +78,19 @@ class GraphBuilder:
 
     _levels = itertools.count(1)
 
-    def __init__(self, name: str = "function"):
+    def __init__(self, name: str = "function", known: bool = False):
         self.level = next(self._levels)
         self.name = name
+        self.known = known            # compute concrete values as equations are added
         self.inputs: list = []
         self.eqns: list = []
         self.captured: dict = {}      # id(outer tracer) -> (outer tracer, inner Var)
         self.done = False
 
-    def new_input(self, aval: ShapedArray) -> "Tracer":
+    def new_input(self, aval: ShapedArray, value=None) -> "Tracer":
         var = Var(aval)
         self.inputs.append(var)
-        return Tracer(self, var)
+        return Tracer(self, var, value if self.known else None)
 
     def lift(self, x):
         """The atom for x in this trace: own var, captured outer tracer, or Literal."""
@@ -106,7 +115,30 @@ class GraphBuilder:
         inputs = tuple(self.lift(a) for a in args)
         outs = tuple(Var(a) for a in out_avals)
         self.eqns.append(Eqn(prim, inputs, params, outs, user_location()))
-        return [Tracer(self, v) for v in outs]
+        vals = self._known_values(prim, args, params, out_avals) if self.known else None
+        if vals is None:
+            return [Tracer(self, v) for v in outs]
+        return [Tracer(self, v, x) for v, x in zip(outs, vals)]
+
+    def _known_values(self, prim, args, params, out_avals):
+        """The equation's outputs by the NumPy reference, or None when an input's
+        value is unknown (an abstract outer tracer) or the reference cannot run."""
+        vals = []
+        for a in args:
+            if isinstance(a, Tracer):
+                if a.known is None:
+                    return None
+                vals.append(a.known)
+            elif type(a) is Array:
+                vals.append(a._value)
+            else:
+                vals.append(np.asarray(a, dtype=get_aval(a).dtype))
+        try:
+            outs = prim.impl(*vals, **params)
+            return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
+                    for o, av in zip(outs, out_avals)]
+        except Exception:            # the value stays unknown: the trace goes on abstractly
+            return None
 
     def finish(self, outs: Sequence) -> tuple:
         """Close the trace: (Graph, captured outer tracers). Captured come first."""
@@ -193,10 +225,15 @@ def _eager_memory_error(what: str, out_avals) -> OutOfMemoryError:
         "compiled code, or use smaller shapes")
 
 
-def trace(fun: Callable, in_avals: Sequence, name: str = "function") -> tuple:
-    """Trace fun(*tracers) -> flat list of outputs. Returns (Graph, consts)."""
-    builder = GraphBuilder(name)
-    tracers = [builder.new_input(a) for a in in_avals]
+def trace(fun: Callable, in_avals: Sequence, name: str = "function",
+          values: Sequence | None = None) -> tuple:
+    """Trace fun(*tracers) -> flat list of outputs. Returns (Graph, consts).
+
+    With `values` (one concrete NumPy value per input), the trace is a known one:
+    every equation whose inputs are known gets its value too (see the module doc)."""
+    builder = GraphBuilder(name, known=values is not None)
+    vals = values if values is not None else [None] * len(in_avals)
+    tracers = [builder.new_input(a, v) for a, v in zip(in_avals, vals)]
     try:
         outs = fun(*tracers)
     except BaseException:
@@ -211,6 +248,25 @@ def get_aval(x) -> ShapedArray:
 
 # ---------------------------------------------------------------- tracers
 
+def known_value(x):
+    """The concrete NumPy value of x if it is known now (a concrete array or number,
+    or a tracer of a known trace), else None."""
+    if isinstance(x, Tracer):
+        return x.known
+    if type(x) is Array:
+        return x._value
+    return np.asarray(x, dtype=get_aval(x).dtype)
+
+
+def forget_known(x):
+    """x as an abstract value of its own trace: a tracer of a known trace becomes one
+    with the same variable and no value (what jit does to its arguments inside
+    differentiation at a point, as JAX's jit abstracts its inputs); else x."""
+    if isinstance(x, Tracer) and x.known is not None:
+        return Tracer(x.builder, x.ir_var)
+    return x
+
+
 def _control_flow_error(what: str, aval) -> TracerConversionError:
     where = user_location()
     return TracerConversionError(
@@ -223,12 +279,13 @@ def _control_flow_error(what: str, aval) -> TracerConversionError:
 class Tracer:
     """A traced value: an abstract value in a trace, with NumPy-style methods."""
 
-    __slots__ = ("builder", "ir_var")
+    __slots__ = ("builder", "ir_var", "known")
     __array_priority__ = 1000     # numpy_array * tracer defers to Tracer.__rmul__
 
-    def __init__(self, builder: GraphBuilder, var: Var):
+    def __init__(self, builder: GraphBuilder, var: Var, known=None):
         self.builder = builder
         self.ir_var = var
+        self.known = known            # concrete NumPy value (known traces only) or None
 
     aval = property(lambda self: self.ir_var.aval)
     shape = property(lambda self: self.ir_var.aval.shape)
@@ -248,16 +305,31 @@ class Tracer:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    # A tracer of a known trace (differentiation at a concrete point) converts to
+    # its concrete value, as JAX's do; the rest have none while tracing.
     def __bool__(self):
+        if self.known is not None:
+            return bool(self.known)
         raise _control_flow_error("Python `if`/`while`/`and`/`or` (bool conversion)", self.aval)
 
     def __int__(self):
+        if self.known is not None:
+            return int(self.known)
         raise _control_flow_error("int()", self.aval)
 
     def __float__(self):
+        if self.known is not None:
+            return float(self.known)
         raise _control_flow_error("float()", self.aval)
 
+    def __complex__(self):
+        if self.known is not None:
+            return complex(self.known)
+        raise _control_flow_error("complex()", self.aval)
+
     def __index__(self):
+        if self.known is not None:
+            return operator.index(self.known)
         raise _control_flow_error("Using as a Python index (__index__)", self.aval)
 
     def __array__(self, *a, **k):
@@ -279,8 +351,15 @@ class Tracer:
         raise _control_flow_error("nonzero() (its result shape depends on the values)",
                                   self.aval)
 
-    def item(self): raise _control_flow_error("item()", self.aval)
-    def tolist(self): raise _control_flow_error("tolist()", self.aval)
+    def item(self, *args):
+        if self.known is not None:
+            return self.known.item(*args)
+        raise _control_flow_error("item()", self.aval)
+
+    def tolist(self):
+        if self.known is not None:
+            return self.known.tolist()
+        raise _control_flow_error("tolist()", self.aval)
 
 
 # The one method table of jx's array types (Tracer now; any later array class

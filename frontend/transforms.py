@@ -45,7 +45,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
         if dtypes.is_float(pa.dtype) and (pa.shape != ta.shape or pa.dtype != ta.dtype):
             raise JxError(f"jvp: tangent {ta} does not match its primal {pa}; tangents "
                           "need the primal's shape and dtype")
-    outs, touts, out_tree = jvp_function(f, primals, t_leaves)
+    outs, touts, out_tree = jvp_function(f, primals, t_leaves, known=True)
     return tree.unflatten(out_tree, outs), tree.unflatten(out_tree, touts)
 
 
@@ -74,7 +74,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
         def fun(*a):
             out, aux = f(*a)
             return out, aux
-    outs, out_tree, leaves, pullback = vjp_function(fun, primals)
+    outs, out_tree, leaves, pullback = vjp_function(fun, primals, known=True)
     aux = None
     if has_aux:
         main_tree, aux_tree = out_tree.children

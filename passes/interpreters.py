@@ -47,10 +47,12 @@ def transform_graph(walk: Callable, in_avals: Sequence, name: str) -> Graph:
     return graph
 
 
-def trace_function(f: Callable, args: Sequence, name: str) -> tuple:
+def trace_function(f: Callable, args: Sequence, name: str, known: bool = False) -> tuple:
     """(graph, consts, leaves) of the Python function f at the pytree args: the
-    walk's inputs are consts (outer tracers the trace captured) then leaves."""
-    graph, consts = trace_pytree(f, tuple(args), name=name)
+    walk's inputs are consts (outer tracers the trace captured) then leaves.
+    known=True: traced at the args' values when they are all known (the public
+    jvp/vjp at a concrete point: Python control flow on primals works)."""
+    graph, consts = trace_pytree(f, tuple(args), name=name, known=known)
     leaves = [_as_array(x) for x in tree.tree_leaves((tuple(args), {}))]
     return graph, list(consts), leaves
 

@@ -59,14 +59,16 @@ def jvp_graph(graph: Graph, nonzero: Sequence[bool] | None = None,
     return transform_graph(walk, graph.in_avals + t_avals, "jvp")
 
 
-def jvp_function(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+def jvp_function(f: Callable, primals: Sequence, tangents: Sequence,
+                 known: bool = False) -> tuple:
     """Forward mode through a Python function: trace f at the pytree `primals` and
     walk it with `tangents`, one per primal leaf (those of non-float leaves are
     dropped; the outer values the trace captured carry none). Returns (outputs,
     their tangents with zeros materialised, the outputs' tree). jx.jvp and the
-    rules that differentiate a function of their own both come here."""
+    rules that differentiate a function of their own both come here; known=True
+    (jx.jvp) traces f at the primals' values when they are concrete."""
     from .zeros import stage_like, zeros_like
-    graph, consts, leaves = trace_function(f, primals, "jvp")
+    graph, consts, leaves = trace_function(f, primals, "jvp", known)
     ts = [None] * len(consts) + [stage_like(t, leaves) if dtypes.is_float(get_aval(p).dtype)
                                  else None for p, t in zip(leaves, tangents)]
     outs, touts = jvp_eval(graph, consts + leaves, ts)

@@ -75,13 +75,14 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
     return transform_graph(walk, graph.in_avals + graph.out_avals, "vjp")
 
 
-def vjp_function(f: Callable, primals: Sequence) -> tuple:
+def vjp_function(f: Callable, primals: Sequence, known: bool = False) -> tuple:
     """Reverse mode through a Python function: trace f at the pytree `primals` and
     run it forward. Returns (outputs, their tree, the primal leaves, pullback), where
     pullback(cts) takes cotangents of the leading outputs (the rest are zero) and
     returns one per primal leaf (None = zero). jx.vjp and the rules that
-    differentiate a function of their own both come here."""
-    graph, consts, leaves = trace_function(f, primals, "vjp")
+    differentiate a function of their own both come here; known=True (jx.vjp)
+    traces f at the primals' values when they are concrete."""
+    graph, consts, leaves = trace_function(f, primals, "vjp", known)
     env, outs = forward(graph, consts + leaves)
 
     def pullback(cts: Sequence) -> list:
