@@ -30,7 +30,7 @@ FUSIBLE = frozenset({
     "and", "or", "xor", "not", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "convert_element_type", "broadcast_in_dim",
     "reshape", "transpose", "squeeze", "expand_dims", "slice", "rev", "pad", "concatenate",
-    "iota", "stop_gradient", "dynamic_slice",
+    "iota", "stop_gradient", "dynamic_slice", "bitcast_convert_type",
 })
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                         "argmin"})

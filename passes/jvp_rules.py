@@ -142,6 +142,8 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "sh
               "shift_right_logical", "shift_right_arithmetic", "is_finite", "argmax",
               "argmin", "iota"):
     jvp_rules[_name] = _NON_FLOAT
+# JAX: a zero tangent (defjvp_zero), also where the result is a float
+jvp_rules["bitcast_convert_type"] = NotDifferentiable("reinterprets bits")
 
 # --- structural
 for _name in ("broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice",

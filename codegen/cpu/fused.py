@@ -73,6 +73,7 @@ class FusedEmitter:
 
 # Results a 16-bit float holds exactly when its operands do: no rounding needed.
 EXACT_IN_KIND = frozenset({"neg", "abs", "sign", "max", "min", "select", "stop_gradient",
+                           "bitcast_convert_type",
                            "floor", "ceil", "round"})
 
 

@@ -259,6 +259,17 @@ def _convert(b, args, dt, out_dt, new_dtype=None, weak_type=False):
     return convert(b, args[0], dt, out_dt)
 
 
+@rule("bitcast_convert_type")
+def _bitcast(b, args, dt, out_dt, new_dtype=None):
+    """The bits of x as out_dt (one width): through the storage types, since 16-bit
+    floats compute in float32."""
+    bits = U.to_storage(b, args[0], dt)
+    st = U.storage_type(out_dt)
+    if bits.type != st:
+        bits = b.bitcast(bits, st)
+    return U.to_compute(b, bits, out_dt)
+
+
 def convert(b, x, src, dst):
     """Value conversion with the reference's semantics (saturating float -> int)."""
     src, dst = np.dtype(src), np.dtype(dst)

@@ -65,6 +65,11 @@ def convert_element_type(x, new_dtype):
     return convert(as_value(x), dtypes.canonicalize(new_dtype))
 
 
+def bitcast_convert_type(x, new_dtype):
+    """The bits of x reinterpreted as new_dtype (one width: float32 <-> int32, ...)."""
+    return bind1(ew.bitcast_convert_type, as_value(x), new_dtype=np.dtype(new_dtype))
+
+
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     return bind1(st.broadcast_in_dim, as_value(x), shape=tuple(shape),
                  broadcast_dimensions=tuple(broadcast_dimensions))

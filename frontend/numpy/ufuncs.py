@@ -8,7 +8,7 @@ from ..prims import autodiff as ad
 from ..prims import elementwise as ew
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, constant, convert, \
     dtype_weak, promote, promote_dtypes, shape_of
-from ..array import wrap
+from ..array import Array, wrap
 from ..core import Tracer
 
 
@@ -124,8 +124,8 @@ def floor_divide(x, y):
     differ and the remainder is not 0 (so x // 0 is -2 for x != 0, from XLA's
     x / 0 = -1 and x % 0 = x; -1 for 0 // 0; the maximum for unsigned types)."""
     a, b = _bool_as_int(*promote(x, y))
-    if dtypes.is_float(a.dtype):     # a step function: slope 0 everywhere (as JAX),
-        return bind1(ad.stop_gradient, _float_divmod(a, b)[0])   # not 0 * inf at b = 0
+    if dtypes.is_float(a.dtype):     # round ends it: slope 0 (a symbolic zero), as JAX
+        return _float_divmod(a, b)[0]
     q = bind1(ew.div, a, b)
     if a.dtype.kind == "u":
         return q
@@ -175,11 +175,45 @@ def fmod(x, y):
     return bind1(ew.rem, a, b)
 
 
+def _concrete_int(y):
+    """y as a Python int if it is a concrete integer scalar (JAX's test for its
+    integer_pow path: Python ints and bools, integer scalars and 0-d arrays)."""
+    if isinstance(y, Tracer):
+        return None
+    if isinstance(y, int):
+        return int(y)
+    dt = dtype_weak(y)[0] if isinstance(y, (np.ndarray, np.generic)) or type(y) is Array \
+        else None
+    if dt is not None and dt.kind in "iu" and shape_of(y) == ():
+        return int(np.asarray(y))
+    return None
+
+
 def power(x, y):
-    if isinstance(y, int) and not isinstance(y, bool) and abs(y) <= 64:
-        return _integer_pow(x, y)
+    n = _concrete_int(y)
+    if n is not None:       # JAX's integer_pow: x's dtype and weak type
+        (a,) = _bool_as_int(*promote_dtypes(x))
+        if abs(n) <= 64 or not dtypes.is_float(a.dtype):
+            return _integer_pow(a, n)
+        a, b = promote(a, float(n))          # huge exponents: pow rounds once
+        return bind1(ew.pow_, a, b)
+    (dx, wx), (dy, wy) = dtype_weak(x), dtype_weak(y)
     a, b = _bool_as_int(*promote(x, y))
+    if not dtypes.is_float(a.dtype):
+        # JAX's integer pow multiplies into a strong accumulator: never weak
+        return _strong(bind1(ew.pow_, a, b))
+    if dtypes.is_float(dx) and dtypes.is_int(dy):
+        # JAX's lax.pow(float, int) without promotion: weak only if both inputs are
+        return bind1(ew.pow_, a, b) if wx and wy else _strong(bind1(ew.pow_, a, b))
     return bind1(ew.pow_, a, b)
+
+
+def _strong(v):
+    """v without its weak type (the dtype kept)."""
+    if isinstance(v, Tracer):
+        return v if not v.weak_type else \
+            bind1(ew.convert_element_type, v, new_dtype=v.dtype, weak_type=False)
+    return wrap(np.asarray(v), False)
 
 
 def _integer_pow(x, n: int):
@@ -380,20 +414,29 @@ def logaddexp2(x, y):
     return where(isnan(d), add(a, b), add(m, tail))
 
 
+def _to_bool(a):
+    """a != 0 after promotion, as JAX: weak for a weak scalar, whose zero is a
+    Python scalar there; against a strong zero otherwise."""
+    if a.dtype == dtypes.bool_:
+        return a
+    weak = dtype_weak(a)[1] and shape_of(a) == ()
+    return not_equal(a, 0 if weak else convert(0, a.dtype))
+
+
 def logical_and(x, y):
-    return bitwise_and(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+    return bitwise_and(*map(_to_bool, promote_dtypes(x, y)))
 
 
 def logical_or(x, y):
-    return bitwise_or(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+    return bitwise_or(*map(_to_bool, promote_dtypes(x, y)))
 
 
 def logical_xor(x, y):
-    return bitwise_xor(convert(x, dtypes.bool_), convert(y, dtypes.bool_))
+    return bitwise_xor(*map(_to_bool, promote_dtypes(x, y)))
 
 
 def logical_not(x):
-    return invert(convert(x, dtypes.bool_))
+    return invert(*map(_to_bool, promote_dtypes(x)))
 
 
 def left_shift(x, y):
@@ -416,31 +459,40 @@ def isfinite(x):
 
 def isnan(x):
     (a,) = promote_dtypes(x)
-    if not dtypes.is_float(a.dtype):
-        return full_like_bool(a, False)
+    if not dtypes.is_float(a.dtype):     # JAX's x != x: weak as x
+        return full_like_bool(a, False, dtype_weak(a)[1])
     return not_equal(a, a)
 
 
+def _equals_const(a, value):
+    """a == value against a strong constant of a's dtype: JAX's isinf family is
+    never weak."""
+    return equal(a, convert(value, a.dtype))
+
+
 def isposinf(x):
-    return logical_and(isinf(x), greater(x, 0))
+    (a,) = promote_dtypes(x)
+    return _equals_const(a, np.inf) if dtypes.is_float(a.dtype) else full_like_bool(a, False)
 
 
 def isneginf(x):
-    return logical_and(isinf(x), less(x, 0))
+    (a,) = promote_dtypes(x)
+    return _equals_const(a, -np.inf) if dtypes.is_float(a.dtype) else full_like_bool(a, False)
 
 
 def isinf(x):
     (a,) = promote_dtypes(x)
     if not dtypes.is_float(a.dtype):
         return full_like_bool(a, False)
-    return equal(abs(a), np.inf)
+    return _equals_const(abs(a), np.inf)
 
 
-def full_like_bool(a, value: bool):
+def full_like_bool(a, value: bool, weak: bool = False):
     """full_like(a, value, dtype=bool), built here: creation sits above ufuncs."""
     v = np.asarray(value, dtype=dtypes.bool_)
-    return constant(lambda s, d: np.full(s, v, dtype=d), shape_of(a), np.dtype(dtypes.bool_),
-                    "full")
+    out = constant(lambda s, d: np.full(s, v, dtype=d), shape_of(a), np.dtype(dtypes.bool_),
+                   "full")
+    return wrap(np.asarray(out), True) if weak else out
 
 
 def where(condition, x=None, y=None):
@@ -529,9 +581,10 @@ def signbit(x):
     if a.dtype == dtypes.bool_:
         return full_like_bool(a, False)
     if not dtypes.is_float(a.dtype):
-        return less(a, 0)
-    # -0.0 has its sign bit set though it is not < 0: 1 / -0.0 = -inf tells it apart
-    return logical_or(less(a, 0), logical_and(equal(a, 0), less(divide(1, a), 0)))
+        return less(a, convert(0, a.dtype))           # a strong zero: never weak (JAX)
+    # the sign bit itself, as JAX: set for -0.0 and -NaN too
+    bits = bind1(ew.bitcast_convert_type, a, new_dtype=np.dtype(f"i{a.dtype.itemsize}"))
+    return less(bits, convert(0, bits.dtype))
 
 
 def float_power(x, y):
@@ -544,6 +597,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     x, y = promote(a, b)
     if not dtypes.is_float(x.dtype):
         x, y = promote(x, y, to_float=True)
+    # tolerances as strong constants of x's dtype (JAX): the result is never weak
+    atol, rtol = convert(atol, x.dtype), convert(rtol, x.dtype)
     close = less_equal(abs(subtract(x, y)), add(atol, multiply(rtol, abs(y))))
     out = logical_or(equal(x, y), logical_and(close, isfinite(subtract(x, y))))
     if equal_nan:

@@ -33,8 +33,10 @@ def _elementwise_rule(name: str, kinds, result_dtype=None):
         dt = avals[0].dtype
         if not _kinds_ok(dt, kinds):
             raise ShapeError(f"{name} takes {'/'.join(kinds)} operands, got {avals[0]}")
+        # weak when every operand is, comparisons and is_finite included (JAX:
+        # jnp.asarray(2.0) < 1.5 is a weak bool)
         return ShapedArray(avals[0].shape, result_dtype or dt,
-                           all(a.weak_type for a in avals) and result_dtype is None)
+                           all(a.weak_type for a in avals))
     return rule
 
 
@@ -250,3 +252,20 @@ def _convert(x, new_dtype, weak_type=False):
 
 
 convert_element_type = declare("convert_element_type", _convert_rule, _quiet(_convert))
+
+
+def _bitcast_rule(x, new_dtype):
+    """Same-width reinterpretation of the bits (JAX's lax.bitcast_convert_type; bool
+    only to itself). The result is never weak, as in JAX."""
+    new = np.dtype(dtypes.check_supported(new_dtype))
+    if (x.dtype == dtypes.bool_) != (new == dtypes.bool_):
+        raise ShapeError(f"bitcast_convert_type does not take bool unless both types are "
+                         f"bool, got {x.dtype} -> {new}; compare with 0 instead (x != 0)")
+    if np.dtype(x.dtype).itemsize != new.itemsize:
+        raise ShapeError(f"bitcast_convert_type from {x.dtype} to {new}: jx reinterprets "
+                         "only types of one width (float32 <-> int32/uint32, ...)")
+    return ShapedArray(x.shape, new, False)
+
+
+bitcast_convert_type = declare("bitcast_convert_type", _bitcast_rule,
+                               lambda x, new_dtype: np.ascontiguousarray(x).view(new_dtype))
