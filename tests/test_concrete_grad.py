@@ -28,9 +28,9 @@ def piecewise(x, m=jnp):
 
 
 def doubling(x, m=jnp):
-    while m.max(x) < 10:                    # BRANCH doubling
+    while m.max(m.abs(x)) < 10:             # BRANCH doubling
         x = x * 2.0
-    return m.sum(x * m.tanh(x))
+    return m.sum(x * m.sin(0.3 * x))   # well conditioned in float32 (unlike tanh at 20)
 
 
 def recursive(x, m=jnp):
@@ -220,7 +220,9 @@ def _jax_version(fun):
     return lambda x: fun(x, jnp_)
 
 
-@pytest.mark.parametrize("fun", SCALAR_FUNS + [uses_float], ids=lambda f: f.__name__)
+# uses_float is not compared: JAX 0.10.2 raises ConcretizationTypeError for float()
+# of a primal under grad/jvp (bool() it allows); jx allows both, as the issue asks.
+@pytest.mark.parametrize("fun", SCALAR_FUNS, ids=lambda f: f.__name__)
 def test_against_jax(fun):
     jax = pytest.importorskip("jax")
     jf = _jax_version(fun)
@@ -231,8 +233,7 @@ def test_against_jax(fun):
             t = rng.standard_normal(shape).astype(np.float32)
             _close(jx.jvp(fun, (x,), (t,))[1], jax.jvp(jf, (x,), (t,))[1], rtol=1e-4,
                    atol=1e-4)
-            if fun is not uses_float:
-                _close(jx.hessian(fun)(x), jax.hessian(jf)(x), rtol=1e-3, atol=1e-3)
+            _close(jx.hessian(fun)(x), jax.hessian(jf)(x), rtol=1e-3, atol=1e-3)
     jv = _jax_version(vec_piecewise)
     for x in _points((3,), rng):
         _close(jx.jacrev(vec_piecewise)(x), jax.jacrev(jv)(x), rtol=1e-4, atol=1e-4)
