@@ -7,6 +7,7 @@ from .. import dtypes
 from ..core import Tracer
 from ..numpy.creation import _wrap_public
 from ..numpy._util import as_value, bind1, broadcast_to, convert, is_scalar_const, shape_of
+from ..prims import bitcast as bc
 from ..prims import elementwise as ew
 from ..prims import linalg as la
 from ..prims import reductions as rd
@@ -67,7 +68,7 @@ def convert_element_type(x, new_dtype):
 
 def bitcast_convert_type(x, new_dtype):
     """The bits of x reinterpreted as new_dtype (one width: float32 <-> int32, ...)."""
-    return bind1(ew.bitcast_convert_type, as_value(x), new_dtype=np.dtype(new_dtype))
+    return bind1(bc.bitcast_convert_type, as_value(x), new_dtype=np.dtype(new_dtype))
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):

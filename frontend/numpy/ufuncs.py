@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes
 from ..prims import autodiff as ad
+from ..prims import bitcast as bc
 from ..prims import elementwise as ew
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, constant, convert, \
     dtype_weak, promote, promote_dtypes, shape_of
@@ -583,7 +584,7 @@ def signbit(x):
     if not dtypes.is_float(a.dtype):
         return less(a, convert(0, a.dtype))           # a strong zero: never weak (JAX)
     # the sign bit itself, as JAX: set for -0.0 and -NaN too
-    bits = bind1(ew.bitcast_convert_type, a, new_dtype=np.dtype(f"i{a.dtype.itemsize}"))
+    bits = bind1(bc.bitcast_convert_type, a, new_dtype=np.dtype(f"i{a.dtype.itemsize}"))
     return less(bits, convert(0, bits.dtype))
 
 

@@ -5,3 +5,4 @@ from . import sorting, random_bits  # noqa: F401
 from . import indexing  # noqa: F401
 from . import autodiff  # noqa: F401
 from . import collectives  # noqa: F401
+from . import bitcast  # noqa: F401
