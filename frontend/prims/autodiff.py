@@ -30,7 +30,7 @@ def _call_impl(graph_param: str, n_skip: str | None = None):
     return impl
 
 
-stop_gradient = declare("stop_gradient", lambda x: x.strip_weak(), lambda x: x)
+stop_gradient = declare("stop_gradient", lambda x: x, lambda x: x)   # keeps weak types, as JAX
 
 checkpoint = declare("checkpoint", _graph_call_rule("body"), _call_impl("body"),
                      multiple_results=True)
