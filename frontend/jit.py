@@ -14,7 +14,7 @@ import numpy as np
 from . import tree
 from .array import Array
 from .api import leaf_aval, merge_static, split_static, _static_key
-from .core import Tracer
+from .core import Tracer, forget_known
 from .errors import MaskedArrayError, reject_masked
 from .staging import stage
 
@@ -90,6 +90,9 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         static, dynamic = split_static(args, static_argnums)
         leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
         if any(isinstance(x, Tracer) for x in leaves):
+            # inside another trace: staged inline, with its inputs abstract as JAX's
+            # jit makes them (no branching on the values a derivative point carries)
+            dynamic, kwargs = tree.unflatten(in_tree, [forget_known(x) for x in leaves])
             return fun(*merge_static(static, dynamic, len(args)), **kwargs)
         try:
             avals = tuple(aval_of(x) for x in leaves)

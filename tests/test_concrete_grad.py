@@ -262,6 +262,17 @@ def test_jit_of_grad_keeps_the_tracer_error(fun):
 
 
 @pytest.mark.parametrize("fun", [piecewise, doubling], ids=lambda f: f.__name__)
+def test_jit_inside_grad_at_a_point_is_abstract(fun):
+    """A jit nested in differentiation at a point sees abstract inputs (as JAX's
+    jit does): a branch on them inside the jit raises, one outside it does not."""
+    with pytest.raises(TracerConversionError) as e:
+        jx.grad(lambda x: jx.jit(fun)(x))(np.float32(2.0))
+    assert _branch_line(fun) in str(e.value)
+    g = jx.grad(lambda x: jx.jit(lambda y: y * y)(x) if x < 3 else x)(np.float32(2.0))
+    np.testing.assert_allclose(g, 4.0)
+
+
+@pytest.mark.parametrize("fun", [piecewise, doubling], ids=lambda f: f.__name__)
 def test_vmap_of_grad_keeps_the_tracer_error(fun):
     xs = np.linspace(0.5, 4.0, 4).astype(np.float32)
     for wrapped in (jx.vmap(jx.grad(fun)), jx.vmap(jx.jacrev(fun)),

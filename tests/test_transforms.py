@@ -65,6 +65,9 @@ TRANSFORM_CASES = {
     "dot_general": Case(lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                         [(2, 3, 4), (2, 4, 5)]),
     "stop_gradient": Case(lambda x: lax.mul(jx.stop_gradient(x), x), [S], diff=False),
+    # the bits of a float as an int: no derivative (a zero tangent, as JAX), vmap only
+    "bitcast_convert_type": Case(lambda x: lax.bitcast_convert_type(x, np.int64), [S],
+                                 diff=False),
     "checkpoint": Case(lambda x: jx.checkpoint(lambda y: lax.mul(lax.sin(y), y))(x), [S]),
 }
 TRANSFORM_CASES["sort"] = Case(
