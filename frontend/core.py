@@ -123,20 +123,11 @@ class GraphBuilder:
     def _known_values(self, prim, args, params, out_avals):
         """The equation's outputs by the NumPy reference, or None when an input's
         value is unknown (an abstract outer tracer) or the reference cannot run."""
-        vals = []
-        for a in args:
-            if isinstance(a, Tracer):
-                if a.known is None:
-                    return None
-                vals.append(a.known)
-            elif type(a) is Array:
-                vals.append(a._value)
-            else:
-                vals.append(np.asarray(a, dtype=get_aval(a).dtype))
+        vals = [known_value(a) for a in args]
+        if any(v is None for v in vals):
+            return None
         try:
-            outs = prim.impl(*vals, **params)
-            return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
-                    for o, av in zip(outs, out_avals)]
+            return _reference(prim, vals, params, out_avals)
         except Exception:            # the value stays unknown: the trace goes on abstractly
             return None
 
@@ -189,6 +180,14 @@ def _abstract_eval(prim: Primitive, in_avals, params) -> list:
         raise ShapeError(f"{prim.name}: {e}" + (f" (at {where})" if where else "")) from None
 
 
+def _reference(prim: Primitive, vals, params, out_avals) -> list:
+    """The primitive's NumPy reference on NumPy values, as the shape rule types it
+    (eager calls and the values of a known trace alike)."""
+    outs = prim.impl(*vals, **params)
+    return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
+            for o, av in zip(outs, out_avals)]
+
+
 def _eager(prim: Primitive, args, params) -> list:
     """Eager mode: the NumPy reference, checked against the shape rule; the
     results are jx.Arrays carrying the rule's weak types."""
@@ -197,7 +196,7 @@ def _eager(prim: Primitive, args, params) -> list:
     vals = [a._value if type(a) is Array else np.asarray(a, dtype=av.dtype)
             for a, av in zip(args, in_avals)]
     try:
-        outs = prim.impl(*vals, **params)
+        outs = _reference(prim, vals, params, out_avals)
     except MemoryError:
         raise _eager_memory_error(prim.name, out_avals) from None
     # an output that views a caller's writable NumPy array is copied: the
@@ -206,7 +205,6 @@ def _eager(prim: Primitive, args, params) -> list:
                and isinstance(v, np.ndarray) and v.flags.writeable]
     results = []
     for o, av in zip(outs, out_avals):
-        o = np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
         if mutable and any(np.may_share_memory(o, v) for v in mutable):
             o = o.copy()
         results.append(Array(o, av.weak_type))
