@@ -58,6 +58,17 @@ def shape_of(x) -> tuple:
     return np.shape(x)
 
 
+def has_tracer(x) -> bool:
+    """Whether x, a value or a (nested) list/tuple/slice of them, holds a tracer."""
+    if isinstance(x, Tracer):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(has_tracer(v) for v in x)
+    if isinstance(x, slice):
+        return any(isinstance(v, Tracer) for v in (x.start, x.stop, x.step))
+    return False
+
+
 def as_value(x):
     """Tracers, jx.Arrays and NumPy arrays pass through; lists become arrays;
     scalars stay."""

@@ -21,7 +21,7 @@ from ..ir import extent_problem
 from ..prims import elementwise as ew
 from ..prims import structural as st
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, dtype_weak, \
-    is_scalar_const, shape_of
+    has_tracer, is_scalar_const, shape_of
 
 
 def _dtype(dtype, default):
@@ -98,12 +98,6 @@ def _check_order(order):
                                   "supported (use 'C', 'K' or None)")
 
 
-def _has_tracer(x) -> bool:
-    if isinstance(x, Tracer):
-        return True
-    return isinstance(x, (list, tuple)) and any(_has_tracer(e) for e in x)
-
-
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """a as a jx array. Concrete values are copied into an immutable array when
     they are NumPy arrays or Python values (as JAX's device_put does); a jx array
@@ -113,7 +107,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     float32."""
     _check_order(order)
     dt = None if dtype is None else dtypes.canonicalize(dtype)
-    if dt is not None and isinstance(a, (list, tuple)) and not _has_tracer(a):
+    if dt is not None and isinstance(a, (list, tuple)) and not has_tracer(a):
         try:
             raw = np.asarray(a, dtype=dt)
         except (TypeError, ValueError) as e:

@@ -33,7 +33,7 @@ from ..prims import indexing as ix
 from ..prims import structural as st
 from .creation import _materialize, _wrap_public
 from ._util import as_value, bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
-    dtype_weak, is_scalar_const, shape_of
+    dtype_weak, has_tracer, is_scalar_const, shape_of
 
 _ADV = ("int", "dyn", "array")
 
@@ -48,16 +48,6 @@ class _Entry:
     step: int = 1
     count: int = 0
     value: Any = None        # int, traced scalar, or index array (NumPy or traced)
-
-
-def _has_tracer(idx) -> bool:
-    if isinstance(idx, Tracer):
-        return True
-    if isinstance(idx, (tuple, list)):
-        return any(_has_tracer(i) for i in idx)
-    if isinstance(idx, slice):
-        return any(isinstance(v, Tracer) for v in (idx.start, idx.stop, idx.step))
-    return False
 
 
 def _classify(i):
@@ -78,7 +68,7 @@ def _classify(i):
         return "int", int(i), 1
     if isinstance(i, Tracer) and i.ndim == 0 and dtypes.is_int(i.dtype):
         return "dyn", i, 1
-    if isinstance(i, (list, tuple)) and not _has_tracer(i) and np.size(i) == 0:
+    if isinstance(i, (list, tuple)) and not has_tracer(i) and np.size(i) == 0:
         i = np.zeros(np.shape(i), np.int32)                  # x[[]] is an int index
     a = as_value(i)
     dt = a.dtype
