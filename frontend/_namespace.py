@@ -24,6 +24,10 @@ from .pmap import (Device, bind_axis, device_count, devices, local_device_count,
                    local_devices, pmap, process_count, process_index)
 from .jit import jit  # noqa: F401
 from . import eager  # noqa: F401  (eager lax loops and conds run compiled)
+from . import experimental  # noqa: F401
+from .flags import (config, debug_infs, debug_nans, default_matmul_precision,  # noqa: F401
+                    disable_jit, enable_x64, log_compiles, numpy_dtype_promotion,
+                    numpy_rank_promotion)
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
 
 tree_util = tree

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dtypes, tree
+from . import dtypes, flags, tree
 from . import numpy as _jnp  # noqa: F401  (declares the primitives, installs Tracer's methods)
 from .array import Array
 from .core import Tracer, known_value, trace
@@ -36,7 +36,11 @@ class ShapeDtypeStruct:
                 _spec_error(f"shape {tuple(self.shape)!r}: each dimension must be an int "
                             f"from 0 to 2**48 - 1, got {d!r}")
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
+        # a declaration: float64 stays float64 in either mode (its trace runs with
+        # 64-bit mode on, see trace_pytree); Python's float/int take the mode's
+        dt = self.dtype
+        object.__setattr__(self, "dtype", dtypes.canonicalize(dt) if any(dt is t for t in (float, int, bool))
+                           else dtypes.check_supported(dt))
         problem = extent_problem(self.shape, self.dtype)
         if problem:
             _spec_error(problem)
@@ -67,9 +71,9 @@ class _DTypeSpecMaker:
 
 
 def leaf_aval(x) -> ShapedArray:
-    """Abstract value of one argument leaf: a spec, a tracer or a concrete value
-    (traced as strongly typed: a weak jx.Array or a Python scalar argument gives
-    its dtype to the trace)."""
+    """Abstract value of one argument leaf: a spec (as declared), a tracer or a
+    concrete value in the mode's dtypes. A Python scalar traces weakly typed, as in
+    JAX (jit(f)(2.0) multiplies an f16 array as f16); a jx.Array strongly."""
     if type(x) is Array:
         return ShapedArray(x.shape, x.dtype)
     if isinstance(x, ShapeDtypeStruct):
@@ -77,9 +81,9 @@ def leaf_aval(x) -> ShapedArray:
     if isinstance(x, Tracer):
         return x.aval.strip_weak()
     if isinstance(x, (bool, int, float)):
-        return aval_of(x).strip_weak()
-    if isinstance(x, (np.ndarray, np.generic)):
         return aval_of(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonical(x.dtype))
     try:
         return aval_of(_from_python(x))
     except (TypeError, ValueError) as e:
@@ -128,8 +132,15 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
     kwargs = kwargs or {}
     static, dynamic = split_static(args, static_argnums)
     leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
+    if not flags.STATE.x64 and any(isinstance(x, ShapeDtypeStruct) and x.dtype.itemsize == 8
+                                   for x in leaves):
+        # a declared 64-bit input makes a 64-bit program: traced as JAX would need
+        # (64-bit mode on), so the library's defaults inside are 64-bit too
+        with flags.enable_x64():
+            return trace_pytree(f, args, kwargs, static_argnums, name, known)
     in_avals = tuple(leaf_aval(x) for x in leaves)
-    key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree, in_avals)
+    key = (flags.STATE.mode, tuple(sorted((i, _static_key(v)) for i, v in static.items())),
+           in_tree, in_avals)
     per_fun = _CACHE.setdefault(f, {}) if _weakrefable(f) else {}
     if key in per_fun and not any(isinstance(x, Tracer) for x in leaves):
         return per_fun[key], []

@@ -150,7 +150,7 @@ class Array(metaclass=abc.ABCMeta):
             fill = 0 if fill_value is None else fill_value
             idx = tuple(np.concatenate([i[:size], np.full(max(0, size - len(i)), fill)])
                         for i in idx)
-        return tuple(Array(i.astype(dtypes.default_int)) for i in idx)
+        return tuple(Array(i.astype(dtypes.default_int())) for i in idx)
 
     def view(self, dtype=None, type=None) -> "Array":
         """The same bytes read as dtype (no copy), as NumPy's view."""
@@ -158,7 +158,7 @@ class Array(metaclass=abc.ABCMeta):
             raise TypeError("jx.Array.view: type= is not supported (jx arrays have one type)")
         if dtype is None:
             return self
-        return Array(self._exposed().view(dtype))
+        return Array(self._exposed().view(dtypes.canonicalize(dtype, "view")))
 
     def copy(self) -> "Array":
         return Array(self._value.copy(), self._weak)

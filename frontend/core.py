@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, flags
 from .array import Array
 from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
                      user_location)
@@ -203,12 +203,30 @@ def _eager(prim: Primitive, args, params) -> list:
     # Array must not change when the caller later writes to that array
     mutable = [v for v, a in zip(vals, args) if type(a) is not Array
                and isinstance(v, np.ndarray) and v.flags.writeable]
+    if flags.STATE.debug_nans or flags.STATE.debug_infs:
+        check_finite(prim.name, outs)
     results = []
     for o, av in zip(outs, out_avals):
         if mutable and any(np.may_share_memory(o, v) for v in mutable):
             o = o.copy()
         results.append(Array(o, av.weak_type))
     return results
+
+
+def check_finite(what: str, values) -> None:
+    """jax_debug_nans / jax_debug_infs: FloatingPointError if a float value holds a
+    NaN (or an inf), naming what produced it and the user's line."""
+    for v in values:
+        v = v._value if type(v) is Array else v
+        if not isinstance(v, (np.ndarray, np.generic)) or not dtypes.is_float(v.dtype):
+            continue
+        wide = np.asarray(v, np.float32) if dtypes.is_half(v.dtype) else v
+        for flag, bad, kind in ((flags.STATE.debug_nans, np.isnan, "invalid value (nan)"),
+                                (flags.STATE.debug_infs, np.isinf, "divide by zero (inf)")):
+            if flag and bad(wide).any():
+                where = user_location()
+                raise FloatingPointError(f"{kind} encountered in {what}"
+                                         + (f" (at {where})" if where else ""))
 
 
 def _eager_memory_error(what: str, out_avals) -> OutOfMemoryError:

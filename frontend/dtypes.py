@@ -1,14 +1,23 @@
 """Supported dtypes, their short names, and JAX-style type promotion.
 
-Defaults follow JAX: Python floats become float32 and Python ints int32, and
-both are *weak*: they take the dtype of the array they meet. Unlike JAX with
-x64 disabled, explicit float64/int64 arrays are kept as they are.
+Defaults follow JAX, in its two modes (jx.config's jax_enable_x64):
+
+- 32-bit mode (the default): Python floats are float32 and Python ints int32,
+  both *weak* (they take the dtype of the array they meet); NumPy float64,
+  int64 and uint64 data become float32, int32 and uint32 (`canonical`); an
+  explicit request for a 64-bit dtype gets the 32-bit one, with JAX's warning
+  (`canonicalize`).
+- 64-bit mode: the defaults are float64 and int64 and nothing is narrowed.
+
+Traced values keep the dtype they have: a graph traced from an exported float64
+spec computes in float64 whatever the mode.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import ShapeError
+from . import flags
+from .errors import ShapeError, warn_user
 
 try:  # bfloat16 has no NumPy dtype of its own; ml_dtypes supplies one if present.
     from ml_dtypes import bfloat16 as _bf16
@@ -31,13 +40,31 @@ SUPPORTED = frozenset(_SHORT)
 FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f" or d == bfloat16)
 INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
 
-default_float = float32
-default_int = int32
+
+
+def x64() -> bool:
+    return flags.STATE.x64
+
+
+def default_float() -> np.dtype:
+    return float64 if flags.STATE.x64 else float32
+
+
+def default_int() -> np.dtype:
+    return int64 if flags.STATE.x64 else int32
+
+
+def default_uint() -> np.dtype:
+    return uint64 if flags.STATE.x64 else uint32
 
 
 class DTypeError(ShapeError):
     """A dtype that jx does not support. A ShapeError (hence JxError and TypeError),
     so shape rules that meet one report it like any other type error."""
+
+
+class TypePromotionError(ShapeError, ValueError):
+    """Operands of different dtypes under jax_numpy_dtype_promotion='strict'."""
 
 
 def short_name(dt) -> str:
@@ -52,15 +79,36 @@ def check_supported(dt) -> np.dtype:
     return dt
 
 
-def canonicalize(dt) -> np.dtype:
-    """Map a user dtype spec (np.float32, 'float32', float, int, bool) to a dtype."""
+_NARROW = {int64: int32, uint64: uint32, float64: float32}
+
+
+def canonical(dt) -> np.dtype:
+    """The dtype data of dtype dt is held in, in the current mode (silently: NumPy
+    float64 data becomes float32 in 32-bit mode, as JAX's inputs do)."""
+    dt = check_supported(dt)
+    return dt if flags.STATE.x64 else _NARROW.get(dt, dt)
+
+
+def canonicalize(dt, where: str | None = None) -> np.dtype:
+    """Map a user dtype request (np.float32, 'float32', float, int, bool) to the
+    dtype jx computes in. In 32-bit mode a 64-bit request gets the 32-bit type and
+    JAX's warning, naming the function (`where`) it was given to."""
     if dt is float:
-        return default_float
+        return default_float()
     if dt is int:
-        return default_int
+        return default_int()
     if dt is bool:
         return bool_
-    return check_supported(dt)
+    dt = check_supported(dt)
+    if flags.STATE.x64 or dt not in _NARROW:
+        return dt
+    warn_user(f"Explicitly requested dtype {dt} "
+              + (f"requested in {where} " if where else "")
+              + f"is not available, and will be truncated to dtype {_NARROW[dt]}. To "
+              "enable more dtypes, set the jax_enable_x64 configuration option "
+              "(jx.config.update('jax_enable_x64', True)) or the JAX_ENABLE_X64 shell "
+              "environment variable.")
+    return _NARROW[dt]
 
 
 def is_float(dt) -> bool:
@@ -89,15 +137,20 @@ def finfo(dt):
 
 
 def python_scalar_dtype(x) -> np.dtype:
+    """The (weak) dtype of a Python scalar: the mode's default. An int that does not
+    fit it is an OverflowError, as in JAX."""
     if isinstance(x, bool):
         return bool_
     if isinstance(x, int):
-        if not -2**63 <= x < 2**63:
-            raise DTypeError(f"Python int {x} does not fit in int64; jx has no bigger "
-                             "integers (use a float, or split the value)")
-        return default_int if -2**31 <= x < 2**31 else int64
+        dt = default_int()
+        if not -2**(dt.itemsize * 8 - 1) <= x < 2**(dt.itemsize * 8 - 1):
+            raise OverflowError(
+                f"Python int {x} too large to convert to {dt}"
+                + ("" if flags.STATE.x64 else " (64-bit mode is off: enable it with "
+                   "jx.config.update('jax_enable_x64', True), or pass a float)"))
+        return dt
     if isinstance(x, float):
-        return default_float
+        return default_float()
     raise DTypeError(f"complex numbers are not supported by jx (got {x!r})")
 
 
@@ -149,14 +202,18 @@ def result_type(*avals) -> tuple:
         raise DTypeError("result_type needs at least one dtype")
     dt, weak = _lattice_result(avals)
     strong = [d for d, w in avals if not w]
-    if not weak and dt.itemsize == 8 and all(d.itemsize < 8 for d in strong):
-        # int32 with uint32 joins at int64, which JAX's default 32-bit mode narrows
-        # back to int32: a 64-bit type appears only where an array brought one
+    if flags.STATE.dtype_promotion == "strict" and len(set(strong)) > 1:
+        raise TypePromotionError(
+            f"Input dtypes {tuple(str(d) for d in dict.fromkeys(strong))} have no "
+            "available implicit dtype promotion path when jax_numpy_dtype_promotion="
+            "strict; cast the inputs explicitly (x.astype(...)) or set "
+            "jax_numpy_dtype_promotion to 'standard'")
+    if not weak and dt.itemsize == 8 and not flags.STATE.x64 and \
+            all(d.itemsize < 8 for d in strong):
+        # int32 with uint32 joins at int64, which 32-bit mode narrows back to int32:
+        # there a 64-bit type appears only where a traced 64-bit value brought one
         dt = _NARROW[dt]
     return dt, weak
-
-
-_NARROW = {int64: int32, uint64: uint32, float64: float32}
 
 
 def _lattice_result(avals) -> tuple:

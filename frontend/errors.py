@@ -61,3 +61,17 @@ def user_location(skip_prefixes=("jx", "contextlib", "functools")) -> str | None
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+def warn_user(message: str, category=UserWarning,
+              skip_prefixes=("jx", "contextlib", "functools")) -> None:
+    """warnings.warn attributed to the user's line (the first frame outside jx), so
+    the warning filter shows it once per line of theirs, not once per jx line."""
+    import warnings
+    frame, level = sys._getframe(1), 2
+    while frame is not None:
+        mod = frame.f_globals.get("__name__", "")
+        if not any(mod == p or mod.startswith(p + ".") for p in skip_prefixes):
+            break
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

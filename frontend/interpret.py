@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes
 from .array import Array
 from .core import bind_like, get_aval
 from .errors import ShapeError
@@ -16,6 +17,7 @@ def eval_graph(graph: Graph, *args) -> list:
     literal arrays."""
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
+    args = [_canonical(x) for x in args]
     for i, (v, x) in enumerate(zip(graph.inputs, args)):
         got = get_aval(x)
         if not got.same_type(v.aval):
@@ -30,6 +32,15 @@ def eval_graph(graph: Graph, *args) -> list:
         for v, x in zip(eqn.outputs, outs):
             env[id(v)] = x
     return [_result(read(a)) for a in graph.outputs]
+
+
+def _canonical(x):
+    """NumPy data in the mode's dtypes (float64 is float32 with x64 off), as every
+    jx function takes it."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtypes.canonical(x.dtype)
+        return x if dt == x.dtype else np.asarray(x, dt)
+    return x
 
 
 def _result(x):

@@ -11,11 +11,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import tree
+from . import flags, nan_checks, tree
 from .array import Array
 from .api import leaf_aval, merge_static, split_static, _static_key
 from .core import Tracer, forget_known
-from .errors import MaskedArrayError, reject_masked
+from .errors import JxError, MaskedArrayError, reject_masked
 from .staging import stage
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
@@ -42,16 +42,20 @@ def _fast_unflatten(out_tree):
     return lambda outs: tree.unflatten(out_tree, outs)
 
 
-def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = "cpu"):
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | None = None):
     """Compile fun for the CPU (or, with backend="cuda", an NVIDIA GPU through CuPy:
     CuPy or NumPy arrays in, CuPy arrays out) on first call per input signature.
-    On the CPU the results are jx.Arrays."""
+    On the CPU the results are jx.Arrays. The default backend is the first platform
+    jax_platforms (jx.config) names, else the CPU."""
+    if backend is None:
+        backend = default_backend()
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"jx.jit: unknown backend {backend!r}; use 'cpu' or 'cuda'")
     cache: dict = {}
+    state = flags.STATE
     fast_types, aval_of = _FAST_TYPES, leaf_aval
     if backend == "cuda":             # device arrays key and trace by shape and dtype
         from jx.codegen.cuda.jit import array_type, leaf_aval as aval_of
@@ -67,6 +71,8 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
             arrays = {"arrays": True}
             from .autotune import ensure
             ensure()                 # the host's tuned constants, measured at first use
+        if state.log_compiles:
+            _log_compile(fun, args, kwargs)
         staged = stage(fun, args, kwargs, static_argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
@@ -77,12 +83,20 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
 
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
+        if state.special:
+            if state.disable_jit:
+                return fun(*args, **kwargs)
+            return nan_checks.checked_call(jitted_call, fun, args, kwargs)
+        return jitted_call(*args, **kwargs)
+
+    def jitted_call(*args, **kwargs):
         if not kwargs and not static_argnums:
             try:                                   # the fast path: plain NumPy arrays
                 key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
             except AttributeError:
                 key = None
             if key is not None and len(key) == len(args):
+                key = (state.mode, key)            # (float64 data is float32 when x64 is off)
                 compiled = cache.get(key)
                 if compiled is None:
                     compiled = compile_for(args, kwargs, key)
@@ -99,13 +113,43 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str = 
         except MaskedArrayError:
             _refuse_masked(fun, args, kwargs)
             raise
-        key = (tuple(sorted((i, _static_key(v)) for i, v in static.items())), in_tree, avals)
+        key = (state.mode, tuple(sorted((i, _static_key(v)) for i, v in static.items())),
+               in_tree, avals)
         compiled = cache.get(key) or compile_for(args, kwargs, key)
         return compiled.unflatten(compiled.fn(*leaves))
 
     jitted.lower = lambda *a, **k: _lower(fun, static_argnums, a, k)
     jitted._cache = cache
     return jitted
+
+
+def default_backend() -> str:
+    """The first of jax_platforms' entries this machine can run: 'cuda' (or 'gpu')
+    needs CuPy; nothing set means the CPU."""
+    import importlib.util
+    wanted = [p.strip() for p in flags.STATE.platforms.split(",") if p.strip()]
+    for p in wanted:
+        if p == "cpu":
+            return "cpu"
+        if importlib.util.find_spec("cupy") is not None:
+            return "cuda"
+    if wanted:
+        raise JxError(f"jax_platforms={flags.STATE.platforms!r} asks for a GPU, but CuPy is "
+                      "not installed (pip install 'jx[cuda]'); add 'cpu' to the list or "
+                      "set jax_platforms to 'cpu'")
+    return "cpu"
+
+
+def _log_compile(fun, args, kwargs) -> None:
+    import logging
+    def shown(x):
+        try:
+            return str(leaf_aval(x))
+        except Exception:       # a static argument
+            return repr(x)
+    logging.getLogger("jx").warning(
+        "Compiling %s with arguments %s", getattr(fun, "__name__", "function"),
+        ", ".join(shown(x) for x in tree.tree_leaves((args, kwargs))))
 
 
 def _refuse_masked(fun, args, kwargs):

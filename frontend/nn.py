@@ -21,7 +21,7 @@ def _float(x):
     activations keep it (relu(2.0), softplus(1) are weak float32)."""
     x = u.as_value(x)
     dt, weak = u.dtype_weak(x)
-    ft = dt if dtypes.is_float(dt) else dtypes.default_float
+    ft = dt if dtypes.is_float(dt) else dtypes.default_float()
     if weak:
         return u.bind1(ew.convert_element_type, x, new_dtype=ft, weak_type=True)
     (v,) = u.promote_dtypes(x, to_float=True)
@@ -247,7 +247,7 @@ def glu(x, axis=-1):
     return jnp.multiply(a, sigmoid(b))
 
 
-def one_hot(x, num_classes: int, dtype=np.float32, axis=-1):
+def one_hot(x, num_classes: int, dtype=float, axis=-1):
     """1 where x equals the class index along a new axis, else 0 (all 0 when out of range)."""
     x = u.as_value(x)
     nd = len(u.shape_of(x)) + 1
@@ -257,7 +257,7 @@ def one_hot(x, num_classes: int, dtype=np.float32, axis=-1):
     shape[ax] = int(num_classes)
     classes = np.arange(int(num_classes), dtype=idt).reshape(shape)
     hit = jnp.equal(jnp.expand_dims(x, ax), classes)
-    return u.convert(hit, dtypes.canonicalize(dtype), [hit])
+    return u.convert(hit, dtypes.canonicalize(dtype, "one_hot"), [hit])
 
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu",

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import array as _array
-from . import tree
+from . import flags, tree
 from .array import Array, Device  # noqa: F401  (Device re-exported: jx.Device)
 from .core import Tracer, get_aval
 from .errors import JxError
@@ -129,7 +129,10 @@ def process_count() -> int:
 
 
 def local_device_count() -> int:
-    """JX_NUM_CPU_DEVICES, else the number of cores this process may use."""
+    """jax_num_cpu_devices (jx.config), else JX_NUM_CPU_DEVICES, else the number of
+    cores this process may use."""
+    if flags.STATE.num_cpu_devices > 0:
+        return flags.STATE.num_cpu_devices
     v = os.environ.get("JX_NUM_CPU_DEVICES")
     if v:
         try:
@@ -275,7 +278,7 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             return vmap(fixed, in_axes=tuple(axes) if isinstance(axes, list) else axes,
                         out_axes=out_axes, axis_name=name)(*dyn)
         from jx.codegen.cpu.pmap import run_step
-        key = (tuple(sorted((i, _hashable(v)) for i, v in static.items())),
+        key = (flags.STATE.mode, tuple(sorted((i, _hashable(v)) for i, v in static.items())),
                tree.tree_structure(tuple(dyn)),
                tuple((get_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)), n)
         step = cache.get(key)
@@ -344,7 +347,7 @@ def _pmap_cuda(f, name, static, args, dyn, dims, n, out_axes, cache):
     from jx.codegen.cuda.jit import leaf_aval
     leaves, treedef = tree.flatten(tuple(dyn))
     avals = [leaf_aval(x) for x in leaves]
-    key = ("cuda", tuple(sorted((i, _hashable(v)) for i, v in static.items())), treedef,
+    key = ("cuda", flags.STATE.mode, tuple(sorted((i, _hashable(v)) for i, v in static.items())), treedef,
            tuple((a.strip_weak(), d) for a, d in zip(avals, dims)))
     step = cache.get(key)
     if step is None:

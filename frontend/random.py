@@ -240,7 +240,7 @@ def _unit_floats(k, shape, dt):
     return jnp.multiply(u.convert(m, dt), np.asarray(2.0 ** -nmant, dt))
 
 
-def uniform(key, shape=(), dtype=np.float32, minval=0.0, maxval=1.0):
+def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
     """Floats uniform in [minval, maxval)."""
     k = _check_key(key, "uniform")
     dt = _float_dtype(dtype, "uniform")
@@ -252,7 +252,7 @@ def uniform(key, shape=(), dtype=np.float32, minval=0.0, maxval=1.0):
     return jnp.broadcast_to(jnp.maximum(lo, out), shape)
 
 
-def normal(key, shape=(), dtype=np.float32):
+def normal(key, shape=(), dtype=float):
     """Standard normal samples: sqrt(2) * erfinv(u), u uniform in (-1, 1)."""
     _check_key(key, "normal")
     dt = _float_dtype(dtype, "normal")
@@ -261,7 +261,7 @@ def normal(key, shape=(), dtype=np.float32):
     return _jnp().multiply(np.asarray(np.sqrt(2.0), dt), erfinv(v))
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=np.float32):
+def truncated_normal(key, lower, upper, shape=None, dtype=float):
     """Normal samples restricted to (lower, upper)."""
     _check_key(key, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
@@ -363,7 +363,7 @@ def bernoulli(key, p=0.5, shape=None):
     return _jnp().less(uniform(key, shape, p.dtype), p)
 
 
-def gumbel(key, shape=(), dtype=np.float32):
+def gumbel(key, shape=(), dtype=float):
     """Standard Gumbel samples: -log(-log(u)), u uniform in [tiny, 1)."""
     _check_key(key, "gumbel")
     dt = _float_dtype(dtype, "gumbel")
@@ -372,7 +372,7 @@ def gumbel(key, shape=(), dtype=np.float32):
     return jnp.negative(jnp.log(jnp.negative(jnp.log(v))))
 
 
-def exponential(key, shape=(), dtype=np.float32):
+def exponential(key, shape=(), dtype=float):
     """Standard exponential samples: -log1p(-u)."""
     _check_key(key, "exponential")
     dt = _float_dtype(dtype, "exponential")
@@ -420,7 +420,7 @@ def _rem_xla(a, b):
     return jnp.where(jnp.equal(b, 0), a, jnp.fmod(a, b))
 
 
-def randint(key, shape, minval, maxval, dtype=np.int32):
+def randint(key, shape, minval, maxval, dtype=int):
     """Integers uniform in [minval, maxval) (minval when maxval <= minval)."""
     k = _check_key(key, "randint")
     dt = dtypes.canonicalize(dtype)
@@ -437,7 +437,7 @@ def randint(key, shape, minval, maxval, dtype=np.int32):
         return u.convert(randint(k, shape, lo, hi, dtypes.int32), dt)
     lo, hi = u.as_value(minval), u.as_value(maxval)
     lo, hi = (jnp.asarray(v) if u.is_scalar_const(v) else v for v in (lo, hi))
-    lo, hi = (v if dtypes.is_int(v.dtype) else u.convert(v, dtypes.default_int)
+    lo, hi = (v if dtypes.is_int(v.dtype) else u.convert(v, dtypes.default_int())
               for v in (lo, hi))
     for v in (lo, hi):
         if u.broadcast_shapes(u.shape_of(v), shape) != shape:

@@ -8,6 +8,39 @@ import pytest
 os.environ.setdefault("JX_TUNE", "off")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "x64: run with 64-bit mode on (float64 data and references stay float64, "
+        "as JAX's own numerical tests enable jax_enable_x64)")
+
+
+@pytest.fixture(autouse=True)
+def _jx_mode(request):
+    """Tests marked x64 run in 64-bit mode; the mode is back to the default after
+    every test, whatever it did."""
+    from jx import flags
+    mark = request.node.get_closest_marker("x64")    # x64(False): off, in an x64 module
+    if mark is not None:
+        on = not mark.args or bool(mark.args[0])
+    else:      # a case parametrized by a 64-bit dtype is a 64-bit program (as JAX's tests)
+        params = getattr(getattr(request.node, "callspec", None), "params", {})
+        on = any(_is_64_bit_dtype(v) for v in params.values())
+    with flags.enable_x64(on):
+        yield
+
+
+def _is_64_bit_dtype(v) -> bool:
+    if isinstance(v, (tuple, list)):
+        return any(_is_64_bit_dtype(u) for u in v)
+    if not isinstance(v, (np.dtype, type, str)):
+        return False
+    try:
+        dt = np.dtype(v)
+    except TypeError:
+        return False
+    return dt.kind in "fiu" and dt.itemsize == 8
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -14,6 +14,9 @@ from jx import lax, tree
 from jx.errors import JxError, ShapeError, TracerConversionError
 from jx.prims.control import cond_p, scan_p, while_p
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 COVERED = {"cond", "while", "scan"}
 
 DTYPES = [np.float32, np.float64, np.int32]

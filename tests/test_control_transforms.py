@@ -14,6 +14,9 @@ from jx import lax, tree
 from jx.errors import JxError
 from transform_harness import Case, check_jvp, check_vjp, check_vmap
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 COVERED = {"cond", "while", "scan"}
 
 

@@ -11,6 +11,9 @@ import jx
 import jx.lax as lax
 import jx.numpy as jnp
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 pytest.importorskip("llvmlite")
 
 import test_transforms  # noqa: E402

@@ -31,6 +31,9 @@ from jx.codegen.cpu.compiler import JitModule
 import cpu_matrix
 from transform_harness import random_array
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -13,6 +13,9 @@ import jx
 import jx.numpy as jnp
 from jx import dtypes
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 bf16 = dtypes.bfloat16
 f16, f32, f64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 HALVES = [f16] + ([bf16] if bf16 is not None else [])

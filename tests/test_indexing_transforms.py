@@ -15,6 +15,9 @@ from jx.prims.indexing import ScatterDimensionNumbers as SDN
 from transform_harness import (Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad,
                                make_args)
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 _ROWS_G = GDN((1,), (0,), (0,))                       # x[idx] of whole rows
 _ROWS_S = SDN((1,), (0,), (0,))
 _WIN_S = SDN((1, 2), (), (0,))                        # windows of 2 rows

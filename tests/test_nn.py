@@ -7,6 +7,9 @@ import pytest
 import jx
 from jx import nn
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 COVERED = set()   # jx.nn declares no primitives; it is jx.numpy code
 
 _erf = np.vectorize(math.erf)

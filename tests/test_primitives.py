@@ -18,6 +18,9 @@ import jx
 from jx import core
 from jx.ir import ShapedArray, aval_of
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 F16, F32, F64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 I32, I64, U32, BOOL = np.dtype("int32"), np.dtype("int64"), np.dtype("uint32"), np.dtype(bool)
 DTYPES = [F16, F32, F64, I32, I64, U32, BOOL]

@@ -6,6 +6,9 @@ import jx
 import jx.numpy as jnp
 from jx import lax
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 COVERED = {"sort"}
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint32, np.bool_]

@@ -12,6 +12,9 @@ import jx.numpy as jnp
 from jx.passes.simplify import simplify
 from transform_harness import Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad
 
+# float64 data and references, as in JAX's own tests with jax_enable_x64
+pytestmark = pytest.mark.x64
+
 COVERED = {"checkpoint", "custom_jvp_call", "custom_vjp_call", "stop_gradient"}
 TRANSFORM_COVERED = {"custom_jvp_call", "custom_vjp_call"}   # test_custom_jvp_and_vjp
 

@@ -24,8 +24,9 @@ def abstract(tree):
     """Device arrays inside tuples/lists/dicts replaced by jx.ShapeDtypeStruct, so
     tracing and cache keys never touch device memory."""
     from jx.api import ShapeDtypeStruct
-    if hasattr(tree, "__cuda_array_interface__"):
-        return ShapeDtypeStruct(tree.shape, tree.dtype)
+    from jx.dtypes import canonical
+    if hasattr(tree, "__cuda_array_interface__"):   # data: in the mode's dtypes, as on the CPU
+        return ShapeDtypeStruct(tree.shape, canonical(tree.dtype))
     if isinstance(tree, (tuple, list)):
         return type(tree)(abstract(x) for x in tree)
     if isinstance(tree, dict):

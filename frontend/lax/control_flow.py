@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes, tree
+from .. import dtypes, flags, tree
 from ..core import Tracer, bind, get_aval, trace
 from ..errors import JxError, ShapeError, user_location
 from ..ir import Graph, ShapedArray, Var
@@ -41,6 +41,33 @@ def _bind(prim, *operands, **params) -> list:
     if runner is not None and not any(isinstance(x, Tracer) for x in operands):
         return runner(prim, operands, params)
     return bind(prim, *operands, **params)
+
+
+# ---------------------------------------------------------------- disable_jit
+
+# With jax_disable_jit on, control flow on concrete values runs as Python (a
+# Python `if`, `for`, `while`), as JAX's does: the functions see concrete values,
+# so print() and breakpoints in a body work while debugging.
+
+
+def _as_python(*values) -> bool:
+    return flags.STATE.disable_jit and not any(
+        isinstance(v, Tracer) for v in tree.tree_leaves(values))
+
+
+def _python_scan(f, init, xs, length, reverse):
+    leaves, td = tree.flatten(xs)
+    n = length if length is not None else (np.shape(leaves[0])[0] if leaves else 0)
+    carry, ys = init, []
+    for i in (reversed(range(n)) if reverse else range(n)):
+        carry, y = f(carry, tree.unflatten(td, [leaf[i] for leaf in leaves]))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    from .. import numpy as jnp
+    y_leaves = [tree.flatten(y)[0] for y in ys]
+    stacked = [jnp.stack(column) for column in zip(*y_leaves)]
+    return carry, tree.unflatten(tree.flatten(ys[0])[1], stacked)
 
 
 # ---------------------------------------------------------------- helpers
@@ -168,6 +195,8 @@ def switch(index, branches: Sequence[Callable], *operands):
     if len(branches) == 1:
         return branches[0](*operands)
     n = len(branches)
+    if _as_python(index, operands):
+        return branches[int(np.clip(np.asarray(index), 0, n - 1))](*operands)
     if not isinstance(index, Tracer):
         index = np.int32(np.clip(np.asarray(index), 0, n - 1))  # clamp before narrowing
     elif aval.dtype != dtypes.int32:
@@ -194,6 +223,8 @@ def cond(pred, true_fun, false_fun, *operands):
     if aval.shape != ():
         raise ShapeError(f"cond predicate must be a scalar, got {aval}; use "
                          "jx.numpy.where for an elementwise choice")
+    if _as_python(pred, operands):
+        return (true_fun if bool(np.asarray(pred)) else false_fun)(*operands)
     if aval.dtype != dtypes.bool_:
         from .. import numpy as jnp
         pred = jnp.not_equal(pred, 0)
@@ -274,6 +305,11 @@ def _while(cond_fun, body_fun, init_val, label: str = "while_loop", names=None):
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """val = init_val; while cond_fun(val): val = body_fun(val); return val."""
+    if _as_python(init_val):
+        val = init_val
+        while bool(np.asarray(cond_fun(val))):
+            val = body_fun(val)
+        return val
     return _while(cond_fun, body_fun, init_val)
 
 
@@ -338,6 +374,10 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     the loop runs from the end and ys[i] is still the result for xs[i].
     """
     _check_unroll(unroll)
+    if _as_python(init, xs) and (length or tree.tree_leaves(xs)):
+        n = length if length is not None else np.shape(tree.tree_leaves(xs)[0])[0]
+        if n:          # (an empty scan still needs the trace for its ys' types)
+            return _python_scan(f, init, xs, length, reverse)
     return _scan(f, init, xs, length, reverse, "scan")
 
 
@@ -353,6 +393,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     for b in (lower, upper):
         if get_aval(b).shape != () or not dtypes.is_int(get_aval(b).dtype):
             raise ShapeError(f"fori_loop bounds must be integer scalars, got {get_aval(b)}")
+    if _as_python(lower, upper, init_val):
+        val = init_val
+        for i in range(int(np.asarray(lower)), int(np.asarray(upper))):
+            val = body_fun(i, val)
+        return val
     from .. import numpy as jnp
     val_names = _leaf_names(tree.tree_structure(init_val), "init_val")
     names = ["loop index"] + val_names
@@ -380,6 +425,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
 def map(f: Callable, xs):  # noqa: A001  (lax.map shadows the builtin, as in JAX)
     """[f(x) for x in xs] along the leading axis, as a scan."""
+    if _as_python(xs) and tree.tree_leaves(xs) and np.shape(tree.tree_leaves(xs)[0])[0]:
+        return _python_scan(lambda c, x: (c, f(x)), None, xs, None, False)[1]
     _, ys = _scan(lambda c, x: (c, f(x)), None, xs, None, False, "map")
     return ys
 

@@ -63,7 +63,7 @@ def select(pred, on_true, on_false):
 
 
 def convert_element_type(x, new_dtype):
-    return convert(as_value(x), dtypes.canonicalize(new_dtype))
+    return convert(as_value(x), dtypes.canonicalize(new_dtype, "convert_element_type"))
 
 
 def bitcast_convert_type(x, new_dtype):

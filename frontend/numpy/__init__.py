@@ -34,8 +34,19 @@ from ..array import Array as ndarray  # noqa: E402  (jax.numpy.ndarray is jax.Ar
 
 
 def result_type(*args):
-    from ._util import result_dtype
-    return result_dtype(*args)[0]
+    """JAX's result_type: arrays, values, dtypes and Python's float/int/bool (the
+    mode's defaults, weak as Python scalars are)."""
+    from .. import dtypes as _dtypes
+    from ._util import dtype_weak
+    pairs = []
+    for a in args:
+        if a is float or a is int or a is bool:
+            pairs.append((_dtypes.canonicalize(a), a is not bool))
+        elif isinstance(a, (str, _np.dtype, type)) and not isinstance(a, _np.generic):
+            pairs.append((_dtypes.canonical(a), False))
+        else:
+            pairs.append(dtype_weak(a))
+    return _dtypes.result_type(*pairs)[0]
 
 
 def shape(a):

@@ -4,6 +4,8 @@ broadcasting match the functions. jx.core holds the table (ARRAY_METHODS) but
 sits below jx.numpy, so this module fills it when jx.numpy is imported."""
 from __future__ import annotations
 
+from .. import dtypes
+
 from ..core import install_array_methods
 from . import creation as cr
 from . import indexing as ix
@@ -31,7 +33,7 @@ def _reshape(self, *shape, order="C"):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    return cr.asarray(self, dtype=dtype)
+    return cr.asarray(self, dtype=dtypes.canonicalize(dtype, "astype"))
 
 
 def _clip(self, min=None, max=None, out=None, *, a_min=None, a_max=None):

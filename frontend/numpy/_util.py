@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, flags
 from ..array import Array
 from ..core import Tracer, bind_like
-from ..errors import OutOfMemoryError, ShapeError, reject_masked, user_location
+from ..errors import OutOfMemoryError, ShapeError, reject_masked, user_location, warn_user
 from ..ir import extent_problem
 from ..prims import elementwise as ew
 from ..prims import structural as st
@@ -27,23 +27,27 @@ def dtype_weak(x) -> tuple:
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         return dtypes.python_scalar_dtype(x), not isinstance(x, bool)
     if isinstance(x, (np.ndarray, np.generic)):
-        return dtypes.check_supported(x.dtype), False
+        return dtypes.canonical(x.dtype), False
     return _from_python(x).dtype, False
+
+
+def canonical_array(x: np.ndarray) -> np.ndarray:
+    """NumPy data in the mode's dtypes (32-bit mode: float64 becomes float32)."""
+    dt = dtypes.canonical(x.dtype)
+    return x if dt == x.dtype else x.astype(dt)
 
 
 def _from_python(x) -> np.ndarray:
     """Nested lists/tuples of Python numbers take jx's default dtypes."""
     arr = np.asarray(x)
-    if arr.dtype == np.float64:
-        return arr.astype(dtypes.default_float)
-    if arr.dtype.kind == "i" and arr.dtype.itemsize == 8:
-        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
-            return arr.astype(dtypes.default_int)
     if arr.dtype == object:
         raise TypeError(f"cannot make an array of {x!r}: elements must be numbers or "
                         "arrays (traced values inside a list need jx.numpy.stack)")
-    dtypes.check_supported(arr.dtype)
-    return arr
+    if arr.dtype.kind == "i" and arr.dtype.itemsize == 8 and arr.size and \
+            not dtypes.x64() and (arr.min() < -2**31 or arr.max() >= 2**31):
+        big = arr.max() if arr.max() >= 2**31 else arr.min()
+        dtypes.python_scalar_dtype(int(big))        # JAX's OverflowError, naming it
+    return canonical_array(arr)
 
 
 def is_scalar_const(x) -> bool:
@@ -76,10 +80,10 @@ def as_value(x):
         return x
     if type(x) is not np.ndarray:
         reject_masked(x, "an input of a jx.numpy function")
-    if isinstance(x, (Tracer, np.ndarray)) or is_scalar_const(x):
+    if isinstance(x, Tracer) or is_scalar_const(x):
         return x
-    if isinstance(x, np.generic):
-        return np.asarray(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonical_array(np.asarray(x))
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
         return stack_arrays([as_value(e) for e in x])
     return _from_python(x)
@@ -112,6 +116,22 @@ def convert(x, dtype, like=(), weak: bool = False):
     if weak:
         return bind_like(like, ew.convert_element_type, x, new_dtype=dtype, weak_type=True)[0]
     return bind_like(like, ew.convert_element_type, x, new_dtype=dtype)[0]
+
+
+def check_rank_promotion(shapes) -> None:
+    """jax_numpy_rank_promotion: 'warn' or 'raise' where operands of different
+    ranks (scalars aside) broadcast implicitly, as in JAX."""
+    if len({len(s) for s in shapes if len(s)}) < 2:
+        return
+    where = user_location()
+    text = (f"operands of shapes {' '.join(str(tuple(s)) for s in shapes)} are broadcast "
+            "to a common rank" + (f" (at {where})" if where else ""))
+    if flags.STATE.rank_promotion == "raise":
+        raise ValueError(f"Operands could not be broadcast together: {text}, with the config "
+                         "option jax_numpy_rank_promotion='raise'; add the missing axes "
+                         "explicitly (x[None, :], jx.numpy.expand_dims or reshape)")
+    warn_user(f"Following NumPy automatic rank promotion: {text}. Set the "
+              "jax_numpy_rank_promotion config option to 'allow' to disable this warning")
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -153,7 +173,7 @@ def promote_dtypes(*args, to_float: bool = False) -> list:
     args = [as_value(a) for a in args]
     dt, weak = result_dtype(*args)
     if to_float and not dtypes.is_float(dt):
-        dt = dtypes.default_float
+        dt = dtypes.default_float()
     tracers = [a for a in args if isinstance(a, Tracer)]
     return [convert(a, dt, tracers, weak) for a in args]
 
@@ -161,7 +181,10 @@ def promote_dtypes(*args, to_float: bool = False) -> list:
 def promote(*args, to_float: bool = False) -> list:
     """Promote to one dtype and broadcast to one shape, as NumPy does."""
     args = promote_dtypes(*args, to_float=to_float)
-    shape = broadcast_shapes(*[shape_of(a) for a in args])
+    shapes = [shape_of(a) for a in args]
+    if flags.STATE.rank_promotion != "allow":
+        check_rank_promotion(shapes)
+    shape = broadcast_shapes(*shapes)
     tracers = [a for a in args if isinstance(a, Tracer)]
     return [broadcast_to(a, shape, tracers) for a in args]
 

@@ -24,8 +24,8 @@ from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, dty
     has_tracer, is_scalar_const, shape_of
 
 
-def _dtype(dtype, default):
-    return default if dtype is None else dtypes.canonicalize(dtype)
+def _dtype(dtype, default, where: str):
+    return default if dtype is None else dtypes.canonicalize(dtype, where)
 
 
 def _is_raw(x) -> bool:
@@ -106,7 +106,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     to an explicit dtype: asarray([16777217.0], float64) does not go through
     float32."""
     _check_order(order)
-    dt = None if dtype is None else dtypes.canonicalize(dtype)
+    dt = None if dtype is None else dtypes.canonicalize(dtype, "asarray")
     if dt is not None and isinstance(a, (list, tuple)) and not has_tracer(a):
         try:
             raw = np.asarray(a, dtype=dt)
@@ -136,7 +136,7 @@ class _ScalarMeta(type):
     dtype tables keyed by NumPy types find it), isinstance of NumPy scalars."""
 
     def __call__(cls, x):
-        dt = dtypes.canonicalize(cls.dtype)
+        dt = dtypes.canonicalize(cls.dtype, "asarray")
         x = as_value(x)
         if isinstance(x, Tracer):
             same = x.dtype == dt and not x.weak_type
@@ -192,15 +192,15 @@ def _full(shape, value, dt, weak, what):
 
 def full(shape, fill_value, dtype=None, *, device=None):
     dt, weak = dtype_weak(as_value(fill_value))
-    return _full(_shape(shape), fill_value, _dtype(dtype, dt), dtype is None and weak, "full")
+    return _full(_shape(shape), fill_value, _dtype(dtype, dt, "full"), dtype is None and weak, "full")
 
 
 def zeros(shape, dtype=None, *, device=None):
-    return _full(_shape(shape), 0, _dtype(dtype, dtypes.default_float), False, "zeros")
+    return _full(_shape(shape), 0, _dtype(dtype, dtypes.default_float(), "zeros"), False, "zeros")
 
 
 def ones(shape, dtype=None, *, device=None):
-    return _full(_shape(shape), 1, _dtype(dtype, dtypes.default_float), False, "ones")
+    return _full(_shape(shape), 1, _dtype(dtype, dtypes.default_float(), "ones"), False, "ones")
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -212,7 +212,7 @@ def _like(a, dtype, shape, value, what):
     a = as_value(a)
     dt, weak = dtype_weak(a)
     s = shape_of(a) if shape is None else _shape(shape)
-    return _full(s, value, _dtype(dtype, dt), dtype is None and weak, what)
+    return _full(s, value, _dtype(dtype, dt, what), dtype is None and weak, what)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
@@ -247,7 +247,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     start, stop, step = (None if v is None else _static_scalar(v, n)
                          for v, n in zip((start, stop, step), ("start", "stop", "step")))
     is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step) if v is not None)
-    dt = _dtype(dtype, dtypes.default_int if is_int else dtypes.default_float)
+    dt = _dtype(dtype, dtypes.default_int() if is_int else dtypes.default_float(), "arange")
     if dt == dtypes.bool_:
         raise TypeError("jx.numpy.arange: a bool range is not supported; give a numeric "
                         "dtype")
@@ -296,11 +296,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     lo, hi = as_value(start), as_value(stop)
     if dtype is None:
         dt = dtypes.result_type(dtype_weak(lo), dtype_weak(hi))[0]
-        dt = dt if dtypes.is_float(dt) else dtypes.default_float
+        dt = dt if dtypes.is_float(dt) else dtypes.default_float()
     else:
-        dt = dtypes.canonicalize(dtype)
+        dt = dtypes.canonicalize(dtype, "linspace")
     ct = dt if dtypes.is_float(dt) else \
-        (dtypes.float64 if dt.itemsize == 8 else dtypes.default_float)
+        (dtypes.float64 if dt.itemsize == 8 else dtypes.default_float())
     lo, hi = convert(lo, ct), convert(hi, ct)
     bshape = broadcast_shapes(shape_of(lo), shape_of(hi))
     like = [v for v in (lo, hi) if isinstance(v, Tracer)]
@@ -341,7 +341,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     """Ones where column - row == k: an iota comparison, so no NumPy constant."""
     shape = (int(N), int(N if M is None else M))
-    dt = np.dtype(_dtype(dtype, dtypes.default_float))
+    dt = np.dtype(_dtype(dtype, dtypes.default_float(), "eye"))
     return _build("eye", shape, dt, lambda: _diagonal_mask(shape, k, ew.eq, dt))
 
 
@@ -361,7 +361,7 @@ def identity(n, dtype=None, *, device=None):
 def tri(N, M=None, k=0, dtype=None):
     """Ones where column - row <= k."""
     shape = (int(N), int(N if M is None else M))
-    dt = np.dtype(_dtype(dtype, dtypes.default_float))
+    dt = np.dtype(_dtype(dtype, dtypes.default_float(), "tri"))
     return _build("tri", shape, dt, lambda: _diagonal_mask(shape, k, ew.le, dt))
 
 

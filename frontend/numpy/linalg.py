@@ -15,7 +15,7 @@ def _dot_general(a, b, contract, batch=((), ())):
     dn = (tuple(map(tuple, contract)), tuple(map(tuple, batch)))
     if a.dtype == dtypes.bool_:     # as JAX: a bool product is the "or" of the "and"s
         from .ufuncs import not_equal
-        a, b = (convert(v, dtypes.default_int, [a, b]) for v in (a, b))
+        a, b = (convert(v, dtypes.default_int(), [a, b]) for v in (a, b))
         return not_equal(bind1(la.dot_general, a, b, dimension_numbers=dn), 0)
     return bind1(la.dot_general, a, b, dimension_numbers=dn)
 

@@ -19,15 +19,16 @@ def _restore(out, axes, keepdims):
     return bind1(st.expand_dims, out, dimensions=tuple(sorted(axes)))
 
 
-def _accumulator(x, dtype):
+def _accumulator(x, dtype, where: str = "sum"):
     """Sums and products of bool and narrow ints accumulate in 32 bits, as in JAX:
     int32 for bool and signed, uint32 for unsigned."""
     if dtype is not None:
-        return convert(x, dtypes.canonicalize(dtype))
-    if x.dtype == dtypes.bool_ or (x.dtype.kind == "i" and x.dtype.itemsize < 4):
-        return convert(x, dtypes.default_int)
-    if x.dtype.kind == "u" and x.dtype.itemsize < 4:
-        return convert(x, dtypes.uint32)
+        return convert(x, dtypes.canonicalize(dtype, where))
+    wide = dtypes.default_int().itemsize
+    if x.dtype == dtypes.bool_ or (x.dtype.kind == "i" and x.dtype.itemsize < wide):
+        return convert(x, dtypes.default_int())
+    if x.dtype.kind == "u" and x.dtype.itemsize < wide:
+        return convert(x, dtypes.default_uint())
     return x
 
 
@@ -44,9 +45,9 @@ def _reducer(prim, sum_like: bool):
         (x,) = promote_dtypes(a)
         x = _strong(x)
         if sum_like:
-            x = _accumulator(x, dtype)
+            x = _accumulator(x, dtype, fn.__name__)
         elif dtype is not None:
-            x = convert(x, dtypes.canonicalize(dtype))
+            x = convert(x, dtypes.canonicalize(dtype, fn.__name__))
         if where is not None:
             x = _masked(prim, x, where, 0 if prim is rd.reduce_sum else 1, initial)
         axes = canonical_axes(axis, len(shape_of(x)))
@@ -112,7 +113,7 @@ def _computation(dtype):
 def mean(a, axis=None, dtype=None, keepdims=False):
     from .ufuncs import divide
     (x,) = promote_dtypes(a, to_float=True)
-    result = dtypes.canonicalize(dtype) if dtype is not None else x.dtype
+    result = dtypes.canonicalize(dtype, "mean") if dtype is not None else x.dtype
     x = convert(x, _computation(result))
     axes = canonical_axes(axis, len(shape_of(x)))
     out = divide(sum(x, axes, keepdims=keepdims), float(_count(shape_of(x), axes)))
@@ -122,7 +123,7 @@ def mean(a, axis=None, dtype=None, keepdims=False):
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     from .ufuncs import divide, square, subtract
     (x,) = promote_dtypes(a, to_float=True)
-    result = dtypes.canonicalize(dtype) if dtype is not None else x.dtype
+    result = dtypes.canonicalize(dtype, "var") if dtype is not None else x.dtype
     x = convert(x, _computation(result))
     axes = canonical_axes(axis, len(shape_of(x)))
     centered = subtract(x, mean(x, axes, keepdims=True))
@@ -157,10 +158,10 @@ def _arg(prim):
         _check_arg_nonempty(prim.name, shape_of(x), axis)
         if axis is None:
             from .manipulation import ravel, reshape
-            out = bind1(prim, ravel(x), axis=0, index_dtype=dtypes.default_int)
+            out = bind1(prim, ravel(x), axis=0, index_dtype=dtypes.default_int())
             return reshape(out, (1,) * ndim) if keepdims else out
         ax = canonical_axis(axis, ndim)
-        out = bind1(prim, x, axis=ax, index_dtype=dtypes.default_int)
+        out = bind1(prim, x, axis=ax, index_dtype=dtypes.default_int())
         return _restore(out, (ax,), keepdims)
     fn.__name__ = prim.name
     return fn
@@ -267,7 +268,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     from .ufuncs import divide, isnan, logical_not
     (x,) = promote_dtypes(a, to_float=True)
     if dtype is not None:
-        x = convert(x, dtypes.canonicalize(dtype))
+        x = convert(x, dtypes.canonicalize(dtype, "nanmean"))
     n = sum(logical_not(isnan(x)), axis, keepdims=keepdims)
     return divide(nansum(x, axis, keepdims=keepdims), convert(n, x.dtype, [x]))
 

@@ -32,7 +32,7 @@ def _flatten_if_none(x, axis):
 
 
 def _index_dtype(n: int) -> np.dtype:
-    return dtypes.default_int if n < 2**31 else dtypes.int64
+    return dtypes.default_int() if n < 2**31 else dtypes.int64
 
 
 def _iota_like(x, dtype, axis):

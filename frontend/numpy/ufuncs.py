@@ -36,7 +36,7 @@ def _bool_as_int(*args):
     if args[0].dtype != dtypes.bool_:
         return args
     tracers = [a for a in args if isinstance(a, Tracer)]
-    return [convert(a, dtypes.default_int, tracers) for a in args]
+    return [convert(a, dtypes.default_int(), tracers) for a in args]
 
 
 def _unchanged(a, x):
@@ -227,7 +227,7 @@ def _integer_pow(x, n: int):
         raise TypeError(f"integers cannot be raised to negative powers, got "
                         f"{a.dtype} ** {n}; use a float base (x.astype(float) ** {n})")
     if n == 0:                  # ones_like(a), built here: creation sits above ufuncs
-        return constant(np.ones, shape_of(a), np.dtype(dtypes.canonicalize(dtype_weak(a)[0])),
+        return constant(np.ones, shape_of(a), dtype_weak(a)[0],
                         "ones")
     acc, base = None, a
     while n:
