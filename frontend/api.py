@@ -83,7 +83,8 @@ def leaf_aval(x) -> ShapedArray:
     if isinstance(x, (bool, int, float)):
         return aval_of(x)
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonical(x.dtype))
+        a = aval_of(x)          # (refuses masked arrays)
+        return ShapedArray(a.shape, dtypes.canonical(a.dtype))
     try:
         return aval_of(_from_python(x))
     except (TypeError, ValueError) as e:

@@ -17,7 +17,7 @@ def eval_graph(graph: Graph, *args) -> list:
     literal arrays."""
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
-    args = [_canonical(x) for x in args]
+    args = [_canonical(x, v.aval.dtype) for x, v in zip(args, graph.inputs)]
     for i, (v, x) in enumerate(zip(graph.inputs, args)):
         got = get_aval(x)
         if not got.same_type(v.aval):
@@ -34,12 +34,13 @@ def eval_graph(graph: Graph, *args) -> list:
     return [_result(read(a)) for a in graph.outputs]
 
 
-def _canonical(x):
-    """NumPy data in the mode's dtypes (float64 is float32 with x64 off), as every
-    jx function takes it."""
-    if isinstance(x, (np.ndarray, np.generic)):
+def _canonical(x, want):
+    """NumPy data for an input of dtype `want`: float64 data meets a float32 input
+    in 32-bit mode, where every jx function takes it as float32; a declared
+    float64 input takes float64 data as it is."""
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != want:
         dt = dtypes.canonical(x.dtype)
-        return x if dt == x.dtype else np.asarray(x, dt)
+        return np.asarray(x, dt) if dt == want else x
     return x
 
 

@@ -43,18 +43,15 @@ def _shape(shape) -> tuple:
 # ---------------------------------------------------------------- keys
 
 def PRNGKey(seed) -> np.ndarray:
-    """A key from an integer seed: [hi, lo] words of the seed, like JAX.
-
-    Python ints in [-2**31, 2**32) and int32/uint32 seeds give [0, seed mod 2**32]
-    (JAX's default 32-bit mode); other Python ints and int64/uint64 seeds also
-    fill the high word (JAX with x64).
-    """
+    """A key from an integer seed: [hi, lo] words of the seed, like JAX: with x64
+    off, [0, seed mod 2**32] (64-bit seeds narrow first); with x64 on, a Python int
+    or an int64/uint64 seed fills the high word too."""
     if isinstance(seed, (bool, np.bool_)) or isinstance(seed, float):
         raise TypeError(f"PRNGKey needs an integer seed, got {seed!r}")
     if isinstance(seed, int):
-        if not -2**63 <= seed < 2**64:
-            raise OverflowError(f"seed {seed} does not fit in 64 bits")
-        hi = 0 if -2**31 <= seed < 2**32 else (seed >> 32) & _U32_MASK
+        if not -2**63 <= seed < 2**63:
+            raise OverflowError(f"seed {seed} does not fit in int64")
+        hi = (seed >> 32) & _U32_MASK if dtypes.x64() else 0
         return np.array([hi, seed & _U32_MASK], dtype=np.uint32)
     s = u.as_value(seed)
     if u.shape_of(s) != () or not dtypes.is_int(s.dtype):

@@ -11,7 +11,7 @@ from .api import trace_pytree
 from .core import get_aval
 from .errors import JxError
 from .lax.collectives import axis_bound
-from .numpy._util import canonical_axis
+from .numpy._util import canonical_axis, canonical_value
 
 
 def _strip_axis(x, axis):
@@ -68,7 +68,10 @@ def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
         except ValueError as e:
             raise JxError(f"vmap: in_axes {in_axes!r} does not match the arguments ({e})") \
                 from None
-        leaves = tree.tree_leaves(tuple(args))
+        # NumPy data in the mode's dtypes first: the trace sees it so (float32 for
+        # float64 data with x64 off), and the evaluation must get what it traced
+        args = tree.tree_map(canonical_value, tuple(args))
+        leaves = tree.tree_leaves(args)
         canon, sizes = [], set()
         for x, d in zip(leaves, dims):
             if d is None:

@@ -53,15 +53,19 @@ def trace_function(f: Callable, args: Sequence, name: str, known: bool = False) 
     known=True: traced at the args' values when they are all known (the public
     jvp/vjp at a concrete point: Python control flow on primals works)."""
     graph, consts = trace_pytree(f, tuple(args), name=name, known=known)
-    leaves = [_as_array(x) for x in tree.tree_leaves((tuple(args), {}))]
+    ins = graph.inputs[len(consts):]
+    leaves = [as_traced(x, v.aval) for x, v in zip(tree.tree_leaves((tuple(args), {})), ins)]
     return graph, list(consts), leaves
 
 
-def _as_array(x):
-    """Python numbers as the 0-d arrays the trace saw (float32, int32, bool), so the
-    rules meet arrays with a dtype (grad(jnp.logaddexp)(1.0, 2.0))."""
+def as_traced(x, aval):
+    """A concrete leaf as the array its trace saw: Python numbers as 0-d arrays
+    (so the rules meet arrays with a dtype: grad(jnp.logaddexp)(1.0, 2.0)), NumPy
+    data in the mode's dtypes (float64 data is float32 with x64 off)."""
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return np.asarray(x, core.get_aval(x).strip_weak().dtype)
+        return np.asarray(x, aval.dtype)
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != aval.dtype:
+        return np.asarray(x, aval.dtype)
     return x
 
 

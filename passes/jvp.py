@@ -13,7 +13,8 @@ from jx import dtypes
 from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
-from .interpreters import NotDifferentiable, read, rule_for, trace_function, transform_graph
+from .interpreters import (NotDifferentiable, as_traced, read, rule_for, trace_function,
+                           transform_graph)
 
 jvp_rules: dict = {}
 
@@ -69,8 +70,9 @@ def jvp_function(f: Callable, primals: Sequence, tangents: Sequence,
     (jx.jvp) traces f at the primals' values when they are concrete."""
     from .zeros import stage_like, zeros_like
     graph, consts, leaves = trace_function(f, primals, "jvp", known)
-    ts = [None] * len(consts) + [stage_like(t, leaves) if dtypes.is_float(get_aval(p).dtype)
-                                 else None for p, t in zip(leaves, tangents)]
+    ts = [None] * len(consts) + [stage_like(as_traced(t, get_aval(p)), leaves)
+                                 if dtypes.is_float(get_aval(p).dtype) else None
+                                 for p, t in zip(leaves, tangents)]
     outs, touts = jvp_eval(graph, consts + leaves, ts)
     touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
     return outs, touts, graph.out_tree

@@ -195,6 +195,7 @@ def test_creation_results_have_at_and_are_immutable():
                 z[0] = 1
 
 
+@pytest.mark.x64
 def test_asarray_of_a_list_converts_straight_to_the_dtype():
     """The list's Python floats become float64 without a float32 detour
     (16777217 is not a float32), and explicit float64 stays float64."""

@@ -194,6 +194,7 @@ def test_dynamic_update_slice_clamps(dt):
             _same(jf(x, u, s), f(x, u, s))
 
 
+@pytest.mark.x64
 def test_dynamic_update_slice_literal_and_int64_starts():
     rng = np.random.default_rng(16)
     x, u = _rand(rng, (6, 5), np.float32), _rand(rng, (2, 2), np.float32)

@@ -181,6 +181,7 @@ def test_sort_large_random_rows():
            x.astype(np.float32), x, i)
 
 
+@pytest.mark.x64
 def test_grad_through_sort_under_jit():
     rng = np.random.default_rng(17)
     x = rng.standard_normal((4, 9))

@@ -142,8 +142,12 @@ def test_check_supported_accepts_and_canonicalizes():
     assert dtypes.canonicalize(float) == f32
     assert dtypes.canonicalize(int) == i32
     assert dtypes.canonicalize(bool) == b1
-    assert dtypes.canonicalize(np.float64) == f64
+    with pytest.warns(UserWarning, match="float64 .* truncated to dtype float32"):
+        assert dtypes.canonicalize(np.float64) == f32          # x64 off: as JAX
     assert dtypes.canonicalize("float16") == f16
+    with jx.enable_x64():
+        assert dtypes.canonicalize(np.float64) == f64
+        assert dtypes.canonicalize(float) == f64 and dtypes.canonicalize(int) == i64
     with pytest.raises(dtypes.DTypeError):
         dtypes.canonicalize(complex)
 
@@ -152,12 +156,16 @@ def test_python_scalars():
     assert dtypes.python_scalar_dtype(True) == b1
     assert dtypes.python_scalar_dtype(3) == i32
     assert dtypes.python_scalar_dtype(-2**31) == i32
-    assert dtypes.python_scalar_dtype(2**31) == i64
+    with pytest.raises(OverflowError, match="int32"):          # x64 off: as JAX
+        dtypes.python_scalar_dtype(2**31)
     assert dtypes.python_scalar_dtype(1.5) == f32
     with pytest.raises(dtypes.DTypeError, match="complex"):
         dtypes.python_scalar_dtype(1j)
-    with pytest.raises(dtypes.DTypeError, match="int64"):
-        dtypes.python_scalar_dtype(2**64)
+    with jx.enable_x64():
+        assert dtypes.python_scalar_dtype(2**31) == i64
+        assert dtypes.python_scalar_dtype(1.5) == f64
+        with pytest.raises(OverflowError, match="int64"):
+            dtypes.python_scalar_dtype(2**64)
 
 
 def test_kinds_and_names():
@@ -174,10 +182,13 @@ def test_kinds_and_names():
 def test_jnp_result_type_uses_the_table():
     assert jnp.result_type(np.zeros(2, np.int32), 2.0) == f32
     assert jnp.result_type(np.zeros(2, np.float16), 3) == f16
-    assert jnp.result_type(np.zeros(2, np.float32), np.zeros(2, np.float64)) == f64
+    assert jnp.result_type(np.zeros(2, np.float32), np.zeros(2, np.float64)) == f32
     assert jnp.result_type(True, 1) == i32
     assert jnp.result_type([1, 2], 1.0) == f32      # lists take the default dtypes
-    assert jnp.result_type(np.float64(1.0), np.zeros(2, np.float32)) == f64
+    with jx.enable_x64():
+        assert jnp.result_type(np.zeros(2, np.float32), np.zeros(2, np.float64)) == f64
+        assert jnp.result_type(np.float64(1.0), np.zeros(2, np.float32)) == f64
+        assert jnp.result_type(np.zeros(2, np.int32), 2.0) == f64
 
 
 def test_unsupported_array_is_rejected_at_the_frontend():

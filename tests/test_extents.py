@@ -61,9 +61,10 @@ def test_arg_reduction_over_2_31_plus_elements_runs():
     x = np.zeros(HUGE, np.int8)                  # 2 GiB: the one real allocation here
     x[HUGE - 11] = 5                              # past 2**31
     x[100] = -3
-    got = jx.jit(lambda v: jx.lax.argmax(v, 0, np.int64))(x)
-    assert got == HUGE - 11 == np.argmax(x)
-    assert jx.jit(lambda v: jx.lax.argmin(v, 0, np.int64))(x) == 100
+    with jx.enable_x64():                          # an int64 index: 64-bit mode
+        got = jx.jit(lambda v: jx.lax.argmax(v, 0, np.int64))(x)
+        assert got == HUGE - 11 == np.argmax(x)
+        assert jx.jit(lambda v: jx.lax.argmin(v, 0, np.int64))(x) == 100
     # the default int32 result keeps the low 32 bits, as JAX's int32 index does
     assert jx.jit(jnp.argmax)(x) == np.int64(HUGE - 11).astype(np.int32)
     # a negative int32 index counts from an end past 2**31
@@ -294,6 +295,7 @@ def test_artifact_entry_name_check_is_one_line():
 
 # ---------------------------------------------------------------- narrow index dtypes
 
+@pytest.mark.x64
 def test_int32_index_on_an_axis_past_2_31_wraps_in_int64():
     g = jx.make_graph(lambda x, i: x[i])(jx.i8[HUGE], jx.i32[()])
     adds = [e for e in g.eqns if e.prim.name == "add"]

@@ -14,7 +14,8 @@ from jx import lax
 COVERED = {"psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", "axis_index"}
 TRANSFORM_COVERED = set(COVERED)    # grad and vmap rules: the tests below
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.x64]    # float64 data and references, as JAX's tests with x64
 
 
 @pytest.fixture(autouse=True)

@@ -31,10 +31,11 @@ def mlp_layer(params, x):
     return h, jnp.sum(h, axis=0)
 
 
-def mixed_dtypes(i, x, mask):
-    """int32 -> float32 promotion, comparisons, select, a float64 input kept as float64."""
+def mixed_dtypes(i, x, mask, w):
+    """int32 -> float32 promotion, comparisons, select, float64 kept: the float64
+    spec of w declares a 64-bit program."""
     y = jnp.where(mask, i + x, -x)
-    return y, (y > 0.5).astype(jnp.int32), x.astype(jnp.float64) * 3.0
+    return y, (y > 0.5).astype(jnp.int32), x.astype(jnp.float64) * 3.0 + w
 
 
 def normalise(x):
@@ -59,7 +60,7 @@ def control_flow(x, n):
 CASES = {
     "scalars": (scalars, (jx.f32[3],)),
     "mlp_layer": (mlp_layer, ({"w": jx.f32[4, 8], "b": jx.f32[8]}, jx.f32[2, 4])),
-    "mixed_dtypes": (mixed_dtypes, (jx.i32[5], jx.f32[5], jx.bool_[5])),
+    "mixed_dtypes": (mixed_dtypes, (jx.i32[5], jx.f32[5], jx.bool_[5], jx.f64[5])),
     "normalise": (normalise, (jx.f64[3, 4],)),
     "long_chain": (long_chain, (jx.f32[2],)),
     "control_flow": (control_flow, (jx.f32[2], jx.i32[()])),

@@ -78,9 +78,16 @@ def test_keys_match_jax():
     np.testing.assert_array_equal(jr.key(42), [0, 42])
     np.testing.assert_array_equal(jr.PRNGKey(-1), [0, M32])
     np.testing.assert_array_equal(jr.PRNGKey(2**32 - 1), [0, M32])
-    np.testing.assert_array_equal(jr.PRNGKey(2**40 + 5), [256, 5])
-    np.testing.assert_array_equal(jr.PRNGKey(np.int64(-2)), [M32, M32 - 1])
+    np.testing.assert_array_equal(jr.PRNGKey(2**40 + 5), [0, 5])       # x64 off: mod 2**32
+    np.testing.assert_array_equal(jr.PRNGKey(np.int64(-2)), [0, M32 - 1])
     np.testing.assert_array_equal(jr.PRNGKey(np.uint32(7)), [0, 7])
+    with jx.enable_x64():                                # the high word too
+        np.testing.assert_array_equal(jr.PRNGKey(-1), [M32, M32])
+        np.testing.assert_array_equal(jr.PRNGKey(2**40 + 5), [256, 5])
+        np.testing.assert_array_equal(jr.PRNGKey(np.int64(-2)), [M32, M32 - 1])
+        np.testing.assert_array_equal(jr.PRNGKey(np.int32(-1)), [0, M32])
+    with pytest.raises(OverflowError):
+        jr.PRNGKey(2**63)
     # jax.random.split(PRNGKey(0)) with jax_threefry_partitionable (JAX >= 0.5)
     np.testing.assert_array_equal(jr.split(jr.PRNGKey(0)),
                                   [[1797259609, 2579123966], [928981903, 3453687069]])
@@ -208,6 +215,7 @@ def test_normal_statistics(dtype):
     assert abs(np.mean(np.abs(x) > 2) - 0.0455) < 0.004
 
 
+@pytest.mark.x64
 def test_erfinv_matches_scipy():
     special = pytest.importorskip("scipy.special")
     body = np.linspace(-0.999999, 0.999999, 2001)
@@ -238,12 +246,12 @@ def test_bernoulli_rate():
 
 
 @pytest.mark.parametrize("dtype,lo,hi", [(np.int32, -7, 5), (np.int64, 0, 3), (np.int8, -128, 128),
-                                         (np.uint8, 0, 256), (np.uint32, 10, 2**32 - 1),
+                                         (np.uint8, 0, 256), (np.uint32, 10, np.uint32(2**32 - 1)),
                                          (np.int32, -2**31, 2**31 - 1)])
 def test_randint_bounds(dtype, lo, hi):
     x = jr.randint(jr.PRNGKey(6), (30000,), lo, hi, dtype)
     assert x.dtype == dtype and x.shape == (30000,)
-    top = min(hi, np.iinfo(dtype).max + 1)
+    top = min(int(hi), np.iinfo(dtype).max + 1)   # (a Python 2**32 - 1 overflows int32)
     assert int(x.min()) >= lo and int(x.max()) < top
     if top - lo <= 256:   # every value appears, about equally often
         counts = np.bincount(x.astype(np.int64) - lo, minlength=top - lo)

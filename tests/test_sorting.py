@@ -6,13 +6,15 @@ import jx
 import jx.numpy as jnp
 from jx import lax
 
-# float64 data and references, as in JAX's own tests with jax_enable_x64
-pytestmark = pytest.mark.x64
-
 COVERED = {"sort"}
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint32, np.bool_]
 SHAPES = [(7,), (3, 5), (2, 3, 4), (0,), (4, 0)]
+
+
+def _index_dtype():
+    """argsort's indices: the mode's default int (int64 with x64 on, as JAX)."""
+    return np.int64 if jx.config.jax_enable_x64 else np.int32
 
 
 def _data(rng, shape, dtype, special=True):
@@ -42,7 +44,7 @@ def test_sort_argsort_vs_numpy(rng, dtype, shape):
     x = _data(rng, shape, dtype)
     for axis in list(range(-len(shape), len(shape))) + [None]:
         _eq(jnp.sort(x, axis=axis), np.sort(x, axis=axis))
-        ref = np.argsort(x, axis=axis, kind="stable").astype(np.int32)
+        ref = np.argsort(x, axis=axis, kind="stable").astype(_index_dtype())
         _eq(jnp.argsort(x, axis=axis), ref)
 
 
@@ -51,7 +53,7 @@ def test_sorted_floats_put_nans_last_and_ignore_zero_sign(dtype):
     x = np.array([3, np.nan, -0.0, 0.0, -np.nan, 1, np.inf, -np.inf, 0.0, -0.0], np.float32)
     x = x.astype(dtype) if dtype == np.float32 else np.array([5, -2, 5, 0, -2], dtype)
     idx = jnp.argsort(x)
-    _eq(idx, np.argsort(x, kind="stable").astype(np.int32))
+    _eq(idx, np.argsort(x, kind="stable").astype(_index_dtype()))
     out = jnp.sort(x)
     _eq(out, np.sort(x))
     # the sign of zero travels with its element (stable among equal zeros)
@@ -63,15 +65,16 @@ def test_descending(rng, dtype):
     x = rng.integers(-4, 4, (3, 9)).astype(dtype)
     _eq(jnp.sort(x, descending=True), np.sort(x)[:, ::-1])
     # ties keep their original order, as a stable descending sort should
-    _eq(jnp.argsort(x, descending=True), np.argsort(-x, kind="stable").astype(np.int32))
+    _eq(jnp.argsort(x, descending=True), np.argsort(-x, kind="stable").astype(_index_dtype()))
     _eq(jnp.argsort(x, axis=0, descending=True),
-        np.argsort(-x, axis=0, kind="stable").astype(np.int32))
+        np.argsort(-x, axis=0, kind="stable").astype(_index_dtype()))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("num_keys", [1, 2, 3])
 def test_multi_operand_sort_is_lexicographic(rng, num_keys):
     shape = (4, 11)
-    ops = [rng.integers(0, 3, shape).astype(np.int32),
+    ops = [rng.integers(0, 3, shape).astype(_index_dtype()),
            rng.integers(0, 3, shape).astype(np.float32),
            rng.integers(0, 2, shape).astype(bool), rng.standard_normal(shape)]
     for axis in (0, 1):
@@ -82,6 +85,7 @@ def test_multi_operand_sort_is_lexicographic(rng, num_keys):
             _eq(o, np.take_along_axis(x, perm, axis))
 
 
+@pytest.mark.x64
 def test_lax_sort_single_and_sort_key_val(rng):
     k = rng.integers(0, 5, (6, 8)).astype(np.int64)
     v = rng.standard_normal((6, 8)).astype(np.float32)
@@ -93,13 +97,13 @@ def test_lax_sort_single_and_sort_key_val(rng):
 
 
 def test_lexsort(rng):
-    a = rng.integers(0, 3, 20).astype(np.int32)
+    a = rng.integers(0, 3, 20).astype(_index_dtype())
     b = rng.integers(0, 3, 20).astype(np.float64)
     c = rng.integers(0, 2, 20).astype(bool)
-    _eq(jnp.lexsort([a, b, c]), np.lexsort([a, b, c]).astype(np.int32))
+    _eq(jnp.lexsort([a, b, c]), np.lexsort([a, b, c]).astype(_index_dtype()))
     m = rng.integers(0, 3, (3, 10))
     n = rng.integers(0, 3, (3, 10))
-    _eq(jnp.lexsort([m, n], axis=0), np.lexsort([m, n], axis=0).astype(np.int32))
+    _eq(jnp.lexsort([m, n], axis=0), np.lexsort([m, n], axis=0).astype(_index_dtype()))
 
 
 def test_traced_sort_matches_eager(rng):
@@ -112,7 +116,7 @@ def test_traced_sort_matches_eager(rng):
     g = jx.verify(jx.make_graph(f)(jx.f32[5, 6], jx.i32[5, 6]))
     assert g.op_counts()["sort"] == 4
     x = _data(rng, (5, 6), np.float32)
-    y = rng.integers(0, 9, (5, 6)).astype(np.int32)
+    y = rng.integers(0, 9, (5, 6)).astype(_index_dtype())
     for got, want in zip(jx.eval_graph(g, x, y), f(x, y)):
         _eq(got, want)
     eqn = next(e for e in g.eqns if e.prim.name == "sort" and len(e.inputs) == 3)

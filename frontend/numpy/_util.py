@@ -37,6 +37,14 @@ def canonical_array(x: np.ndarray) -> np.ndarray:
     return x if dt == x.dtype else x.astype(dt)
 
 
+def canonical_value(x):
+    """A NumPy array or scalar in the mode's dtypes; anything else as it is."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        reject_masked(x, "a value given to a jx transformation")
+        return canonical_array(np.asarray(x))
+    return x
+
+
 def _from_python(x) -> np.ndarray:
     """Nested lists/tuples of Python numbers take jx's default dtypes."""
     arr = np.asarray(x)
