@@ -154,6 +154,12 @@ def python_scalar_dtype(x) -> np.dtype:
     raise DTypeError(f"complex numbers are not supported by jx (got {x!r})")
 
 
+def index_dtype(i: int) -> np.dtype:
+    """The dtype of a constant Python-int index: int32, or int64 past it (indices
+    are internal: arrays may have more than 2**31 elements in either mode)."""
+    return int32 if -2**31 <= i < 2**31 else int64
+
+
 # JAX's type promotion lattice (x64 flavour: explicit 64-bit types are kept).
 # "i*" and "f*" are the weak Python int and float: they sit below every int and
 # float type, so `x_f16 * 2.0` stays f16 and `x_i32 * 2.0` becomes a float.

@@ -64,6 +64,8 @@ def _starts(operand, start_indices) -> list:
 
 
 def _dtype(v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return dtypes.index_dtype(v)
     return dtypes.python_scalar_dtype(v) if is_scalar_const(v) else v.dtype
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..array import Array
 from ..core import Tracer
 from ..errors import JxError, ShapeError
 from ..prims import elementwise as ew
@@ -155,7 +156,8 @@ def _wrap(i, n: int):
     if i.dtype.kind == "u":
         return i
     from .ufuncs import add, less
-    return _where(less(i, 0), add(i, n), i)
+    # n as a jx Array of i's dtype: a NumPy int64 would narrow with x64 off
+    return _where(less(i, 0), add(i, Array(np.asarray(n, i.dtype))), i)
 
 
 def _clamp(i: int, n: int) -> int:
@@ -176,7 +178,10 @@ def _index_dtype(values, shape) -> np.dtype:
 def _index_array(i):
     """An index argument as a Tracer or NumPy array (Python ints included)."""
     i = as_value(i)
-    return np.asarray(i, dtypes.python_scalar_dtype(i)) if is_scalar_const(i) else i
+    if isinstance(i, bool) or not is_scalar_const(i):
+        return np.asarray(i) if isinstance(i, bool) else i
+    return np.asarray(i, dtypes.index_dtype(i) if isinstance(i, int) else
+                      dtypes.python_scalar_dtype(i))
 
 
 # ---------------------------------------------------------------- basic indexing
