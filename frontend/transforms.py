@@ -16,6 +16,7 @@ import numpy as np
 from . import dtypes, tree
 from .core import get_aval
 from .errors import JxError
+from .numpy._util import canonical_value
 
 # JAX's dtype for the (empty) cotangents of integer inputs.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -23,6 +24,12 @@ float0 = np.dtype([("float0", np.void, 0)])
 
 def _argnums(argnums) -> tuple:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _canonical(args):
+    """NumPy data in the mode's dtypes (float64 is float32 with x64 off), as jit
+    and every jx.numpy function take it: a derivative is of the function JAX runs."""
+    return tree.tree_map(canonical_value, args)
 
 
 def _float0_zeros(x):
@@ -34,7 +41,7 @@ def _float0_zeros(x):
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """(f(*primals), the directional derivative of f at primals along tangents)."""
     from jx.passes.jvp import jvp_function
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals, tangents = _canonical(tuple(primals)), _canonical(tuple(tangents))
     p_leaves, p_tree = tree.flatten(primals)
     try:
         t_leaves = tree.flatten_up_to(p_tree, tangents)
@@ -69,7 +76,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
     """(f(*primals), vjp_fn[, aux]); vjp_fn(cotangent) returns one cotangent per primal."""
     from jx.passes.vjp import vjp_function
     from jx.passes.zeros import zeros_like
-    fun = f
+    fun, primals = f, _canonical(primals)
     if has_aux:
         def fun(*a):
             out, aux = f(*a)
@@ -85,7 +92,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
 
     def vjp_fn(ct):
         try:
-            ct_leaves = tree.flatten_up_to(out_tree, ct)
+            ct_leaves = [canonical_value(c) for c in tree.flatten_up_to(out_tree, ct)]
         except ValueError as e:
             raise JxError(f"vjp_fn: cotangent must have the structure of the output ({e})") \
                 from None
@@ -163,6 +170,7 @@ def jacfwd(f: Callable, argnums=0) -> Callable:
 
     def jac(*args):
         from .vmap import vmap
+        args = _canonical(args)
         results = []
         for i in nums:
             x_leaves, x_tree = tree.flatten(args[i])
@@ -188,6 +196,7 @@ def jacrev(f: Callable, argnums=0) -> Callable:
 
     def jac(*args):
         from .vmap import vmap
+        args = _canonical(args)
         diff = tuple(args[i] for i in nums)
 
         def g(*d):

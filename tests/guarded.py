@@ -193,8 +193,9 @@ def run_group(script: str, group: str, timeout: float = 600, max_crashes: int = 
     problems, crashed, passed = [], [], 0
     while True:
         cmd = [sys.executable, "-X", "faulthandler", script, group, ",".join(crashed)]
+        # the cases compare float64 data against float64 references: 64-bit mode
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **(env or {})})
+                           env={**os.environ, "JAX_ENABLE_X64": "1", **(env or {})})
         current = None
         for line in r.stdout.splitlines():
             if line.startswith("start "):

@@ -51,6 +51,7 @@ pytestmark = pytest.mark.skipif(mpi_missing() is not None, reason=str(mpi_missin
 def mpirun(args, n=2, devices=2, timeout=240):
     cmd = [launcher(), "-n", str(n)]
     env = dict(os.environ, JX_NUM_CPU_DEVICES=str(devices), JX_COLLECTIVE_TIMEOUT="60",
+               JAX_ENABLE_X64="1",      # float64 data against float64 references
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     version = subprocess.run([launcher(), "--version"], capture_output=True, text=True)
     if "Open MPI" in version.stdout + version.stderr:      # containers often run as root

@@ -340,3 +340,30 @@ def test_flags_with_a_meaning_take_effect(tmp_path):
 def test_state_is_the_flags_values():
     assert flags.STATE.mode == (jx.config.jax_enable_x64, jx.config.jax_numpy_rank_promotion,
                                 jx.config.jax_numpy_dtype_promotion)
+
+
+def test_transformations_take_numpy_data_in_the_modes_dtypes():
+    x = np.linspace(0.5, 1.5, 3)                        # float64 data
+    f = lambda v: jnp.sum(jnp.sin(v) * v)               # noqa: E731
+    want = np.cos(x) * x + np.sin(x)
+    for x64, dt, tol in ((False, np.float32, 1e-6), (True, np.float64, 1e-12)):
+        with jx.enable_x64(x64):
+            results = [jx.grad(f)(x), jx.value_and_grad(f)(x)[1], jx.jacfwd(f)(x),
+                       jx.jacrev(f)(x), jx.vjp(f, x)[1](np.float64(1.0))[0],
+                       jx.jvp(f, (x,), (np.ones(3),))[1], jx.vmap(jx.grad(f))(x[None])[0],
+                       jx.hessian(f)(x).diagonal(), jx.linearize(f, x)[1](np.ones(3))]
+            for r in results[:7]:
+                assert np.asarray(r).dtype == dt
+            for r in results[:5] + [results[6]]:
+                np.testing.assert_allclose(np.asarray(r), want, rtol=tol)
+            np.testing.assert_allclose(float(results[5]), want.sum(), rtol=tol * 10)
+
+
+def test_dtype_helpers_of_jx_numpy():
+    assert jnp.dtype("float64") == np.float64 and jnp.dtype(jnp.float32) == np.float32
+    assert jnp.finfo(jnp.float32).eps == np.finfo(np.float32).eps
+    assert jnp.finfo(jnp.float64).bits == 64                 # info, not data: no narrowing
+    assert jnp.iinfo(jnp.int8).min == -128
+    assert jnp.issubdtype(jnp.float32, jnp.floating)
+    assert jnp.issubdtype(jnp.zeros(2).dtype, jnp.inexact)
+    assert not jnp.issubdtype(jnp.arange(2).dtype, jnp.floating)

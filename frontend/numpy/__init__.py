@@ -49,6 +49,34 @@ def result_type(*args):
     return _dtypes.result_type(*pairs)[0]
 
 
+def dtype(obj, align=False, copy=False):
+    """NumPy's dtype of a dtype-like (jnp.float32, 'float64', np.int8, ...)."""
+    return _np.dtype(obj, align, copy)
+
+
+def finfo(dt):
+    """Float limits of a dtype (bfloat16 too), as jnp.finfo."""
+    from .. import dtypes as _dtypes
+    return _dtypes.finfo(_np.dtype(dt))
+
+
+def iinfo(dt):
+    return _np.iinfo(_np.dtype(dt))
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """NumPy's issubdtype, knowing jx's scalar types (jnp.float32) as their dtypes."""
+    from .creation import _ScalarMeta
+
+    def norm(a):
+        return a.dtype.type if isinstance(a, _ScalarMeta) else a
+    return _np.issubdtype(norm(arg1), norm(arg2))
+
+
+floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
+signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+
+
 def shape(a):
     from ._util import shape_of
     return shape_of(a)
