@@ -348,7 +348,7 @@ def not_compared(key, args, want) -> np.ndarray:
         # |x| < 2**40 (codegen/cpu/mathlib.py); JAX reduces every finite x. A
         # branch-free Payne-Hanek path costs 3-5x in throughput for every x: left
         # to do, as an out-of-line path for the rare huge arguments.
-        skip |= np.abs(a[0]) >= 2.0 ** 40
+        skip |= np.abs(a[0].astype(F64)) >= 2.0 ** 40
     return skip
 
 
