@@ -83,14 +83,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
 
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
-        if state.special:
-            if state.disable_jit:
-                return fun(*args, **kwargs)
-            return nan_checks.checked_call(jitted_call, fun, args, kwargs)
-        return jitted_call(*args, **kwargs)
-
-    def jitted_call(*args, **kwargs):
-        if not kwargs and not static_argnums:
+        if not kwargs and not static_argnums and not state.special:
             try:                                   # the fast path: plain NumPy arrays
                 key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
             except AttributeError:
@@ -101,6 +94,13 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
                 if compiled is None:
                     compiled = compile_for(args, kwargs, key)
                 return compiled.unflatten(compiled.fn(*args))
+        if state.special:                          # disable_jit, debug_nans/infs
+            if state.disable_jit:
+                return fun(*args, **kwargs)
+            return nan_checks.checked_call(general, fun, args, kwargs)
+        return general(*args, **kwargs)
+
+    def general(*args, **kwargs):
         static, dynamic = split_static(args, static_argnums)
         leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
         if any(isinstance(x, Tracer) for x in leaves):

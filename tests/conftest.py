@@ -36,7 +36,7 @@ def _is_64_bit_dtype(v) -> bool:
         return False
     try:
         dt = np.dtype(v)
-    except TypeError:
+    except Exception:          # any other string (a label)
         return False
     return dt.kind in "fiu" and dt.itemsize == 8
 
