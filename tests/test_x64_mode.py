@@ -6,6 +6,7 @@ warning are checked against the table here in both modes, and against JAX itself
 where JAX is installed.
 """
 import contextlib
+import itertools
 import logging
 import os
 import subprocess
@@ -367,3 +368,52 @@ def test_dtype_helpers_of_jx_numpy():
     assert jnp.issubdtype(jnp.float32, jnp.floating)
     assert jnp.issubdtype(jnp.zeros(2).dtype, jnp.inexact)
     assert not jnp.issubdtype(jnp.arange(2).dtype, jnp.floating)
+
+
+PROMOTION_KINDS = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                   "int64", "float16", "bfloat16", "float32", "float64"]
+PROMOTION_SCALARS = {"True": True, "2": 2, "2.5": 2.5}
+
+
+def _promoted(m, a: str, b: str) -> str:
+    """The dtype (and * when weak) of a + b on module m's numpy, for array dtypes and
+    Python scalars (bool pairs: logical_or)."""
+    def operand(name):
+        if name in PROMOTION_SCALARS:
+            return PROMOTION_SCALARS[name]
+        if name == "bfloat16":
+            import ml_dtypes
+            return np.zeros(2, ml_dtypes.bfloat16)
+        return np.zeros(2, name)
+    both_bool = a in ("True", "bool") and b in ("True", "bool")
+    r = (m.numpy.logical_or if both_bool else m.numpy.add)(operand(a), operand(b))
+    weak = getattr(r, "weak_type", None)
+    if weak is None:                               # JAX's arrays keep it on the aval
+        weak = r.aval.weak_type
+    return str(r.dtype) + ("*" if weak else "")
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
+def test_promotion_table_in_both_modes(x64):
+    """Every pair of array dtypes and Python scalars, eagerly, against JAX when it is
+    installed, else against JAX 0.10.2's table (tests/golden/promotion_table.json)."""
+    import json
+    import pathlib
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    table = json.loads((pathlib.Path(__file__).parent / "golden" /
+                        "promotion_table.json").read_text())["x64" if x64 else "x32"]
+    kinds = PROMOTION_KINDS if jx.dtypes.bfloat16 is not None else \
+        [k for k in PROMOTION_KINDS if k != "bfloat16"]
+    problems = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for a, b in itertools.product(kinds + list(PROMOTION_SCALARS), repeat=2):
+            with x64_mode(x64, jax):
+                want = _promoted(jax, a, b) if jax is not None else table[f"{a},{b}"]
+                got = _promoted(jx, a, b)
+            if got != want:
+                problems.append(f"{a} + {b}: jx {got}, JAX {want}")
+    assert not problems, "\n".join(problems)
