@@ -241,11 +241,13 @@ def _random_zoo(key):
             jr.random_bits(k1, (4,)), jr.bernoulli(k2, 0.3, (20,)))
 
 
+@pytest.mark.x64
 def test_random_functions_jit_bit_identical():
     keys = [jr.PRNGKey(s) for s in (0, 42, 2**31 - 1)]
     _check_groups(_random_zoo, [(k,) for k in keys])
 
 
+@pytest.mark.x64
 def test_uniform_with_bounds_within_rounding_of_the_product():
     # f * (maxval - minval) + minval: the fused loop may contract it into an FMA
     # (scalar.FAST), so bounded draws can differ from eager by one rounding of the
@@ -258,6 +260,7 @@ def test_uniform_with_bounds_within_rounding_of_the_product():
         np.testing.assert_allclose(g, w, rtol=0, atol=np.finfo(w.dtype).eps * bound)
 
 
+@pytest.mark.x64
 def test_normal_under_jit():
     if importlib.util.find_spec("jx.codegen.cpu.mathlib") is None:
         pytest.skip("the CPU backend has no transcendental lowering yet (mathlib)")

@@ -10,6 +10,8 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
+from jx import flags
+
 from . import engines
 from .compare import compare
 from .program import Program, var_table
@@ -34,7 +36,8 @@ def run_case(prog: Program, names: list, stage=lambda name: None, ref_impl=None)
     res: dict = {"status": "ok", "failures": [], "times": {}}
     run_ref = ref_impl or engines.run_ref
     stage("ref")
-    with np.errstate(all="ignore"):
+    # a program with float64 is a 64-bit program: jx runs it in 64-bit mode, as JAX
+    with np.errstate(all="ignore"), flags.enable_x64(x64):
         t0 = time.perf_counter()
         try:
             ref = run_ref(source, inputs)
