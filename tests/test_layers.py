@@ -22,12 +22,13 @@ LAYERS = {
     "jx.errors": 1, "jx.flags": 1, "jx.dtypes": 1, "jx.tree": 1, "jx.ir": 1,  # IR, dtypes, primitives
     "jx.printer": 1, "jx.verify": 1, "jx.array": 1, "jx.core": 1, "jx.interpret": 1, "jx.prims": 1,
     "jx.numpy": 2, "jx.lax": 2, "jx.nn": 2, "jx.random": 2,   # the traced library
-    "jx.api": 2, "jx.custom": 2,
+    "jx.api": 2, "jx.custom": 2, "jx.scipy": 2, "jx.tree_util": 1,
     "jx.passes": 3,                                             # transformations, passes
     "jx.codegen": 4,                                            # backends
     "jx": 5, "jx.transforms": 5, "jx.vmap": 5, "jx.pmap": 5,   # the API that orchestrates
     "jx.jit": 5, "jx.export": 5, "jx.autotune": 5, "jx.staging": 5, "jx._namespace": 5,
-    "jx.eager": 5, "jx.nan_checks": 5, "jx.experimental": 5,
+    "jx.eager": 5, "jx.nan_checks": 5, "jx.experimental": 5, "jx.example_libraries": 5,
+    "jx.test_util": 5,
     "jx.cli": 6, "jx.benchmarks": 6, "jx.fuzz": 6,             # tools
 }
 LAYER_NAMES = ["runtime", "core", "library", "passes", "backends", "api", "tools"]
