@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
-from . import numpy as jnp
-from .numpy import _util as u
-from .numpy.creation import _wrap_public
-from .custom import custom_jvp
-from .prims import elementwise as ew
+from .. import dtypes
+from .. import numpy as jnp
+from ..numpy import _util as u
+from ..numpy.creation import _wrap_public
+from ..custom import custom_jvp
+from ..prims import elementwise as ew
 
 
 def _float(x):
@@ -337,3 +337,6 @@ def log_softmax(x, axis=-1):
 
 
 _wrap_public(globals(), __all__)
+
+
+from . import initializers  # noqa: E402,F401  (jx.nn.initializers, as JAX)
