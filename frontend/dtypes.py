@@ -111,6 +111,15 @@ def canonicalize(dt, where: str | None = None) -> np.dtype:
     return _NARROW[dt]
 
 
+def inexact(dt) -> np.dtype:
+    """The float dtype a bool or integer dtype computes in (sin, mean, true divide),
+    as JAX's: float64 for 64-bit integers, float32 for narrower ones, in either mode."""
+    dt = np.dtype(dt)
+    if dt in FLOATS:
+        return dt
+    return float64 if dt.itemsize == 8 else float32
+
+
 def is_float(dt) -> bool:
     return np.dtype(dt) in FLOATS
 

@@ -77,6 +77,13 @@ CASES = [
     ("cumsum(int8)", lambda m: m.numpy.cumsum(m.numpy.ones(3, m.numpy.int8)), "int8", "int8",
      False),
     ("1 / 2 ** arange(1, 9)", lambda m: 1 / 2 ** m.numpy.arange(1, 9), F32, F64, False),
+    # integers up to 32 bits compute in float32 in either mode, 64-bit ones in float64
+    ("sin(int32)", lambda m: m.numpy.sin(m.numpy.ones(3, m.numpy.int32)), F32, F32, False),
+    ("mean(bool)", lambda m: m.numpy.mean(m.numpy.ones(3, bool)), F32, F32, False),
+    ("int16 / int16", lambda m: m.numpy.ones(3, m.numpy.int16) / m.numpy.ones(3, m.numpy.int16),
+     F32, F32, False),
+    ("sqrt(int64 data)", lambda m: m.numpy.sqrt(np.ones(3, np.int64)), F32, F64, False),
+    ("sin(2)", lambda m: m.numpy.sin(2), F32, F64, False),
     ("x.view(int64)", lambda m: m.numpy.ones(4).view(m.numpy.int64), I32, I64, True),
     ("result_type(float)", lambda m: m.numpy.zeros(1, m.numpy.result_type(float)), F32, F64,
      False),

@@ -180,8 +180,8 @@ def promote_dtypes(*args, to_float: bool = False) -> list:
     """Convert to one dtype (JAX promotion with weak scalars); no broadcasting."""
     args = [as_value(a) for a in args]
     dt, weak = result_dtype(*args)
-    if to_float and not dtypes.is_float(dt):
-        dt = dtypes.default_float()
+    if to_float:
+        dt = dtypes.inexact(dt)
     tracers = [a for a in args if isinstance(a, Tracer)]
     return [convert(a, dt, tracers, weak) for a in args]
 

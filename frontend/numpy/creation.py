@@ -296,11 +296,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     lo, hi = as_value(start), as_value(stop)
     if dtype is None:
         dt = dtypes.result_type(dtype_weak(lo), dtype_weak(hi))[0]
-        dt = dt if dtypes.is_float(dt) else dtypes.default_float()
+        dt = dtypes.inexact(dt)
     else:
         dt = dtypes.canonicalize(dtype, "linspace")
-    ct = dt if dtypes.is_float(dt) else \
-        (dtypes.float64 if dt.itemsize == 8 else dtypes.default_float())
+    ct = dtypes.inexact(dt)
     lo, hi = convert(lo, ct), convert(hi, ct)
     bshape = broadcast_shapes(shape_of(lo), shape_of(hi))
     like = [v for v in (lo, hi) if isinstance(v, Tracer)]
