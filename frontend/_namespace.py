@@ -41,3 +41,5 @@ i64 = _DTypeSpecMaker("int64")
 u8 = _DTypeSpecMaker("uint8")
 u32 = _DTypeSpecMaker("uint32")
 bool_ = _DTypeSpecMaker("bool")
+from .api import block_until_ready, device_get, device_put, eval_shape, make_jaxpr  # noqa: F401,E402
+from .jit import clear_caches, default_backend  # noqa: F401,E402

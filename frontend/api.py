@@ -49,6 +49,9 @@ class ShapeDtypeStruct:
     def aval(self) -> ShapedArray:
         return ShapedArray(self.shape, self.dtype)
 
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
     def __str__(self) -> str:
         return str(self.aval)
 
@@ -207,6 +210,127 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
                           "closes over traced values; pass them as arguments instead")
         return graph
     return graph_of
+
+
+# ---------------------------------------------------------------- JAX's inspection API
+
+class ClosedGraph:
+    """What jx.make_jaxpr returns: jx's graph with the names of JAX's ClosedJaxpr.
+    str() is the graph's text (as str(jx.make_graph(f)(*args))); .jaxpr and .graph
+    are the Graph; .consts the values of captured tracers (empty at top level)."""
+
+    def __init__(self, graph, consts):
+        self.graph, self.consts = graph, list(consts)
+
+    jaxpr = property(lambda self: self.graph)
+    eqns = property(lambda self: self.graph.eqns)
+    in_avals = property(lambda self: self.graph.in_avals)
+    out_avals = property(lambda self: self.graph.out_avals)
+    literals = property(lambda self: self.consts)
+
+    @property
+    def out_shapes(self):
+        """The outputs as a pytree of ShapeDtypeStructs (make_jaxpr's return_shape)."""
+        return tree.unflatten(self.graph.out_tree, [ShapeDtypeStruct(a.shape, a.dtype)
+                                                    for a in self.graph.out_avals])
+
+    def __str__(self) -> str:
+        return str(self.graph)
+
+    def __repr__(self) -> str:
+        return str(self.graph)
+
+    def pretty_print(self, **_) -> str:
+        return str(self.graph)
+
+
+def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = (), axis_env=None,
+               return_shape: bool = False) -> Callable:
+    """make_jaxpr(f)(*args) -> f's traced graph as a ClosedGraph (JAX's ClosedJaxpr
+    names: .jaxpr, .consts, .in_avals, .out_avals; str() prints jx's IR). With
+    return_shape=True, (graph, the outputs' ShapeDtypeStructs). Nothing compiles."""
+    if axis_env is not None:
+        raise JxError("make_jaxpr: axis_env is not supported; trace the collectives "
+                      "inside jx.vmap(f, axis_name=...) instead")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(static_argnums)
+
+    @functools.wraps(f)
+    def jaxpr_of(*args, **kwargs):
+        graph, consts = trace_pytree(f, args, kwargs, static_argnums)
+        closed = ClosedGraph(graph, consts)
+        return (closed, closed.out_shapes) if return_shape else closed
+    return jaxpr_of
+
+
+def _spec_of(x):
+    """Duck-typed abstract arguments (anything with .shape and .dtype, as JAX's
+    eval_shape takes) as ShapeDtypeStructs; arrays, numbers and tracers as given."""
+    if isinstance(x, (Tracer, Array, ShapeDtypeStruct, np.ndarray, np.generic)) or \
+            not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x
+    return ShapeDtypeStruct(tuple(x.shape), np.dtype(x.dtype))
+
+
+def eval_shape(f: Callable, *args, **kwargs):
+    """The shapes and dtypes of f(*args, **kwargs) as a pytree of ShapeDtypeStructs,
+    found by tracing: nothing runs and nothing compiles. Arguments may be arrays,
+    numbers, ShapeDtypeStructs or anything with .shape and .dtype."""
+    args, kwargs = tree.tree_map(_spec_of, (args, kwargs))
+    graph, _ = trace_pytree(f, args, kwargs)
+    return ClosedGraph(graph, ()).out_shapes
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Each leaf of x as a jx.Array (NumPy buffers are copied; a jx.Array comes back
+    itself; tracers pass through). device: None or one of jx.devices(); src,
+    donate and may_alias are accepted and have no effect on the CPU."""
+    if device is not None and getattr(device, "platform", None) != "cpu":
+        raise JxError(f"device_put: device={device!r} is not a CPU device; give one of "
+                      "jx.devices() or None (shardings are not supported)")
+    from .numpy import asarray
+
+    def put(leaf):
+        if isinstance(leaf, (Tracer, Array)):
+            return leaf
+        return asarray(leaf)
+    return tree.tree_map(put, x)
+
+
+def device_get(x):
+    """x with each jx.Array leaf as a NumPy array (other leaves as they are)."""
+    def get(leaf):
+        if isinstance(leaf, Tracer):
+            return leaf
+        return np.asarray(leaf) if hasattr(leaf, "__array__") else leaf
+    return tree.tree_map(get, x)
+
+
+def block_until_ready(x):
+    """Waits for every array leaf of x (jx's results are ready when returned); x."""
+    for leaf in tree.tree_leaves(x):
+        wait = getattr(leaf, "block_until_ready", None)
+        if callable(wait) and not isinstance(leaf, Tracer):
+            wait()
+    return x
+
+
+# ---------------------------------------------------------------- compilation caches
+# jx.clear_caches empties these: each jitted/pmapped function registers its dicts
+# (weakly: a function's caches go with it).
+_OWNED_CACHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def register_caches(owner, *caches: dict) -> None:
+    _OWNED_CACHES[owner] = caches
+
+
+def clear_registered_caches() -> None:
+    for caches in list(_OWNED_CACHES.values()):
+        for c in caches:
+            c.clear()
+    _CACHE.clear()
 
 
 def signature_names(f: Callable) -> list:

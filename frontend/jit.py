@@ -7,13 +7,15 @@ function is traced into the enclosing graph, so every composition works.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+import inspect
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from . import flags, nan_checks, tree
 from .array import Array
-from .api import leaf_aval, merge_static, split_static, _static_key
+from .api import (clear_registered_caches, leaf_aval, make_jaxpr, merge_static,
+                  register_caches, split_static, _static_key)
 from .core import Tracer, forget_known
 from .errors import JxError, MaskedArrayError, reject_masked
 from .staging import stage
@@ -42,18 +44,48 @@ def _fast_unflatten(out_tree):
     return lambda outs: tree.unflatten(out_tree, outs)
 
 
-def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | None = None):
+def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device=None, backend: str | None = None, inline: bool = False,
+        abstracted_axes=None, in_shardings=None, out_shardings=None,
+        compiler_options: dict | None = None):
     """Compile fun for the CPU (or, with backend="cuda", an NVIDIA GPU through CuPy:
     CuPy or NumPy arrays in, CuPy arrays out) on first call per input signature.
     On the CPU the results are jx.Arrays. The default backend is the first platform
-    jax_platforms (jx.config) names, else the CPU."""
-    if backend is None:
-        backend = default_backend()
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    static_argnums = tuple(static_argnums)
-    if backend not in ("cpu", "cuda"):
-        raise ValueError(f"jx.jit: unknown backend {backend!r}; use 'cpu' or 'cuda'")
+    jax_platforms (jx.config) names, else the CPU.
+
+    The forms of jax.jit: `@jx.jit`, `@jx.jit(static_argnums=1)`,
+    `functools.partial(jx.jit, static_argnames="n")`. static_argnums (negative ones
+    count from the end of each call's positional arguments) and static_argnames
+    complete each other through fun's signature, as in JAX: a static argument may
+    be passed by position or by keyword; static values key the compilation cache.
+    donate_argnums/donate_argnames are checked and otherwise ignored: compiled
+    functions return fresh buffers and never reuse an argument's. keep_unused,
+    inline (a jitted function called inside a trace is always inlined) and
+    compiler_options (XLA's flags) are accepted and have no effect. device: None or
+    one of jx.devices(). Shardings (one device) and abstracted_axes (jx compiles
+    one program per concrete shape) are refused unless None.
+    """
+    if fun is None:                    # @jx.jit(static_argnums=...): a decorator
+        opts = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                    keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+                    abstracted_axes=abstracted_axes, in_shardings=in_shardings,
+                    out_shardings=out_shardings, compiler_options=compiler_options)
+        return lambda f: jit(f, **opts)
+    if not callable(fun):
+        raise TypeError(f"jx.jit: expected a function to compile, got {type(fun).__name__} "
+                        f"{fun!r:.60}; static arguments go in static_argnums=")
+    _refuse_unsupported(abstracted_axes, in_shardings, out_shardings)
+    backend = _backend_of(device, backend)
+    argnums, argnames = argnums_and_argnames(fun, static_argnums, static_argnames,
+                                             "static_argnums", "static_argnames")
+    donums, donames = argnums_and_argnames(fun, donate_argnums, donate_argnames,
+                                           "donate_argnums", "donate_argnames")
+    _check_disjoint(argnums, donums, argnames, donames)
+    static_names = frozenset(argnames)
     cache: dict = {}
     state = flags.STATE
     fast_types, aval_of = _FAST_TYPES, leaf_aval
@@ -61,7 +93,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
         from jx.codegen.cuda.jit import array_type, leaf_aval as aval_of
         fast_types = frozenset({array_type()})
 
-    def compile_for(args, kwargs, key):
+    def compile_for(args, kwargs, static_kw, key):
         if backend == "cuda":
             from jx.codegen.cuda.jit import CompiledFunction, abstract
             args, kwargs = abstract(args), abstract(kwargs)
@@ -72,8 +104,8 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
             from .autotune import ensure
             ensure()                 # the host's tuned constants, measured at first use
         if state.log_compiles:
-            _log_compile(fun, args, kwargs)
-        staged = stage(fun, args, kwargs, static_argnums)
+            _log_compile(fun, args, {**static_kw, **kwargs})
+        staged = stage(_with_keywords(fun, static_kw), args, kwargs, argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
         compiled = _Compiled(CompiledFunction(staged.program, name, **arrays), staged.out_tree,
@@ -83,7 +115,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
 
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
-        if not kwargs and not static_argnums and not state.special:
+        if not kwargs and not argnums and not state.special:
             try:                                   # the fast path: plain NumPy arrays
                 key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
             except AttributeError:
@@ -92,7 +124,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
                 key = (state.mode, key)            # (float64 data is float32 when x64 is off)
                 compiled = cache.get(key)
                 if compiled is None:
-                    compiled = compile_for(args, kwargs, key)
+                    compiled = compile_for(args, kwargs, {}, key)
                 return compiled.unflatten(compiled.fn(*args))
         if state.special:                          # disable_jit, debug_nans/infs
             if state.disable_jit:
@@ -101,26 +133,193 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), backend: str | 
         return general(*args, **kwargs)
 
     def general(*args, **kwargs):
-        static, dynamic = split_static(args, static_argnums)
+        static, dynamic = split_static(args, argnums)
+        static_kw = {}
+        if kwargs and static_names:
+            static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+            kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
         leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
         if any(isinstance(x, Tracer) for x in leaves):
             # inside another trace: staged inline, with its inputs abstract as JAX's
             # jit makes them (no branching on the values a derivative point carries)
             dynamic, kwargs = tree.unflatten(in_tree, [forget_known(x) for x in leaves])
-            return fun(*merge_static(static, dynamic, len(args)), **kwargs)
+            return fun(*merge_static(static, dynamic, len(args)), **static_kw, **kwargs)
         try:
             avals = tuple(aval_of(x) for x in leaves)
         except MaskedArrayError:
-            _refuse_masked(fun, args, kwargs)
+            _refuse_masked(fun, args, {**static_kw, **kwargs})
             raise
         key = (state.mode, tuple(sorted((i, _static_key(v)) for i, v in static.items())),
+               tuple(sorted((k, _static_kw_key(k, v)) for k, v in static_kw.items())),
                in_tree, avals)
-        compiled = cache.get(key) or compile_for(args, kwargs, key)
+        compiled = cache.get(key) or compile_for(args, kwargs, static_kw, key)
         return compiled.unflatten(compiled.fn(*leaves))
 
-    jitted.lower = lambda *a, **k: _lower(fun, static_argnums, a, k)
+    def lower(*args, **kwargs):
+        """The fused program jit would compile for these arguments (for inspection)."""
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+        return stage(_with_keywords(fun, static_kw), args, kwargs, argnums,
+                     check=True).program
+
+    def trace(*args, **kwargs):
+        """fun's graph at these arguments, as jx.make_jaxpr shows it."""
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+        return make_jaxpr(_with_keywords(fun, static_kw), argnums)(*args, **kwargs)
+
+    def eval_shape(*args, **kwargs):
+        """The ShapeDtypeStructs of fun's results at these arguments, compiling nothing."""
+        return trace(*args, **kwargs).out_shapes
+
+    jitted.lower, jitted.trace, jitted.eval_shape = lower, trace, eval_shape
     jitted._cache = cache
+    register_caches(jitted, cache)
     return jitted
+
+
+def argnums_and_argnames(fun, argnums, argnames, nums_what: str, names_what: str,
+                         who: str = "jx.jit") -> tuple:
+    """(argnums, argnames) completed from each other through fun's signature as
+    JAX does: given only argnums, the positional-or-keyword parameters at those
+    positions are named too; given only argnames, their positions are added. Both
+    are checked against the signature (when it has one)."""
+    argnums = _index_tuple(argnums, nums_what, who)
+    argnames = _name_tuple(argnames, names_what, who)
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):      # builtins and the like: taken as given
+        return argnums, argnames
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if argnums and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        n = len(positional)
+        bad = [i for i in argnums if not -n <= i < n]
+        if bad:
+            raise ValueError(f"{who}: {nums_what}={argnums} but {_name(fun)} takes only {n} "
+                             f"positional argument{'s' * (n != 1)}; give positions "
+                             f"from {-n} to {n - 1}")
+    if argnames:
+        by_name = {p.name: p for p in params}
+        posonly = sorted(k for k in argnames if k in by_name
+                         and by_name[k].kind == by_name[k].POSITIONAL_ONLY)
+        if posonly:
+            raise ValueError(f"{who}: {names_what} names {posonly}, positional-only "
+                             f"parameters of {_name(fun)}; use {nums_what} for them")
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            unknown = sorted(k for k in argnames if k not in by_name)
+            if unknown:
+                raise ValueError(f"{who}: {names_what} names {unknown}, which "
+                                 f"{_name(fun)} does not take (its parameters: "
+                                 f"{[p.name for p in params]})")
+    if argnums and not argnames:
+        argnames = tuple(p.name for i, p in enumerate(params)
+                         if p.kind == p.POSITIONAL_OR_KEYWORD and i in argnums)
+    elif argnames and not argnums:
+        argnums = tuple(i for i, p in enumerate(params)
+                        if p.kind == p.POSITIONAL_OR_KEYWORD and p.name in argnames)
+    return argnums, argnames
+
+
+def _index_tuple(v, what: str, who: str) -> tuple:
+    if v is None:
+        return ()
+    items = (v,) if isinstance(v, (int, np.integer)) else v
+    try:
+        items = tuple(items)
+    except TypeError:
+        items = (v,)
+    for i in items:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{who}: {what} must be an int or a sequence of ints, got {v!r}")
+    return tuple(int(i) for i in items)
+
+
+def _name_tuple(v, what: str, who: str) -> tuple:
+    if v is None:
+        return ()
+    items = (v,) if isinstance(v, str) else v
+    try:
+        items = tuple(items)
+    except TypeError:
+        items = (v,)
+    for k in items:
+        if not isinstance(k, str):
+            raise TypeError(f"{who}: {what} must be a str or a sequence of str, got {v!r}")
+    return items
+
+
+def _check_disjoint(argnums, donums, argnames, donames) -> None:
+    both = sorted(set(argnums) & set(donums))
+    if both:
+        raise ValueError(f"jx.jit: arguments {both} are in both static_argnums and "
+                         "donate_argnums; a static argument is a Python value and has no "
+                         "buffer to donate")
+    both = sorted(set(argnames) & set(donames))
+    if both:
+        raise ValueError(f"jx.jit: arguments {both} are in both static_argnames and "
+                         "donate_argnames; a static argument is a Python value and has no "
+                         "buffer to donate")
+
+
+def _refuse_unsupported(abstracted_axes, in_shardings, out_shardings) -> None:
+    if abstracted_axes is not None:
+        raise JxError("jx.jit: abstracted_axes (shape-polymorphic tracing) is not "
+                      "supported: jx compiles one program per concrete shape; drop it "
+                      "(each new shape compiles once and is cached)")
+    for what, v in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+        if v is not None:
+            raise JxError(f"jx.jit: {what}={v!r} is not supported: jx.jit runs on one "
+                          "device; drop it (use jx.pmap to run over several)")
+
+
+def _backend_of(device, backend) -> str:
+    if device is not None:
+        platform = getattr(device, "platform", None)
+        if platform not in ("cpu", "cuda", "gpu"):
+            raise JxError(f"jx.jit: device={device!r} is not a device; give one of "
+                          "jx.devices() or None")
+        if backend is not None:
+            raise JxError("jx.jit: give device= or backend=, not both")
+        backend = "cuda" if platform in ("cuda", "gpu") else "cpu"
+    if backend is None:
+        backend = default_backend()
+    if backend == "gpu":
+        backend = "cuda"
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"jx.jit: unknown backend {backend!r}; use 'cpu' or 'cuda'")
+    return backend
+
+
+def _with_keywords(fun, static_kw: dict):
+    """fun with its static keyword arguments bound (they are Python values)."""
+    if not static_kw:
+        return fun
+
+    def bound(*args, **kwargs):
+        return fun(*args, **static_kw, **kwargs)
+    bound.__name__ = getattr(fun, "__name__", "fn")
+    bound.__qualname__ = getattr(fun, "__qualname__", bound.__name__)
+    return bound
+
+
+def _static_kw_key(name: str, v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        raise JxError(f"static argument {name}={v!r} must be hashable (it keys the "
+                      "compilation cache); pass a tuple instead of a list, or make it a "
+                      "traced argument") from None
+
+
+def _name(fun) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def clear_caches() -> None:
+    """Forget every compiled and traced function (jax.clear_caches): the next call
+    of each jitted or pmapped function traces and compiles again."""
+    clear_registered_caches()
 
 
 def default_backend() -> str:
@@ -166,8 +365,3 @@ def _symbol(fun) -> str:
     name = getattr(fun, "__name__", "fn")
     return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
                    for c in name) or "fn"
-
-
-def _lower(fun, static_argnums, args, kwargs):
-    """The fused program jit would compile for these arguments (for inspection)."""
-    return stage(fun, args, kwargs, static_argnums, check=True).program
