@@ -1,10 +1,13 @@
 """Thin functions over the primitives, with lax's names and signatures."""
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from .. import dtypes
 from ..core import Tracer
+from ..errors import ShapeError
 from ..numpy.creation import _wrap_public
 from ..numpy._util import as_value, bind1, broadcast_to, convert, is_scalar_const, shape_of
 from ..prims import bitcast as bc
@@ -170,19 +173,94 @@ def cummin(x, axis=0, reverse=False):
     return bind1(rd.cummin, as_value(x), axis=axis, reverse=reverse)
 
 
-def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+class Precision(enum.Enum):
+    """lax's matmul precision: DEFAULT, HIGH, HIGHEST, or the strings JAX takes
+    (Precision("highest"), "float32", "tensorfloat32", ...). jx accepts it and
+    computes every product in its operands' type (or preferred_element_type) on
+    the CPU, whatever the setting."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        name = _PRECISION_NAMES.get(value) if isinstance(value, str) else None
+        return None if name is None else cls[name]
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_PRECISION_NAMES = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT",
+                    "high": "HIGH", "tensorfloat32": "HIGH", "bfloat16_3x": "HIGH",
+                    "highest": "HIGHEST", "float32": "HIGHEST"}
+
+
+def _precision(precision, who: str):
+    """precision checked as JAX does (None, a Precision or its string, or a pair of
+    either kind for the two operands); it has no effect on jx's CPU products."""
+    def one(p):
+        if isinstance(p, Precision):
+            return p
+        if isinstance(p, str) and p in _PRECISION_NAMES:
+            return Precision(p)
+        return None
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+        pair = tuple(one(p) for p in precision)
+        same_kind = isinstance(precision[0], str) == isinstance(precision[1], str)
+        if None not in pair and same_kind:
+            return pair
+    elif one(precision) is not None:
+        return one(precision)
+    raise ValueError(f"jx.lax.{who}: precision must be None, a jx.lax.Precision, one of "
+                     f"the strings {sorted(_PRECISION_NAMES)} or a pair of Precisions (or "
+                     f"of strings) for the two operands; got {precision!r}")
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                *, out_sharding=None):
+    """Contract dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch,
+    rhs_batch)). preferred_element_type: the result's dtype, the products
+    accumulated in it (int8 x int8 -> int32, float16 -> float32), as in JAX."""
+    _precision(precision, "dot_general")
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    pet = None if preferred_element_type is None else \
+        dtypes.canonicalize(preferred_element_type, "dot_general")
     return bind1(la.dot_general, as_value(lhs), as_value(rhs), dimension_numbers=dn,
                  preferred_element_type=pet)
 
 
-def dot(lhs, rhs):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
+    """lhs's last axis contracted with rhs's first (vector . vector, matrix .
+    vector, matrix . matrix); with dimension_numbers, dot_general."""
+    _precision(precision, "dot")
     lhs, rhs = as_value(lhs), as_value(rhs)
-    return dot_general(lhs, rhs, (((len(shape_of(lhs)) - 1,), (0,)), ((), ())))
+    if dimension_numbers is None:
+        dimension_numbers = (((len(shape_of(lhs)) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers,
+                       preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over the leading (batch) axes: (..., m, k) x (..., k, n) ->
+    (..., m, n), both operands of one rank (at least 2) and batch shape."""
+    _precision(precision, "batch_matmul")
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    sl, sr = shape_of(lhs), shape_of(rhs)
+    if len(sl) < 2 or len(sl) != len(sr) or sl[:-2] != sr[:-2]:
+        raise ShapeError(f"jx.lax.batch_matmul: operands must have one rank of at least 2 "
+                         f"and the same batch shape, got {sl} and {sr}")
+    nb = tuple(range(len(sl) - 2))
+    return dot_general(lhs, rhs, (((len(sl) - 1,), (len(sl) - 2,)), (nb, nb)))
 
 
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
-_wrap_public(globals(), __all__)
+_wrap_public(globals(), __all__)      # (functions only: Precision stays the class)
