@@ -6,27 +6,38 @@ concrete values (jx.Arrays, NumPy arrays, Python scalars) outside tracing, every
 function runs eagerly through the primitives' NumPy references and returns
 jx.Arrays (ndarray below).
 """
+import builtins as _builtins
+
 import numpy as _np
 
 from .. import dtypes as _dtypes
 from .creation import *  # noqa: F401,F403
 from .creation import iota  # noqa: F401
-from .linalg import dot, einsum, inner, matmul, outer, tensordot, vdot  # noqa: F401
-from .linalg import cross, kron, trace  # noqa: F401
+from ._products import dot, einsum, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from ._products import cross, kron, trace  # noqa: F401
 from .manipulation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, round  # noqa: F401
 from .indexing import IndexUpdateHelper, getitem, take, take_along_axis  # noqa: F401
 from .sorting import argsort, lexsort, sort  # noqa: F401
+from ._standard import *  # noqa: F401,F403  (the array API's spellings and additions)
+from ._sets import *  # noqa: F401,F403  (nonzero, unique, searchsorted)
+from . import linalg  # noqa: F401
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
 # scalar types as in JAX: jnp.float32(2) is a strong jx array, jnp.float32 a dtype
 from .creation import _scalar_type  # noqa: E402
 bool_ = _scalar_type(_np.bool_)
 int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
-uint8, uint32 = _scalar_type(_np.uint8), _scalar_type(_np.uint32)
+uint8, uint16, uint32, uint64 = (_scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32,
+                                                           _np.uint64))
 float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+if _dtypes.bfloat16 is not None:     # with ml_dtypes installed, as JAX's
+    bfloat16 = _scalar_type(_dtypes.bfloat16.type)
+bool = bool_                         # the array API's name (shadows the builtin here only)
+int_, uint, float_ = int64, uint64, float64   # JAX's: the 64-bit types, canonicalized on use
+single, double = float32, float64
 del _scalar_type
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
@@ -40,8 +51,8 @@ def result_type(*args):
     from ._util import dtype_weak
     pairs = []
     for a in args:
-        if a is float or a is int or a is bool:
-            pairs.append((_dtypes.canonicalize(a), a is not bool))
+        if a is float or a is int or a is _builtins.bool:
+            pairs.append((_dtypes.canonicalize(a), a is not _builtins.bool))
         elif isinstance(a, (str, _np.dtype, type)) and not isinstance(a, _np.generic):
             pairs.append((_dtypes.canonical(a), False))
         else:
@@ -75,6 +86,29 @@ def issubdtype(arg1, arg2) -> bool:
 
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+generic, character, flexible = _np.generic, _np.character, _np.flexible
+euler_gamma = _np.euler_gamma
+__array_api_version__ = "2024.12"
+
+
+def __array_namespace_info__():
+    """The array API's inspection object: jx's capabilities, devices and dtypes."""
+    from ._info import Info
+    return Info()
+
+
+def promote_types(a, b):
+    """JAX's promote_types: the promotion of two dtypes (no weak types)."""
+    return _dtypes.result_type((_dtypes.check_supported(dtype(a)), False),
+                               (_dtypes.check_supported(dtype(b)), False))[0]
+
+
+def isscalar(element) -> bool:
+    """As jnp.isscalar: Python and NumPy scalars, and 0-d arrays of jx or NumPy."""
+    import numbers
+    if isinstance(element, (numbers.Number, _np.generic)) and not isinstance(element, str):
+        return True
+    return hasattr(element, "shape") and hasattr(element, "dtype") and element.shape == ()
 
 
 def shape(a):
@@ -88,3 +122,10 @@ def ndim(a):
 
 def size(a):
     return int(_np.prod(shape(a), dtype=_np.int64))
+
+
+def __getattr__(name):
+    """jax.numpy's names that jx.numpy lacks: a one-line error naming the name
+    (and jx's nearest equivalent), never a bare AttributeError."""
+    from ._missing import missing
+    raise missing(name)

@@ -9,7 +9,7 @@ from .. import dtypes
 from ..core import install_array_methods
 from . import creation as cr
 from . import indexing as ix
-from . import linalg as la
+from . import _products as la
 from . import manipulation as mp
 from . import reductions as rd
 from . import sorting as so

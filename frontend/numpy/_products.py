@@ -1,4 +1,8 @@
-"""Products: dot, matmul, tensordot, einsum, outer, inner, vdot — all dot_general."""
+"""Products: dot, matmul, tensordot, einsum, outer, inner, vdot — all dot_general.
+
+(The implementation behind jx.numpy's products and jx.numpy.linalg's; internal.)
+precision= is accepted and ignored (every backend computes at the dtype's own
+precision); preferred_element_type= sets the result dtype as JAX's does."""
 from __future__ import annotations
 
 from .. import dtypes
@@ -20,6 +24,32 @@ def _dot_general(a, b, contract, batch=((), ())):
     return bind1(la.dot_general, a, b, dimension_numbers=dn)
 
 
+def _with_preferred(fn):
+    """Accept JAX's precision= and preferred_element_type= keywords. A preferred
+    type at least as wide as the operands' is the accumulation type (the
+    operands are widened first, so int8 products sum in int32 as in JAX);
+    a narrower one rounds the result."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, precision=None, preferred_element_type=None, **kwargs):
+        if preferred_element_type is None:
+            return fn(*args, **kwargs)
+        want = dtypes.canonicalize(preferred_element_type, fn.__name__)
+        arrays = [i for i, v in enumerate(args) if not isinstance(v, (str, int, tuple, list))
+                  or fn.__name__ == "einsum" and i > 0]
+        ops = promote_dtypes(*[args[i] for i in arrays])
+        have = ops[0].dtype if ops else want
+        args = list(args)
+        if dtypes.result_type((have, False), (want, False))[0] == want:
+            for i, v in zip(arrays, ops):
+                args[i] = convert(v, want)
+            return convert(fn(*args, **kwargs), want)
+        return convert(fn(*args, **kwargs), want)
+    return wrapper
+
+
+@_with_preferred
 def matmul(a, b):
     a, b = promote_dtypes(a, b)
     sa, sb = shape_of(a), shape_of(b)
@@ -41,6 +71,7 @@ def matmul(a, b):
     return reshape(out, shape)
 
 
+@_with_preferred
 def tensordot(a, b, axes=2):
     a, b = promote_dtypes(a, b)
     na, nb = len(shape_of(a)), len(shape_of(b))
@@ -55,6 +86,7 @@ def tensordot(a, b, axes=2):
     return _dot_general(a, b, (ca, cb))
 
 
+@_with_preferred
 def dot(a, b):
     a, b = promote_dtypes(a, b)
     sa, sb = shape_of(a), shape_of(b)
@@ -72,6 +104,7 @@ def outer(a, b):
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
+@_with_preferred
 def inner(a, b):
     a, b = promote_dtypes(a, b)
     sa, sb = shape_of(a), shape_of(b)
@@ -81,10 +114,12 @@ def inner(a, b):
     return _dot_general(a, b, ((len(sa) - 1,), (len(sb) - 1,)))
 
 
+@_with_preferred
 def vdot(a, b):
     return dot(ravel(a), ravel(b))
 
 
+@_with_preferred
 def einsum(subscripts: str, *operands):
     """Einstein summation by pairwise dot_general, left to right.
 
@@ -202,6 +237,22 @@ def kron(a, b):
     xa = reshape(x, sum(((d, 1) for d in sa), ()))
     yb = reshape(y, sum(((1, d) for d in sb), ()))
     return reshape(multiply(xa, yb), tuple(p * q for p, q in zip(sa, sb)))
+
+
+@_with_preferred
+def vecdot(x1, x2, /, *, axis=-1):
+    """Dot products along axis of the broadcast operands (conjugating x1 is a
+    no-op for the real dtypes jx has)."""
+    from .manipulation import moveaxis
+    a, b = promote_dtypes(x1, x2)
+    shape = broadcast_shapes(shape_of(a), shape_of(b))
+    if not shape:
+        raise ShapeError("vecdot: operands must be at least 1-d")
+    ax = canonical_axis(axis, len(shape))
+    a, b = broadcast_to(a, shape, [b]), broadcast_to(b, shape, [a])
+    a, b = moveaxis(a, ax, -1), moveaxis(b, ax, -1)
+    nb = len(shape) - 1
+    return _dot_general(a, b, ((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
 
 
 def _sum_unused(x, t, others, out):

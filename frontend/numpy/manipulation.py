@@ -13,8 +13,20 @@ from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axe
     canonical_axis, convert, promote_dtypes, shape_of, stack_arrays
 
 
-def reshape(a, newshape, order="C"):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    """a with a new shape (one -1 is inferred). newshape= is NumPy's older
+    name for shape (removed from JAX; accepted here for old code)."""
+    if newshape is not None:
+        if shape is not None:
+            raise TypeError("reshape: pass shape or newshape, not both")
+        shape = newshape
+    if shape is None:
+        raise TypeError("reshape() missing the required argument 'shape'")
+    newshape = shape
     x = as_value(a)
+    if copy:
+        from .creation import asarray
+        x = asarray(x, copy=True)
     if order != "C":
         raise NotImplementedError("jx.numpy.reshape supports order='C' only")
     shape = (newshape,) if isinstance(newshape, int) else tuple(newshape)

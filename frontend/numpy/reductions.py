@@ -120,8 +120,19 @@ def mean(a, axis=None, dtype=None, keepdims=False):
     return convert(out, result)
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def _ddof(ddof, correction, where):
+    """The array API's correction= is NumPy's ddof= by another name (JAX's rule:
+    not both)."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError(f"{where}: pass ddof or correction, not both")
+    return correction
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
     from .ufuncs import divide, square, subtract
+    ddof = _ddof(ddof, correction, "var")
     (x,) = promote_dtypes(a, to_float=True)
     result = dtypes.canonicalize(dtype, "var") if dtype is not None else x.dtype
     x = convert(x, _computation(result))
@@ -131,9 +142,9 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     return convert(divide(sum(square(centered), axes, keepdims=keepdims), float(n)), result)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
     from .ufuncs import sqrt
-    return sqrt(var(a, axis, dtype, ddof, keepdims))
+    return sqrt(var(a, axis, dtype, _ddof(ddof, correction, "std"), keepdims))
 
 
 def _logical(prim, a, axis, keepdims):
