@@ -207,7 +207,8 @@ def _in_dims(in_axes, args) -> list:
 
 def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices=None,
-         backend: str | None = None, axis_size: int | None = None) -> Callable:
+         backend: str | None = None, axis_size: int | None = None,
+         donate_argnums: int | Sequence[int] = ()) -> Callable:
     """Map f over the leading (or `in_axes`) axis of its arguments, one slice per
     device, in parallel; collectives over `axis_name` combine the devices.
 
@@ -216,7 +217,10 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     static_broadcasted_argnums: arguments passed to f as Python values (they key
     the compilation cache). devices: the local devices (or device ids) to run on;
     their number must equal the mapped size. backend: None or "cpu" compiles;
-    "reference" evaluates with NumPy as jx.vmap(f, axis_name=...) does.
+    "reference" evaluates with NumPy as jx.vmap(f, axis_name=...) does. Keyword
+    arguments are mapped over their leading axis (in_axes covers the positional
+    ones), as in JAX. donate_argnums: accepted, no effect (results are fresh
+    buffers).
     """
     name = axis_name if axis_name is not None else f"_pmap{next(_names)}"
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
@@ -225,8 +229,11 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         raise JxError(f"pmap: unknown backend {backend!r}; use None/'cpu' (compiled, one "
                       "thread per device), 'cuda' (one GPU per process, NCCL) or "
                       "'reference' (NumPy, as jx.vmap)")
+    from .jit import _index_tuple
+    _index_tuple(donate_argnums, "donate_argnums", "pmap")
     cache: dict = {}
     fast: dict = {}            # (shape, dtype) of each NumPy argument -> compiled step
+    with_keywords: dict = {}   # number of positional args -> pmap of f taking kwargs last
 
     @functools.wraps(f)
     def mapped(*args, **kwargs):
@@ -239,9 +246,13 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             if step is not None and len(step.dims) == len(args):
                 from jx.codegen.cpu.pmap import run_step
                 return run_step(step, args, out_axes)
-        if kwargs:
-            raise JxError("pmap: pass arguments positionally (keyword arguments are not "
-                          "mapped); wrap f in a lambda to bind keywords")
+        if kwargs:                # mapped over axis 0: one more positional argument
+            inner = with_keywords.get(len(args))
+            if inner is None:
+                inner = with_keywords[len(args)] = _keywords_last(
+                    f, len(args), name, in_axes, out_axes, statics, devices, backend,
+                    axis_size)
+            return inner(*args, kwargs)
         from .api import merge_static, split_static
         static, dyn = split_static(args, [s % max(len(args), 1) for s in statics])
         axes = in_axes
@@ -289,7 +300,29 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         return run_step(step, leaves, out_axes)
 
     mapped._cache = cache
+    from .api import register_caches
+    register_caches(mapped, cache, fast, with_keywords)
     return mapped
+
+
+def _keywords_last(f, n: int, name, in_axes, out_axes, statics, devices, backend, axis_size):
+    """pmap of f for calls with n positional arguments and keyword arguments: the
+    keywords come as one dict after the positionals, mapped over axis 0 (JAX's rule
+    for keyword arguments), statics and in_axes as the positionals had them."""
+    def call(*args):
+        return f(*args[:-1], **args[-1])
+    call.__name__ = getattr(f, "__name__", "mapped")
+    if isinstance(in_axes, (tuple, list)):
+        if len(in_axes) != n:
+            raise JxError(f"pmap: in_axes has {len(in_axes)} entries but the function got "
+                          f"{n} positional arguments; give one per positional argument "
+                          "(keyword arguments are mapped over axis 0)")
+        axes = tuple(in_axes) + (0,)
+    else:
+        axes = (in_axes,) * n + (0,)
+    return pmap(call, name, in_axes=axes, out_axes=out_axes,
+                static_broadcasted_argnums=[s % n for s in statics if -n <= s < n],
+                devices=devices, backend=backend, axis_size=axis_size)
 
 
 def _shape(x) -> tuple:
