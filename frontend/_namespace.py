@@ -30,7 +30,7 @@ from .flags import (config, debug_infs, debug_nans, default_matmul_precision,  #
                     numpy_rank_promotion)
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: F401
 
-tree_util = tree
+from . import tree_util  # noqa: F401
 
 f16 = _DTypeSpecMaker("float16")
 f32 = _DTypeSpecMaker("float32")

@@ -1,25 +1,148 @@
 """Pytrees: nested tuples, lists, dicts, None, namedtuples and registered classes.
 
 flatten(tree) -> (leaves, treedef); unflatten(treedef, leaves) rebuilds it.
-A TreeDef is hashable, so it can key trace caches.
+A TreeDef is hashable, so it can key trace caches. Besides jx's own names, this
+module holds JAX's `jax.tree` spellings (map, leaves, structure, reduce, all,
+transpose, broadcast, the *_with_path functions, static); jx.tree_util builds on it.
 """
 from __future__ import annotations
 
+import builtins
+import collections
+import dataclasses
+import functools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
+
+
+# ---------------------------------------------------------------- key paths
+
+@dataclass(frozen=True)
+class DictKey:
+    """A dict entry's key on a key path, shown as ['a']."""
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclass(frozen=True)
+class SequenceKey:
+    """A tuple or list position on a key path, shown as [0]."""
+    idx: int
+
+    def __post_init__(self):
+        if not isinstance(self.idx, int):
+            raise TypeError(f"SequenceKey takes an int index, got {type(self.idx).__name__}")
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+
+@dataclass(frozen=True)
+class GetAttrKey:
+    """A named field (namedtuple, dataclass) on a key path, shown as .name."""
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The i-th child of a node registered without keys, shown as [<flat index i>]."""
+    key: int
+
+    def __post_init__(self):
+        if not isinstance(self.key, int):
+            raise TypeError(f"FlattenedIndexKey takes an int, got {type(self.key).__name__}")
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: "['a'][0].x", or with simple=True the bare keys
+    ("a", "0", "x") joined by separator."""
+    if not simple:
+        return separator.join(str(k) for k in keys)
+    bare = (getattr(k, f) for k in keys
+            for f in ("key", "idx", "name") if hasattr(k, f))
+    return separator.join(str(b) for b in bare)
+
+
+# ---------------------------------------------------------------- node registry
+
+class _Node(NamedTuple):
+    flatten: Callable            # obj -> (children, aux)
+    unflatten: Callable          # (aux, children) -> obj
+    flatten_with_keys: Callable | None   # obj -> ([(key, child)], aux); None: flat indices
+
 
 _REGISTRY: dict = {}
 
 
-def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
-    """flatten(obj) -> (children, aux_data); unflatten(aux_data, children) -> obj."""
-    _REGISTRY[cls] = (flatten, unflatten)
+def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable,
+                         flatten_with_keys: Callable | None = None) -> None:
+    """flatten(obj) -> (children, aux_data); unflatten(aux_data, children) -> obj;
+    flatten_with_keys(obj) -> ([(key, child), ...], aux_data) names children on key paths."""
+    if cls in _REGISTRY:
+        raise ValueError(f"{cls.__module__}.{cls.__qualname__} is already registered as a "
+                         "pytree node; a type can be registered only once")
+    _REGISTRY[cls] = _Node(flatten, unflatten, flatten_with_keys)
 
 
 def register_pytree_node_class(cls: type) -> type:
     """Class decorator: cls.tree_flatten() and cls.tree_unflatten(aux, children)."""
     register_pytree_node(cls, lambda o: o.tree_flatten(), cls.tree_unflatten)
     return cls
+
+
+def _sorted_keys(d) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError:
+        raise ValueError(f"a pytree dict's keys are sorted, but the keys {list(d)!r} do not "
+                         "compare with each other; use keys of one comparable type "
+                         "(all str, or all int)") from None
+
+
+def _seq_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], len(x)
+
+
+def _dict_flatten(d):
+    keys = _sorted_keys(d)
+    return [d[k] for k in keys], keys
+
+
+def _dict_keys(d):
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _register_builtins() -> None:
+    register_pytree_node(type(None), lambda x: ((), None), lambda aux, c: None,
+                         lambda x: ((), None))
+    for seq in (tuple, list):
+        register_pytree_node(seq, lambda x: (x, len(x)),
+                             lambda aux, c, seq=seq: seq(c), _seq_keys)
+    register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)), _dict_keys)
+    # OrderedDict keeps its order; defaultdict keeps its factory (aux), keys sorted
+    od = collections.OrderedDict
+    register_pytree_node(od, lambda d: (list(d.values()), tuple(d)),
+                         lambda keys, c: od(zip(keys, c)),
+                         lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)))
+    dd = collections.defaultdict
+
+    def dd_keys(d):
+        pairs, keys = _dict_keys(d)
+        return pairs, (d.default_factory, keys)
+    register_pytree_node(dd, lambda d: (_dict_flatten(d)[0], (d.default_factory, _sorted_keys(d))),
+                         lambda aux, c: dd(aux[0], zip(aux[1], c)), dd_keys)
+
+
+_register_builtins()
 
 
 def _is_namedtuple(x) -> bool:
@@ -29,19 +152,40 @@ def _is_namedtuple(x) -> bool:
 def _node_of(x):
     """(kind, aux, children) for an internal node, or None for a leaf."""
     t = type(x)
-    if t in _REGISTRY:
-        children, aux = _REGISTRY[t][0](x)
+    node = _REGISTRY.get(t)
+    if node is not None:
+        children, aux = node.flatten(x)
         return t, aux, list(children)
-    if x is None:
-        return type(None), None, []
-    if t is tuple or t is list:
-        return t, len(x), list(x)
-    if t is dict:
-        keys = tuple(sorted(x))
-        return dict, keys, [x[k] for k in keys]
     if _is_namedtuple(x):
         return t, None, list(x)
     return None
+
+
+def _keyed_node(x):
+    """(kind, aux, keys, children) for an internal node, or None for a leaf."""
+    t = type(x)
+    node = _REGISTRY.get(t)
+    if node is not None and node.flatten_with_keys is not None:
+        pairs, aux = node.flatten_with_keys(x)
+        pairs = list(pairs)
+        return t, aux, [k for k, _ in pairs], [c for _, c in pairs]
+    if node is None and _is_namedtuple(x):
+        return t, None, [GetAttrKey(f) for f in t._fields], list(x)
+    got = _node_of(x)
+    if got is None:
+        return None
+    return got[0], got[1], [FlattenedIndexKey(i) for i in range(len(got[2]))], got[2]
+
+
+# ---------------------------------------------------------------- TreeDef
+
+class _Children(tuple):
+    """A node's child TreeDefs: a tuple for jx, and callable as JAX's
+    `treedef.children()` (a list)."""
+    __slots__ = ()
+
+    def __call__(self) -> list:
+        return list(self)
 
 
 @dataclass(frozen=True)
@@ -50,16 +194,40 @@ class TreeDef:
     aux: Any
     children: tuple
 
+    def __post_init__(self):
+        if type(self.children) is not _Children:
+            object.__setattr__(self, "children", _Children(self.children))
+
     @property
     def num_leaves(self) -> int:
         if self.kind is None:
             return 1
         return sum(c.num_leaves for c in self.children)
 
+    @property
+    def num_nodes(self) -> int:
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves) -> Any:
+        return unflatten(self, leaves)
+
+    def flatten_up_to(self, tree) -> list:
+        return flatten_up_to(self, tree)
+
+    def node_data(self):
+        """(node type, aux data) of the root; None for a leaf."""
+        return None if self.kind is None else (self.kind, self.aux)
+
+    def compose(self, inner: "TreeDef") -> "TreeDef":
+        """This structure with every leaf replaced by inner."""
+        if self.kind is None:
+            return inner
+        return TreeDef(self.kind, self.aux, tuple(c.compose(inner) for c in self.children))
+
     def __str__(self) -> str:
         if self.kind is None:
             return "*"
-        inner = ", ".join(map(str, self.children))
+        inner = ", ".join(str(c) for c in self.children)
         if self.kind is dict:
             inner = ", ".join(f"{k!r}: {c}" for k, c in zip(self.aux, self.children))
             return "{" + inner + "}"
@@ -71,9 +239,14 @@ class TreeDef:
             return "None"
         return f"{self.kind.__name__}({inner})"
 
+    def __repr__(self) -> str:
+        return f"PyTreeDef({self})"
+
 
 LEAF = TreeDef(None, None, ())
 
+
+# ---------------------------------------------------------------- flatten / unflatten
 
 def flatten(tree, is_leaf: Callable | None = None) -> tuple:
     leaves: list = []
@@ -87,7 +260,7 @@ def flatten(tree, is_leaf: Callable | None = None) -> tuple:
             leaves.append(x)
             return LEAF
         kind, aux, children = node
-        return TreeDef(kind, aux, tuple(rec(c) for c in children))
+        return TreeDef(kind, aux, _Children([rec(c) for c in children]))
 
     treedef = rec(tree)
     return leaves, treedef
@@ -100,58 +273,149 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
         if td.kind is None:
             return next(it)
         children = [rec(c) for c in td.children]
-        if td.kind in _REGISTRY:
-            return _REGISTRY[td.kind][1](td.aux, children)
-        if td.kind is type(None):
-            return None
-        if td.kind is tuple or td.kind is list:
-            return td.kind(children)
-        if td.kind is dict:
-            return dict(zip(td.aux, children))
-        return td.kind(*children)  # namedtuple
+        node = _REGISTRY.get(td.kind)
+        if node is None:
+            return td.kind(*children)  # namedtuple
+        return node.unflatten(td.aux, children)
 
-    out = rec(treedef)
+    try:
+        out = rec(treedef)
+    except StopIteration:
+        raise ValueError(f"unflatten: too few leaves for tree {treedef}, which takes "
+                         f"{treedef.num_leaves}") from None
     rest = list(it)
     if rest:
-        raise ValueError(f"unflatten: {len(rest)} leaves left over for tree {treedef}")
+        raise ValueError(f"unflatten: {len(rest)} leaves left over for tree {treedef}, "
+                         f"which takes {treedef.num_leaves}")
     return out
 
 
-def tree_leaves(tree) -> list:
-    return flatten(tree)[0]
+def flatten_with_path(tree, is_leaf: Callable | None = None,
+                      is_leaf_takes_path: bool = False) -> tuple:
+    """([(key path, leaf), ...], treedef); is_leaf(path, x) when is_leaf_takes_path."""
+    out: list = []
+
+    def rec(x, path: tuple) -> TreeDef:
+        if is_leaf is not None and (is_leaf(path, x) if is_leaf_takes_path else is_leaf(x)):
+            out.append((path, x))
+            return LEAF
+        node = _keyed_node(x)
+        if node is None:
+            out.append((path, x))
+            return LEAF
+        kind, aux, keys, children = node
+        return TreeDef(kind, aux, _Children([rec(c, path + (k,))
+                                             for k, c in zip(keys, children)]))
+
+    treedef = rec(tree, ())
+    return out, treedef
 
 
-def tree_structure(tree) -> TreeDef:
-    return flatten(tree)[1]
+def tree_leaves(tree, is_leaf: Callable | None = None) -> list:
+    return flatten(tree, is_leaf)[0]
 
 
-def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
-    leaves, td = flatten(tree, is_leaf)
-    others = [flatten_up_to(td, r) for r in rest]
-    return unflatten(td, [f(*xs) for xs in zip(leaves, *others)])
+def tree_structure(tree, is_leaf: Callable | None = None) -> TreeDef:
+    return flatten(tree, is_leaf)[1]
+
+
+def leaves_with_path(tree, is_leaf: Callable | None = None,
+                     is_leaf_takes_path: bool = False) -> list:
+    return flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+# ---------------------------------------------------------------- matching structures
+
+class _Mismatch(Exception):
+    def __init__(self, problem: str):
+        self.problem, self.path = problem, []
+
+
+def _kind_name(kind) -> str:
+    return "None" if kind is type(None) else f"a {kind.__name__}"
+
+
+def _short(x) -> str:
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _problem(td: TreeDef, x, node) -> str | None:
+    """Why x (whose node is `node`) does not match td's root; None when it does."""
+    if node is None or node[0] is not td.kind:
+        what = "a leaf" if node is None else _kind_name(node[0])
+        return f"expected {_kind_name(td.kind)}, got {what}: {_short(x)}"
+    kind, aux, children = node
+    if aux == td.aux and len(children) == len(td.children):
+        return None
+    if kind is tuple or kind is list:
+        return f"expected {_kind_name(kind)} of length {td.aux}, got length {aux}: {_short(x)}"
+    if kind in (dict, collections.OrderedDict):
+        missing = [k for k in td.aux if k not in aux]
+        extra = [k for k in aux if k not in td.aux]
+        return (f"expected {kind.__name__} keys {list(td.aux)!r}, got {list(aux)!r}"
+                + (f"; missing {missing!r}" if missing else "")
+                + (f"; unexpected {extra!r}" if extra else ""))
+    return (f"expected {_kind_name(kind)} node with aux data {td.aux!r} and "
+            f"{len(td.children)} children, got aux data {aux!r} and {len(children)} children")
 
 
 def flatten_up_to(treedef: TreeDef, tree) -> list:
     """Leaves of tree cut at treedef's leaves (a prefix match); clear error otherwise."""
     out: list = []
 
-    def rec(td: TreeDef, x, path: str):
+    def rec(td: TreeDef, x):
         if td.kind is None:
             out.append(x)
             return
         node = _node_of(x)
-        if node is None or node[0] is not td.kind or node[1] != td.aux:
-            raise ValueError(f"tree mismatch at {path or 'root'}: expected {td}, got {x!r}")
+        problem = _problem(td, x, node)
+        if problem is not None:
+            raise _Mismatch(problem)
         for i, (c, cx) in enumerate(zip(td.children, node[2])):
-            key = td.aux[i] if td.kind is dict else i
-            rec(c, cx, f"{path}[{key!r}]")
+            try:
+                rec(c, cx)
+            except _Mismatch as m:
+                m.path.append(_keyed_node(x)[2][i])
+                raise
 
-    rec(treedef, tree, "")
+    try:
+        rec(treedef, tree)
+    except _Mismatch as m:
+        where = keystr(m.path[::-1]) or "the root"
+        raise ValueError(f"tree mismatch at {where}: {m.problem}") from None
     return out
 
 
+def _up_to(fn: str, treedef: TreeDef, rest: tuple) -> list:
+    """flatten_up_to for each tree after the first, naming which one fails."""
+    out = []
+    for i, r in enumerate(rest):
+        try:
+            out.append(flatten_up_to(treedef, r))
+        except ValueError as e:
+            raise ValueError(f"{fn}: rest[{i}] must have the first tree's structure "
+                             f"{treedef} (or have it as a prefix); {e}") from None
+    return out
+
+
+def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
+    leaves, td = flatten(tree, is_leaf)
+    others = _up_to("tree_map", td, rest)
+    return unflatten(td, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def map_with_path(f: Callable, tree, *rest, is_leaf: Callable | None = None,
+                  is_leaf_takes_path: bool = False):
+    """Like tree_map, f(key_path, leaf, *other_leaves)."""
+    pairs, td = flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = _up_to("map_with_path", td, rest)
+    return unflatten(td, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
+
+
 def broadcast_prefix(prefix, tree, is_leaf: Callable | None = None) -> list:
-    """One prefix leaf per leaf of tree (for in_axes-style arguments)."""
+    """One prefix leaf per leaf of tree (for in_axes-style arguments; a None in
+    prefix stands for its whole subtree)."""
     leaves_td = flatten(tree, is_leaf)[1]
     out: list = []
 
@@ -167,3 +431,89 @@ def broadcast_prefix(prefix, tree, is_leaf: Callable | None = None) -> list:
 
     rec(prefix, leaves_td)
     return out
+
+
+def broadcast(prefix_tree, full_tree, is_leaf: Callable | None = None):
+    """full_tree's structure, each leaf the prefix_tree leaf above it (JAX's
+    jax.tree.broadcast: None is an empty subtree here, not a wildcard)."""
+    p_leaves, p_td = flatten(prefix_tree, is_leaf)
+    try:
+        subtrees = flatten_up_to(p_td, full_tree)
+    except ValueError as e:
+        raise ValueError(f"broadcast: full_tree must have prefix_tree's structure {p_td} "
+                         f"as a prefix; {e}") from None
+    filled = [tree_map(lambda _, p=p: p, sub, is_leaf=is_leaf)
+              for p, sub in zip(p_leaves, subtrees)]
+    return unflatten(p_td, filled)
+
+
+# ---------------------------------------------------------------- reductions, transpose
+
+_NO_INIT = object()
+
+
+def tree_reduce(function: Callable, tree, initializer: Any = _NO_INIT,
+                is_leaf: Callable | None = None):
+    xs = flatten(tree, is_leaf)[0]
+    if initializer is _NO_INIT:
+        if not xs:
+            raise TypeError("reduce: the tree has no leaves; pass an initializer")
+        return functools.reduce(function, xs)
+    return functools.reduce(function, xs, initializer)
+
+
+def tree_reduce_associative(operation: Callable, tree, *, identity: Any = _NO_INIT,
+                            is_leaf: Callable | None = None):
+    """Reduce the leaves pairwise (a balanced tree of calls); operation must be
+    associative."""
+    xs = flatten(tree, is_leaf)[0]
+    if not xs:
+        if identity is _NO_INIT:
+            raise TypeError("reduce_associative: the tree has no leaves; pass identity=")
+        return identity
+    while len(xs) > 1:
+        pairs = [operation(xs[i], xs[i + 1]) for i in range(0, len(xs) - 1, 2)]
+        xs = pairs + xs[len(pairs) * 2:]
+    return xs[0]
+
+
+def tree_all(tree, *, is_leaf: Callable | None = None) -> bool:
+    return builtins.all(flatten(tree, is_leaf)[0])
+
+
+def tree_transpose(outer_treedef: TreeDef, inner_treedef: TreeDef | None, pytree_to_transpose):
+    """An outer structure of inner structures -> an inner structure of outer ones.
+    inner_treedef None: read from the first outer leaf's subtree."""
+    if inner_treedef is None:
+        subtrees = flatten_up_to(outer_treedef, pytree_to_transpose)
+        if not subtrees:
+            raise ValueError("transpose: outer_treedef has no leaves to read the inner "
+                             "structure from; pass inner_treedef")
+        inner_treedef = tree_structure(subtrees[0])
+    xs, td = flatten(pytree_to_transpose)
+    expected = outer_treedef.compose(inner_treedef)
+    if td != expected:
+        raise TypeError(f"transpose: the tree's structure {td} is not outer_treedef "
+                        f"{outer_treedef} with each leaf an inner_treedef {inner_treedef}, "
+                        f"that is {expected}")
+    n_in = inner_treedef.num_leaves
+    rows = [xs[i * n_in:(i + 1) * n_in] for i in range(outer_treedef.num_leaves)]
+    return unflatten(inner_treedef, [unflatten(outer_treedef, [r[j] for r in rows])
+                                     for j in range(n_in)])
+
+
+def static(**kwargs):
+    """dataclasses.field(...) marked static: register_dataclass makes it aux data."""
+    metadata = dict(kwargs.pop("metadata", None) or {}, static=True)
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+# JAX's jax.tree spellings. They shadow builtins (map, all) in this module's globals,
+# so code above must not call those builtins by their bare names.
+map = tree_map
+leaves = tree_leaves
+structure = tree_structure
+reduce = tree_reduce
+reduce_associative = tree_reduce_associative
+all = tree_all
+transpose = tree_transpose
