@@ -1,0 +1,225 @@
+"""jx.example_libraries.stax: JAX's minimal neural-network layer library on jx.
+
+A layer is a pair (init_fun, apply_fun):
+  init_fun(rng, input_shape) -> (output_shape, params)
+  apply_fun(params, inputs, **kwargs) -> outputs   (kwargs may carry rng=key)
+Combinators (serial, parallel, shape_dependent) build layers from layers.
+Convolution and pooling layers need primitives jx does not have yet; they raise
+NotImplementedError when constructed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import numpy as jnp
+from .. import random
+from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax,
+                  softplus, standardize)
+from ..nn.initializers import glorot_normal, normal, ones, zeros
+
+# JAX's aliases, kept for programs that use them
+glorot = glorot_normal
+randn = normal
+logsoftmax = log_softmax
+
+
+def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
+    """A fully connected layer: inputs @ W + b."""
+    def init_fun(rng, input_shape):
+        output_shape = tuple(input_shape[:-1]) + (out_dim,)
+        k1, k2 = random.split(rng)
+        return output_shape, (W_init(k1, (input_shape[-1], out_dim)), b_init(k2, (out_dim,)))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return jnp.dot(inputs, W) + b
+    return init_fun, apply_fun
+
+
+def _missing(layer: str, primitive: str):
+    def make(*args, **kwargs):
+        raise NotImplementedError(
+            f"stax.{layer} needs {primitive}, which jx does not have yet (see the issue "
+            "\"convolutions\"); build the model from Dense and elementwise layers meanwhile")
+    make.__name__ = layer
+    return make
+
+
+GeneralConv = _missing("GeneralConv", "lax.conv_general_dilated")
+Conv = _missing("Conv", "lax.conv_general_dilated")
+GeneralConvTranspose = _missing("GeneralConvTranspose", "lax.conv_transpose")
+Conv1DTranspose = _missing("Conv1DTranspose", "lax.conv_transpose")
+ConvTranspose = _missing("ConvTranspose", "lax.conv_transpose")
+MaxPool = _missing("MaxPool", "lax.reduce_window")
+SumPool = _missing("SumPool", "lax.reduce_window")
+AvgPool = _missing("AvgPool", "lax.reduce_window")
+
+
+def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,
+              beta_init=zeros, gamma_init=ones):
+    """Standardizes over `axis` (batch statistics), then scales by gamma and
+    shifts by beta (params over the remaining axes; () when disabled)."""
+    axis = (axis,) if np.isscalar(axis) else tuple(axis)
+
+    def init_fun(rng, input_shape):
+        shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
+        k1, k2 = random.split(rng)
+        beta = beta_init(k1, shape) if center else ()
+        gamma = gamma_init(k2, shape) if scale else ()
+        return input_shape, (beta, gamma)
+
+    def apply_fun(params, x, **kwargs):
+        beta, gamma = params
+        z = standardize(x, axis, epsilon=epsilon)
+        # beta/gamma broadcast back over the normalised axes
+        shape = tuple(1 if i in axis else d for i, d in enumerate(jnp.shape(x)))
+        if scale:
+            z = jnp.reshape(gamma, shape) * z
+        if center:
+            z = z + jnp.reshape(beta, shape)
+        return z
+    return init_fun, apply_fun
+
+
+def elementwise(fun, **fun_kwargs):
+    """A parameterless layer applying fun(inputs, **fun_kwargs)."""
+    def init_fun(rng, input_shape):
+        return input_shape, ()
+
+    def apply_fun(params, inputs, **kwargs):
+        return fun(inputs, **fun_kwargs)
+    return init_fun, apply_fun
+
+
+Tanh = elementwise(jnp.tanh)
+Relu = elementwise(relu)
+Exp = elementwise(jnp.exp)
+LogSoftmax = elementwise(log_softmax, axis=-1)
+Softmax = elementwise(softmax, axis=-1)
+Softplus = elementwise(softplus)
+Sigmoid = elementwise(sigmoid)
+Elu = elementwise(elu)
+LeakyRelu = elementwise(leaky_relu)
+Selu = elementwise(selu)
+Gelu = elementwise(gelu)
+
+
+def _flatten():
+    """Flattens all but the leading (batch) dimension."""
+    def init_fun(rng, input_shape):
+        return (input_shape[0], math.prod(input_shape[1:])), ()
+
+    def apply_fun(params, inputs, **kwargs):
+        return jnp.reshape(inputs, (inputs.shape[0], -1))
+    return init_fun, apply_fun
+
+
+Flatten = _flatten()
+Identity = (lambda rng, input_shape: (input_shape, ()),
+            lambda params, inputs, **kwargs: inputs)
+
+
+def FanOut(num):
+    """Copies the input into a list of num inputs (for parallel)."""
+    return (lambda rng, input_shape: ([input_shape] * num, ()),
+            lambda params, inputs, **kwargs: [inputs] * num)
+
+
+FanInSum = (lambda rng, input_shape: (input_shape[0], ()),
+            lambda params, inputs, **kwargs: sum(inputs))
+
+
+def FanInConcat(axis=-1):
+    """Concatenates a list of inputs along axis."""
+    def init_fun(rng, input_shape):
+        ax = axis % len(input_shape[0])
+        size = sum(s[ax] for s in input_shape)
+        first = tuple(input_shape[0])
+        return first[:ax] + (size,) + first[ax + 1:], ()
+
+    def apply_fun(params, inputs, **kwargs):
+        return jnp.concatenate(inputs, axis)
+    return init_fun, apply_fun
+
+
+def Dropout(rate, mode="train"):
+    """Dropout, as JAX's stax: in mode 'train' each input is kept with
+    probability `rate` (sic: rate is the keep probability) and divided by it;
+    any other mode is the identity. apply_fun needs rng=key."""
+    def init_fun(rng, input_shape):
+        return input_shape, ()
+
+    def apply_fun(params, inputs, **kwargs):
+        rng = kwargs.get("rng", None)
+        if rng is None:
+            raise ValueError("Dropout layer requires apply_fun to be called with a PRNG "
+                             "key argument: call apply_fun(params, inputs, rng=key) with "
+                             "key from jx.random.PRNGKey, not apply_fun(params, inputs).")
+        if mode == "train":
+            keep = random.bernoulli(rng, rate, jnp.shape(inputs))
+            return jnp.where(keep, inputs / rate, 0)
+        return inputs
+    return init_fun, apply_fun
+
+
+# ------------------------------------------------------------------ combinators
+
+def serial(*layers):
+    """The layers one after another; the rng (if given) is split among them."""
+    n = len(layers)
+    init_funs, apply_funs = zip(*layers)
+
+    def init_fun(rng, input_shape):
+        params = []
+        for init in init_funs:
+            rng, layer_rng = random.split(rng)
+            input_shape, p = init(layer_rng, input_shape)
+            params.append(p)
+        return input_shape, params
+
+    def apply_fun(params, inputs, **kwargs):
+        rng = kwargs.pop("rng", None)
+        rngs = random.split(rng, n) if rng is not None else (None,) * n
+        for fun, p, r in zip(apply_funs, params, rngs):
+            inputs = fun(p, inputs, rng=r, **kwargs)
+        return inputs
+    return init_fun, apply_fun
+
+
+def parallel(*layers):
+    """The layers side by side: a sequence of inputs maps to a sequence of
+    outputs (usually between FanOut and FanInSum/FanInConcat)."""
+    n = len(layers)
+    init_funs, apply_funs = zip(*layers)
+
+    def init_fun(rng, input_shape):
+        rngs = random.split(rng, n)
+        # (output shapes, params), each a tuple with one entry per layer, as JAX's
+        return tuple(zip(*[init(r, s) for init, r, s in zip(init_funs, rngs, input_shape)]))
+
+    def apply_fun(params, inputs, **kwargs):
+        rng = kwargs.pop("rng", None)
+        rngs = random.split(rng, n) if rng is not None else (None,) * n
+        return [f(p, x, rng=r, **kwargs)
+                for f, p, x, r in zip(apply_funs, params, inputs, rngs)]
+    return init_fun, apply_fun
+
+
+def shape_dependent(make_layer):
+    """A layer built by make_layer(input_shape) once the input shape is known."""
+    def init_fun(rng, input_shape):
+        return make_layer(input_shape)[0](rng, input_shape)
+
+    def apply_fun(params, inputs, **kwargs):
+        return make_layer(inputs.shape)[1](params, inputs, **kwargs)
+    return init_fun, apply_fun
+
+
+__all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose",
+           "ConvTranspose", "MaxPool", "SumPool", "AvgPool", "BatchNorm", "elementwise",
+           "Tanh", "Relu", "Exp", "LogSoftmax", "Softmax", "Softplus", "Sigmoid", "Elu",
+           "LeakyRelu", "Selu", "Gelu", "Flatten", "Identity", "FanOut", "FanInSum",
+           "FanInConcat", "Dropout", "serial", "parallel", "shape_dependent", "glorot",
+           "randn", "logsoftmax"]
