@@ -312,13 +312,15 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
                   metavar="DIR", help="The suite: folder for results.md and results.json "
                                       "(default: the benchmarks/ folder).")
-    @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager"]),
+    @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
+                                                "corpus"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
                        "--target cuda), allreduce (pmap's psum against MPI; run under "
                        "mpirun for ranks), eager (lax loops called outside jit: "
-                       "interpreted, compiled, JAX; --steps).")
+                       "interpreted, compiled, JAX; --steps), corpus (the compatibility "
+                       "corpus' jitted steps, jx vs JAX).")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
@@ -332,6 +334,13 @@ def register(main: click.Group, reports_errors) -> None:
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))
+        if suite == "corpus":
+            argv = [] if min_time is None else ["--min-time", str(min_time)]
+            argv += [a for e in entries for a in ("--only", e)]
+            if out_dir is not None:
+                os.makedirs(out_dir, exist_ok=True)
+                argv += ["--out", os.path.join(out_dir, "results-corpus.md")]
+            raise SystemExit(_sub("corpus").main(argv))
         if suite == "eager":
             argv = [] if steps is None else ["--steps", str(steps)]
             argv += [] if min_time is None else ["--min-time", str(min_time)]

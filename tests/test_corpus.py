@@ -11,45 +11,17 @@ Without JAX, the jx runs are compared with each other.
 """
 from __future__ import annotations
 
-import pathlib
-import re
-import types
-
 import numpy as np
 import pytest
 
 import jx
+from jx.benchmarks.corpus import load, programs, swap_imports
 
-CORPUS = pathlib.Path(__file__).parent / "corpus"
-PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
-_IMPORT = re.compile(r"^(\s*)(import|from)\s+jax\b", re.M)
-
-
-def swap_imports(source: str) -> str:
-    """`import jax...` / `from jax...` lines rewritten to jx, the rest untouched."""
-    out = []
-    for line in source.splitlines():
-        m = re.match(r"^(\s*)import jax(\.[\w.]+)?(\s+as\s+\w+)?\s*$", line)
-        if m:
-            indent, sub, alias = m.group(1), m.group(2) or "", m.group(3)
-            if not sub and not alias:
-                line = f"{indent}import jx as jax"
-            else:
-                line = f"{indent}import jx{sub}{alias or ''}"
-        elif re.match(r"^\s*from jax(\.[\w.]+)?\s+import\b", line):
-            line = re.sub(r"\bfrom jax\b", "from jx", line, count=1)
-        out.append(line)
-    return "\n".join(out) + "\n"
+PROGRAMS = programs()
 
 
 def run_program(name: str, use_jx: bool):
-    source = (CORPUS / f"{name}.py").read_text()
-    if use_jx:
-        source = swap_imports(source)
-    module = types.ModuleType(f"corpus_{name}")
-    module.__file__ = str(CORPUS / f"{name}.py")
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
-    return module.main()
+    return load(name, use_jx).main()
 
 
 def _leaves(tree):

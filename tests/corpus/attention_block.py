@@ -32,3 +32,15 @@ def main():
     out, weights = jax.jit(attention)(params, x)
     grads = jax.jit(jax.grad(lambda p, x: jnp.sum(attention(p, x)[0] ** 2)))(params, x)
     return {"out": out, "weights": weights, "grad_wq": grads["wq"], "grad_g": grads["g"]}
+
+
+_attention_jit = jax.jit(attention)
+
+
+def bench():
+    rng = np.random.default_rng(4)
+    d = 64
+    params = {n: (rng.normal(size=(d, d)) / np.sqrt(d)).astype(np.float32)
+              for n in ("wq", "wk", "wv", "wo")}
+    params["g"], params["b"] = np.ones(d, np.float32), np.zeros(d, np.float32)
+    return _attention_jit, (params, rng.normal(size=(128, d)).astype(np.float32))

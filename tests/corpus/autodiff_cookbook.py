@@ -39,3 +39,10 @@ def main():
         "second_derivative": grad(grad(jnp.tanh))(0.7),
     }
     return out
+
+
+_hessian_jit = jax.jit(jax.hessian(rosenbrock))
+
+
+def bench():
+    return _hessian_jit, (jnp.linspace(-1.0, 1.0, 64),)

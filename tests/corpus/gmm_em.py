@@ -29,3 +29,10 @@ def main():
         params, ll = em_step(params, x)
         lls.append(ll)
     return {"params": params, "loglik": jnp.stack(lls)}
+
+
+def bench():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=10000).astype(np.float32)
+    params = (jnp.log(jnp.array([0.5, 0.5])), jnp.array([-1.0, 1.0]), jnp.array([1.0, 1.0]))
+    return em_step, (params, x)

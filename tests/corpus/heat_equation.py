@@ -22,3 +22,8 @@ def main():
     u0 = u0.at[n // 2, n // 2].set(3.0)
     u = evolve(u0)
     return {"u": u, "total_heat": u.sum(), "peak": u.max()}
+
+
+def bench():
+    x = jnp.linspace(0, 1, 128)
+    return evolve, (jnp.outer(jnp.sin(jnp.pi * x), jnp.sin(2 * jnp.pi * x)),)

@@ -35,3 +35,8 @@ def main():
     cold = run(spins, random.PRNGKey(1), 0.8)
     hot = run(spins, random.PRNGKey(1), 0.1)
     return {"cold": cold, "hot": hot, "m_cold": jnp.abs(cold.mean()), "m_hot": jnp.abs(hot.mean())}
+
+
+def bench():
+    spins = jnp.where(random.bernoulli(random.PRNGKey(42), 0.5, (64, 64)), 1.0, -1.0)
+    return run, (spins, random.PRNGKey(1), 0.5)

@@ -32,3 +32,11 @@ def main():
     obs = truth + 0.5 * rng.normal(size=t.shape)
     means, P = jax.jit(kalman)(obs)
     return {"means": means, "P": P, "rmse": jnp.sqrt(jnp.mean((means[:, 0] - truth) ** 2))}
+
+
+_kalman_jit = jax.jit(kalman)
+
+
+def bench():
+    rng = np.random.default_rng(5)
+    return _kalman_jit, (rng.normal(size=1000).astype(np.float32),)

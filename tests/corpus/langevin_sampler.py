@@ -30,3 +30,10 @@ def main():
     y = (x @ np.array([1.0, -0.5, 2.0]) + rng.normal(size=100) > 0).astype(np.float32)
     trace = sample(random.PRNGKey(0), jnp.zeros(3), x, y)
     return {"posterior_mean": trace[100:].mean(0), "last": trace[-1]}
+
+
+def bench():
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(100, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    return sample, (random.PRNGKey(0), jnp.zeros(3), x, y)

@@ -25,3 +25,10 @@ def main():
     for _ in range(50):
         params = update(params, x, y)
     return {"w": params[0], "b": params[1], "loss": loss(params, x, y)}
+
+
+def bench():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4096, 3)).astype(np.float32)
+    y = (x @ np.array([1.5, -2.0, 0.5], np.float32)).astype(np.float32)
+    return update, ([jnp.zeros(3), jnp.float32(0.0)], x, y)

@@ -42,3 +42,10 @@ def main():
         losses.append(value)
     accuracy = jnp.mean(jnp.argmax(predict(params, x), axis=-1) == labels)
     return {"losses": jnp.stack(losses), "accuracy": accuracy, "params": params}
+
+
+def bench():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(256, 2)).astype(np.float32)
+    labels = rng.integers(0, 3, 256).astype(np.int32)
+    return step, (init_mlp(random.PRNGKey(0), [2, 64, 64, 3]), x, labels)

@@ -35,3 +35,9 @@ def main():
     masses = rng.uniform(0.5, 1.5, size=8)
     pos, vel, kinetic = simulate(pos, vel, masses)
     return {"pos": pos, "vel": vel, "kinetic": kinetic, "momentum": (masses[:, None] * vel).sum(0)}
+
+
+def bench():
+    rng = np.random.default_rng(2)
+    pos, vel = (rng.normal(size=(64, 3)).astype(np.float32) for _ in range(2))
+    return simulate, (pos, vel, np.ones(64, np.float32))

@@ -26,3 +26,10 @@ def main():
     starts = jnp.linspace(1.0, 4.0, 16)
     roots, iters = jax.jit(jax.vmap(newton))(starts)
     return {"roots": roots, "iters": iters, "residual": jnp.max(jnp.abs(f(roots)))}
+
+
+_newton_batched = jax.jit(jax.vmap(newton))
+
+
+def bench():
+    return _newton_batched, (jnp.linspace(1.0, 4.0, 4096),)

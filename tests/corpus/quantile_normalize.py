@@ -26,3 +26,8 @@ def main():
     qn = quantile_normalize(x)
     top = jnp.take_along_axis(x, jnp.argsort(-x, axis=0)[:3], axis=0)
     return {"qn": qn, "rho": spearman(x[:, 0], x[:, 1]), "top3": top}
+
+
+def bench():
+    rng = np.random.default_rng(9)
+    return quantile_normalize, (rng.gamma(2.0, size=(2048, 8)).astype(np.float32),)

@@ -22,3 +22,7 @@ def main():
     return {"final": paths[:, -1], "mean": paths.mean(0), "max": paths.max(),
             "ints": random.randint(key, (10,), 0, 100), "extra": extra,
             "perm": random.permutation(key, 10)}
+
+
+def bench():
+    return walks, (random.PRNGKey(2024),)

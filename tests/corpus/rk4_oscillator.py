@@ -28,3 +28,7 @@ def main():
     final = integrate(jnp.array([0.2, 0.0]), 0.01)
     energy = 0.5 * final[1] ** 2 + 1 - jnp.cos(final[0])
     return {"final": final, "energy": energy}
+
+
+def bench():
+    return integrate, (jnp.array([0.2, 0.0]), 0.01)
