@@ -28,6 +28,8 @@ tree_broadcast = tree.broadcast
 tree_flatten_with_path = tree.flatten_with_path
 tree_leaves_with_path = tree.leaves_with_path
 tree_map_with_path = tree.map_with_path
+# jx.tree's spellings, kept for code written when jx.tree_util was jx.tree
+flatten, unflatten = tree.flatten, tree.unflatten
 
 
 def treedef_children(treedef: TreeDef) -> list:
