@@ -24,7 +24,7 @@ from ..nn import log_softmax, logsumexp, softmax
 from ..numpy import _util as u
 from ..numpy.creation import _wrap_public
 from ..prims import elementwise as ew
-from ..random import erfinv as _erfinv_poly
+from .. import random as _rnd
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -126,24 +126,66 @@ def _stirling_corr(z):
     return jnp.multiply(w, _poly(_STIRLING, jnp.multiply(w, w)))
 
 
-def _lgamma_pos(x):
-    """log Gamma(x) for x >= 0 (or +inf): shift below n, then Stirling, written
+def _lgamma_pos(z):
+    """log Gamma(z) for z >= 8.5 (or +inf) by Stirling's series, written
     (z - 1/2)(log z - 1) + ... so the large terms do not cancel."""
-    n = _shift(x)
-    small = jnp.less(x, float(n))
-    xs = _where(small, x, 1.0)
-    p = xs
-    for k in range(1, n):
-        p = jnp.multiply(p, jnp.add(xs, float(k)))
-    z = _where(small, jnp.add(x, float(n)), x)
-    st = jnp.add(jnp.multiply(jnp.subtract(z, 0.5), jnp.subtract(jnp.log(z), 1.0)),
-                 jnp.add(_stirling_corr(z), _HALF_LOG_2PI - 0.5))
-    return jnp.subtract(st, jnp.log(_where(small, p, 1.0)))
+    return jnp.add(jnp.multiply(jnp.subtract(z, 0.5), jnp.subtract(jnp.log(z), 1.0)),
+                   jnp.add(_stirling_corr(z), _HALF_LOG_2PI - 0.5))
+
+
+# log Gamma(2 + e) = (1 - gamma) e + sum_k (-1)^k (zeta(k) - 1)/k e^k, k >= 2: the
+# coefficients for k = 2..29 (30-digit values rounded), enough for |e| <= 1/2.
+_LG2_SERIES = (
+    0.3224670334241132, -0.0673523010531981, 0.020580808427784546, -0.007385551028673986,
+    0.0028905103307415234, -0.001192753911703261, 0.0005096695247430425,
+    -0.00022315475845357939, 9.945751278180853e-05, -4.492623673813314e-05,
+    2.050721277567069e-05, -9.439488275268397e-06, 4.374866789907488e-06,
+    -2.039215753801366e-06, 9.55141213040742e-07, -4.492469198764566e-07,
+    2.1207184805554665e-07, -1.0043224823968099e-07, 4.7698101693639804e-08,
+    -2.2711094608943164e-08, 1.0838659214896955e-08, -5.183475041970047e-09,
+    2.4836745438024785e-09, -1.1921401405860912e-09, 5.731367241678862e-10,
+    -2.7595228851242334e-10, 1.330476437424449e-10, -6.4229645638381e-11)
+_ONE_MINUS_EULER = 0.42278433509846713
+
+
+def _lgamma_near2(e):
+    """log Gamma(2 + e) for |e| <= 1/2 by its Taylor series: no cancellation next to
+    the zeros of log Gamma at 1 and 2, where the shifted Stirling form loses digits."""
+    coeffs = _LG2_SERIES if _is64(e) else _LG2_SERIES[:14]
+    return jnp.multiply(e, jnp.add(jnp.multiply(e, _poly(coeffs[::-1], e)), _ONE_MINUS_EULER))
+
+
+def _reduce_to_2(x):
+    """For 0 <= x < 8.5: (e, up, k) with x = k + e, |e| <= 1/2, k an integer 0..8,
+    and Gamma(x) = Gamma(2 + e) * up / (x (x + 1) if k == 0, x if k == 1):
+    up = (x - 1) ... (x - (k - 2)), a product of positive factors; every
+    subtraction is exact."""
+    k = jnp.floor(jnp.add(x, 0.5))
+    e = jnp.subtract(x, k)
+    up = jnp.ones_like(x)
+    for j in range(1, 7):
+        up = jnp.multiply(up, _where(jnp.greater_equal(k, float(j + 2)),
+                                     jnp.subtract(x, float(j)), jnp.ones_like(x)))
+    return e, up, k
+
+
+def _lgamma_small(x):
+    """log Gamma(x) on [0, 8.5) from the series about 2 (no cancellation next to the
+    zeros at 1 and 2, nor in the shifted Stirling form's log of a product)."""
+    e, up, k = _reduce_to_2(x)
+    core = jnp.add(_lgamma_near2(e), jnp.log(up))
+    l1p = jnp.log1p(e)
+    down = _where(jnp.equal(k, 1.0), l1p,
+                  _where(jnp.equal(k, 0.0), jnp.add(jnp.log(e), l1p), _zeros(x)))
+    return jnp.subtract(core, down)
 
 
 def _gammaln_impl(x):
     neg = jnp.less(x, 0.0)
-    lg = _lgamma_pos(_where(neg, jnp.subtract(1.0, x), x))
+    xp = _where(neg, jnp.subtract(1.0, x), x)
+    small = jnp.less(xp, 8.5)
+    lg = _where(small, _lgamma_small(_where(small, xp, jnp.ones_like(xp))),
+                _lgamma_pos(jnp.maximum(xp, 8.5)))
     s, _ = _sinpi_cospi(x)
     refl = jnp.subtract(jnp.subtract(_LOG_PI, jnp.log(jnp.abs(s))), lg)
     out = _where(neg, refl, lg)
@@ -293,17 +335,59 @@ def polygamma(n, x):
 
 
 # ---------------------------------------------------------------- gamma, beta
+def _gamma_pos(x):
+    """Gamma(x) for x >= 0: exp of the small series times a short product below 8.5;
+    above, sqrt(2 pi) g (g e^-x) e^corr with g = x^((x - 1/2)/2) from one pow, so no
+    large logarithm is rounded and nothing overflows before Gamma does."""
+    xs = _where(jnp.less(x, 8.5), x, jnp.ones_like(x))
+    e, up, k = _reduce_to_2(xs)
+    down = _where(jnp.equal(k, 1.0), xs,
+                  _where(jnp.equal(k, 0.0), jnp.multiply(xs, jnp.add(xs, 1.0)),
+                         jnp.ones_like(x)))
+    small = jnp.divide(jnp.multiply(jnp.exp(_lgamma_near2(e)), up), down)
+    z = jnp.maximum(x, 8.5)
+    g = jnp.power(z, jnp.multiply(jnp.subtract(z, 0.5), 0.5))
+    big = jnp.multiply(jnp.multiply(g, jnp.multiply(g, jnp.exp(jnp.negative(z)))),
+                       jnp.multiply(jnp.exp(_stirling_corr(z)), math.sqrt(2 * math.pi)))
+    big = _where(jnp.isinf(z), z, big)
+    return _where(jnp.less(x, 8.5), small, big)
+
+
+def _gamma_impl(x):
+    neg = jnp.less(x, 0.0)
+    gp = _gamma_pos(_where(neg, jnp.subtract(1.0, x), x))
+    # reflection: Gamma(x) = pi / (sin(pi x) Gamma(1 - x)), sin(pi x) = (-1)^n sin(pi r)
+    s, _ = _sinpi_cospi(x)
+    odd = jnp.equal(jnp.remainder(jnp.round(x), 2.0), 1.0)
+    s = _where(odd, jnp.negative(s), s)
+    refl = jnp.divide(math.pi, jnp.multiply(s, gp))
+    out = _where(neg, refl, gp)
+    pole = jnp.logical_and(neg, jnp.equal(x, jnp.floor(x)))     # and -inf
+    return _where(pole, jnp.full_like(x, np.nan), out)
+
+
+@custom_jvp
+def _gamma(x):
+    return _in32(_gamma_impl, x)
+
+
+@_gamma.defjvp
+def _gamma_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = _gamma(x)
+    return out, jnp.multiply(t, jnp.multiply(out, _digamma(x)))
+
+
 def gamma(x):
-    """Gamma(x) = gammasgn(x) exp(gammaln(x)): +-inf at +-0, NaN at the negative
-    integers and -inf (as JAX); a strong dtype even for a Python scalar, as JAX."""
-    x = _strong(_float1(x))
-    return jnp.multiply(gammasgn(x), jnp.exp(gammaln(x)))
+    """Gamma(x): +-inf at +-0, NaN at the negative integers and -inf (as JAX); a
+    strong dtype even for a Python scalar, as JAX."""
+    return _gamma(_strong(_float1(x)))
 
 
 def gammasgn(x):
     """The sign of Gamma(x): +1 for x > 0 and +0, -1 for -0.0, (-1)^floor(x) for
     negative x; NaN at the negative integers and -inf (as JAX)."""
-    x = _float1(x)
+    x = _strong(_float1(x))
     fl = jnp.floor(x)
     odd = jnp.equal(jnp.remainder(fl, 2.0), 1.0)       # floor(x) odd and x < 0 -> -1
     neg_sign = _where(odd, jnp.full_like(x, -1.0), jnp.ones_like(x))
@@ -328,7 +412,7 @@ def _lgamma_diff(a, b):
 def _betaln_impl(a, b):
     big = jnp.maximum(a, b)
     small = jnp.minimum(a, b)
-    n = float(_shift(a))
+    n = 8.5 if _is64(a) else 4.0        # where Stirling's tail is below the dtype's ulp
     far = jnp.greater_equal(big, n)
     big_s = _where(far, big, jnp.full_like(big, n))
     small_s = _where(jnp.greater(small, 0.0), small, jnp.ones_like(small))
@@ -346,7 +430,7 @@ def betaln(a, b):
 
 def beta(a, b):
     """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), through betaln (signed)."""
-    a, b = _floats(a, b)
+    a, b = (_strong(v) for v in _floats(a, b))
     sign = jnp.multiply(jnp.multiply(gammasgn(a), gammasgn(b)), gammasgn(jnp.add(a, b)))
     return jnp.multiply(sign, jnp.exp(betaln(a, b)))
 
@@ -442,9 +526,27 @@ def erfc(x):
     return _erfc(_float1(x))
 
 
+def _erfinv_impl(x):
+    """Giles' polynomials (those of jx.random.erfinv and XLA) in w = -log(1 - x^2),
+    with 1 - x^2 taken as (1 - x)(1 + x): exact next to +-1, where x*x is not."""
+    w = jnp.negative(jnp.log(jnp.multiply(jnp.subtract(1.0, x), jnp.add(x, 1.0))))
+    if _is64(x):
+        root = jnp.sqrt(w)
+        p = _where(jnp.less(w, 6.25), _poly(_rnd._ERFINV64_W_LT_6_25, jnp.subtract(w, 3.125)),
+                   _where(jnp.less(w, 16.0), _poly(_rnd._ERFINV64_W_LT_16,
+                                                    jnp.subtract(root, 3.25)),
+                          _poly(_rnd._ERFINV64_W_GE_16, jnp.subtract(root, 5.0))))
+    else:
+        small = jnp.less(w, 5.0)
+        p = _where(small, _poly(_rnd._ERFINV32_W_LT_5, jnp.subtract(w, 2.5)),
+                   _poly(_rnd._ERFINV32_W_GE_5, jnp.subtract(jnp.sqrt(w), 3.0)))
+    y = jnp.multiply(p, x)
+    return _where(jnp.equal(jnp.abs(x), 1.0), jnp.multiply(x, np.inf), y)
+
+
 @custom_jvp
 def _erfinv(x):
-    return _erfinv_poly(x)
+    return _in32(_erfinv_impl, x)
 
 
 @_erfinv.defjvp
@@ -489,15 +591,20 @@ def _ndtr_jvp(primals, tangents):
 
 def ndtr(x):
     """The standard normal CDF, accurate in both tails."""
-    return _ndtr(_float1(x))
+    return _ndtr(_strong(_float1(x)))
+
+
+def _log_ndtr_left(y):
+    """log Phi(-y) for y >= 1/sqrt 2 (smaller y clamped): log(1/2) - y^2/2 +
+    log erfcx(y/sqrt 2), with no underflow in the far tail."""
+    ys = jnp.maximum(y, 1 / _SQRT_2)
+    return jnp.add(jnp.subtract(-math.log(2.0), jnp.multiply(jnp.square(ys), 0.5)),
+                   jnp.log(_erfcx_pos(jnp.multiply(ys, 1 / _SQRT_2))))
 
 
 def _log_ndtr_impl(x):
     y = jnp.negative(x)
-    ys = jnp.maximum(y, 1 / _SQRT_2)
-    # log Phi(-y) = log(1/2) - y^2/2 + log erfcx(y/sqrt 2): no underflow in the far tail
-    left = jnp.add(jnp.subtract(-math.log(2.0), jnp.multiply(jnp.square(ys), 0.5)),
-                   jnp.log(_erfcx_pos(jnp.multiply(ys, 1 / _SQRT_2))))
+    left = _log_ndtr_left(y)
     right = jnp.log1p(jnp.negative(_ndtr_impl(jnp.minimum(y, -1.0))))
     centre = jnp.log(_ndtr_impl(x))
     out = _where(jnp.greater_equal(y, 1 / _SQRT_2), left,
@@ -527,24 +634,25 @@ def log_ndtr(x, series_order=3):
     if not isinstance(series_order, int) or series_order < 0 or series_order > 30:
         raise ValueError(f"jx.scipy.special.log_ndtr: series_order must be an int in "
                          f"[0, 30], got {series_order!r}")
-    return _log_ndtr(_float1(x))
+    return _log_ndtr(_strong(_float1(x)))
 
 
 def _ndtri_impl(p):
     q = jnp.minimum(p, jnp.subtract(1.0, p))             # exact for p >= 1/2
-    central = jnp.greater(q, 0.25)
-    # central: sqrt 2 erfinv(2p - 1), 2p - 1 exact on [1/4, 1]
+    central = jnp.greater(q, 0.2)
+    # central: sqrt 2 erfinv(2p - 1), 2p - 1 exact on [1/4, 1] and the relative
+    # error of 2p - 1 at most 2 ulp on [1/5, 1/4]
     c_arg = jnp.subtract(jnp.multiply(_where(central, p, jnp.full_like(p, 0.5)), 2.0), 1.0)
-    c_val = jnp.multiply(_erfinv_poly(c_arg), _SQRT_2)
+    c_val = jnp.multiply(_erfinv_impl(c_arg), _SQRT_2)
     # tails: Abramowitz & Stegun 26.2.23 as a start, then Newton on log_ndtr(x) = log q
-    qs = jnp.clip(_where(central, jnp.full_like(q, 0.25), q), np.finfo(q.dtype).tiny, 0.25)
+    qs = jnp.clip(_where(central, jnp.full_like(q, 0.2), q), np.finfo(q.dtype).tiny, 0.2)
     lq = jnp.log(qs)
     t = jnp.sqrt(jnp.multiply(lq, -2.0))
     num = _poly((0.010328, 0.802853, 2.515517), t)
     den = _poly((0.001308, 0.189269, 1.432788, 1.0), t)
     x = jnp.negative(jnp.subtract(t, jnp.divide(num, den)))
     for _ in range(4 if _is64(p) else 3):
-        lnd = _log_ndtr_impl(x)
+        lnd = _log_ndtr_left(jnp.negative(x))      # x < -0.84 stays below -1/sqrt 2
         log_phi = jnp.subtract(jnp.multiply(jnp.square(x), -0.5), _HALF_LOG_2PI)
         x = jnp.subtract(x, jnp.multiply(jnp.subtract(lnd, lq), jnp.exp(jnp.subtract(lnd, log_phi))))
     tail = _where(jnp.greater(p, 0.5), jnp.negative(x), x)
