@@ -19,10 +19,11 @@ def pdf(x, loc=0, scale=1):
 
 def cdf(x, loc=0, scale=1):
     x, loc, scale = promote_inexact(x, loc, scale)
-    inside = (x - loc) / scale
+    # strong constants of x's dtype: as JAX, the result is never weakly typed
+    zero, one = jnp.asarray(0, dtype=x.dtype), jnp.asarray(1, dtype=x.dtype)
     # neither branch taken (a nan anywhere) gives 0, as JAX's select
-    out = jnp.where((x >= loc) & (x <= loc + scale), inside, 0.0)
-    return jnp.where(x > loc + scale, 1.0, out)
+    out = jnp.where((x >= loc) & (x <= loc + scale), (x - loc) / scale, zero)
+    return jnp.where(x > loc + scale, one, out)
 
 
 def ppf(q, loc=0, scale=1):
