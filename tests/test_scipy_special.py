@@ -127,6 +127,52 @@ def test_polygamma_and_multigammaln(dt, rng):
         _check(js.multigammaln(a, d), want, dt, (1e-5, 1e-5), (1e-13, 1e-13))
 
 
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
+def test_incomplete_gamma(name, dt, rng):
+    a = 10.0 ** rng.uniform(-2, 2.5, (4, 30))
+    x = a * rng.uniform(0, 3, (4, 30))
+    a, x = a.astype(dt), x.astype(dt)
+    tol = (2e-5, 1e-7) if dt == np.float32 else (1e-11, 1e-15)
+    fn = getattr(js, name)
+    _check(fn(a, x), _ref(getattr(sc, name), a, x), dt, tol, tol)
+    _check(jx.jit(fn)(a[0], x[0]), _ref(getattr(sc, name), a[0], x[0]), dt, tol, tol)
+    # edges, as JAX: P(a, 0) = 0, P(0, x > 0) = 1, P(a, inf) = 1, NaN for negatives
+    e = js.gammainc(np.array([1, 0, 1, -1, 1, 0], dt), np.array([0, 1, np.inf, 1, -1, 0], dt))
+    np.testing.assert_array_equal(e, [0, 1, 1, np.nan, np.nan, np.nan])
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_betainc(dt, rng):
+    a = (10.0 ** rng.uniform(-2, 2.5, (4, 30))).astype(dt)
+    b = (10.0 ** rng.uniform(-2, 2.5, (4, 30))).astype(dt)
+    x = rng.uniform(0, 1, (4, 30)).astype(dt)
+    tol = (2e-5, 1e-7) if dt == np.float32 else (1e-11, 1e-15)
+    _check(js.betainc(a, b, x), _ref(sc.betainc, a, b, x), dt, tol, tol)
+    _check(jx.jit(js.betainc)(a[0], b[0], x[0]), _ref(sc.betainc, a[0], b[0], x[0]), dt, tol,
+           tol)
+    e = js.betainc(np.array([1, 1, 0, 1, -1], dt), np.array([1, 1, 1, 0, 1], dt),
+                   np.array([0, 1, 0.5, 0.5, 0.5], dt))
+    np.testing.assert_array_equal(e, [0, 1, 1, 0, np.nan])
+
+
+@pytest.mark.x64
+def test_incomplete_grads_finite_differences():
+    for a, x in [(2.5, 1.5), (0.7, 3.0), (30.0, 25.0)]:
+        for name in ("gammainc", "gammaincc"):
+            ga, gx = jx.grad(getattr(js, name), (0, 1))(np.float64(a), np.float64(x))
+            ref = getattr(sc, name)
+            assert np.isclose(float(ga), _fd(lambda v: ref(v, x), a), rtol=1e-6), (name, a, x)
+            assert np.isclose(float(gx), _fd(lambda v: ref(a, v), x), rtol=1e-6), (name, a, x)
+    for a, b, x in [(2.5, 1.5, 0.3), (0.5, 4.0, 0.8)]:
+        g = jx.grad(js.betainc, (0, 1, 2))(np.float64(a), np.float64(b), np.float64(x))
+        fds = [_fd(lambda v: sc.betainc(v, b, x), a), _fd(lambda v: sc.betainc(a, v, x), b),
+               _fd(lambda v: sc.betainc(a, b, v), x)]
+        np.testing.assert_allclose([float(v) for v in g], fds, rtol=1e-6)
+    np.testing.assert_allclose(jx.vmap(js.gammainc)(np.float64([1, 2]), np.float64([1, 1])),
+                               sc.gammainc([1, 2], [1, 1]), rtol=1e-14)
+
+
 def test_factorial():
     n = np.array([0, 1, 2, 5, 10, 20, -1, 3.5], np.float32)
     _check(js.factorial(n), sc.factorial(n.astype(np.float64)), np.float32, (2e-6, 0), None)
@@ -288,7 +334,8 @@ JAX_CASES = [
     ("expit", (1,)), ("logit", (0.3,)), ("xlogy", (2, 3.0)), ("xlog1py", (2.0, 3.0)),
     ("entr", (2.0,)), ("betaln", (1, 2)), ("beta", (1.5, 2.0)), ("zeta", (2.0, 1.0)),
     ("polygamma", (1, 2.0)), ("factorial", (3,)), ("multigammaln", (3.0, 2)),
-    ("kl_div", (1.0, 2.0)), ("rel_entr", (1.0, 2.0)),
+    ("kl_div", (1.0, 2.0)), ("rel_entr", (1.0, 2.0)), ("gammainc", (2, 1.0)),
+    ("gammaincc", (2.0, 1.0)), ("betainc", (1, 2.0, 0.5)),
 ]
 
 
