@@ -17,3 +17,13 @@ def promote_inexact(*args) -> list:
 def special():
     from .. import special as sp
     return sp
+
+
+def special_fn(name: str):
+    """jx.scipy.special's function name, or stats' own where special has none yet
+    (the incomplete gamma and beta functions, in ._incomplete)."""
+    fn = getattr(special(), name, None)
+    if fn is None:
+        from . import _incomplete
+        fn = getattr(_incomplete, name)
+    return fn
