@@ -38,7 +38,7 @@ def _astype(self, dtype, copy=False, device=None):
 
 def _clip(self, min=None, max=None, out=None, *, a_min=None, a_max=None):
     _no_out(out, "clip")
-    return uf.clip(self, a_min, a_max, min=min, max=max)
+    return uf.clip(self, min, max, a_min=a_min, a_max=a_max)
 
 
 def _matrix_transpose(self):
@@ -101,7 +101,24 @@ def _cumprod(self, axis=None, dtype=None, out=None):
     return rd.cumprod(self, axis, dtype=dtype)
 
 
+def _array_namespace(self, /, *, api_version=None):
+    """The array API's entry point: jx.numpy (versions 2023.12 and 2024.12)."""
+    if api_version not in (None, "2023.12", "2024.12"):
+        raise ValueError(f"jx.numpy implements the array API 2024.12, not {api_version!r}")
+    import importlib
+    return importlib.import_module(__package__)
+
+
+def _to_device(self, device, /, *, stream=None):
+    """jx arrays live on the host: moving to it (None, 'cpu', a jx device) is a no-op."""
+    from ._standard import _check_device
+    _check_device(device, "to_device")
+    return self
+
+
 METHODS: dict = {
+    "__array_namespace__": _array_namespace,
+    "to_device": _to_device,
     "__neg__": lambda self: uf.negative(self),
     "__abs__": lambda self: uf.abs(self),
     "__invert__": lambda self: uf.invert(self),

@@ -82,7 +82,12 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 
 def argwhere(a, *, size=None, fill_value=None):
-    x = mp.atleast_1d(asarray(a)) if not shape_of(a) else a
+    """The indices of the nonzero entries, one row each (a 0-d input has rows of
+    no columns, as in NumPy)."""
+    x = asarray(a)
+    if not shape_of(x):
+        rows = mp.stack(nonzero(mp.atleast_1d(x), size=size, fill_value=fill_value), -1)
+        return mp.slice_axis(rows, 1, 0, 0)
     return mp.stack(nonzero(x, size=size, fill_value=fill_value), axis=-1)
 
 

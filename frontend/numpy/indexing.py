@@ -372,15 +372,23 @@ def _gather(x, plan, mode, fill_value=None):
 
 # ---------------------------------------------------------------- public API
 
+def _is_bool_scalar(i) -> bool:
+    """A Python/NumPy bool or a concrete 0-d bool array (x[asarray(True)])."""
+    if isinstance(i, (bool, np.bool_)):
+        return True
+    return (not isinstance(i, Tracer) and getattr(i, "dtype", None) == dtypes.bool_
+            and getattr(i, "shape", None) == ())
+
+
 def _bool_scalars(idx):
     """x[True] and x[False] (alone or with ints, slices, None and ...): a new axis
     of size 1 or 0, as NumPy and JAX. Returns the index with a None for each bool
     and the positions of the Falses (None when the index has no bool)."""
     items = idx if isinstance(idx, tuple) else (idx,)
-    bools = [p for p, i in enumerate(items) if isinstance(i, (bool, np.bool_))]
+    bools = [p for p, i in enumerate(items) if _is_bool_scalar(i)]
     if not bools:
         return idx, None
-    falses = tuple(p for p in bools if not items[p])
+    falses = tuple(p for p in bools if not bool(items[p]))
     return tuple(None if p in bools else i for p, i in enumerate(items)), falses
 
 

@@ -206,20 +206,86 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _pending(name):
-    def fn(*args, **kwargs):
-        raise NotImplementedError(f"jx.numpy.linalg.{name} needs a matrix decomposition, "
-                                  "which comes with the linear-algebra issue")
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Not yet implemented: {name} comes with the linear-algebra issue."
-    return fn
+    raise NotImplementedError(f"jx.numpy.linalg.{name} needs a matrix decomposition, "
+                              "which comes with the linear-algebra issue")
+
+
+# The decompositions, with JAX's signatures, each raising until it is written.
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    _pending("cholesky")
+
+
+def cond(x, p=None):
+    _pending("cond")
+
+
+def det(a):
+    _pending("det")
+
+
+def eig(a):
+    _pending("eig")
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):
+    _pending("eigh")
+
+
+def eigvals(a):
+    _pending("eigvals")
+
+
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+    _pending("eigvalsh")
+
+
+def inv(a):
+    _pending("inv")
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    _pending("lstsq")
+
+
+def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
+    _pending("matrix_rank")
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    _pending("pinv")
+
+
+def qr(a, mode="reduced"):
+    _pending("qr")
+
+
+def slogdet(a, *, method=None):
+    _pending("slogdet")
+
+
+def solve(a, b):
+    _pending("solve")
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+    _pending("svd")
+
+
+def svdvals(x, /):
+    _pending("svdvals")
+
+
+def tensorinv(a, ind=2):
+    _pending("tensorinv")
+
+
+def tensorsolve(a, b, axes=None):
+    _pending("tensorsolve")
 
 
 _DECOMPOSITIONS = ("cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
                    "lstsq", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd",
                    "svdvals", "tensorinv", "tensorsolve")
-for _n in _DECOMPOSITIONS:
-    globals()[_n] = _pending(_n)
-del _n
 
 __all__ = ["matmul", "tensordot", "outer", "vecdot", "matrix_transpose", "trace", "diagonal",
            "cross", "matrix_power", "multi_dot", "vector_norm", "matrix_norm", "norm",

@@ -418,7 +418,7 @@ def triu(m, k=0):
     return _tri_mask(m, k, False)
 
 
-def meshgrid(*xi, indexing="xy", sparse=False):
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     xs = [ravel(x) for x in xi]
@@ -432,7 +432,8 @@ def meshgrid(*xi, indexing="xy", sparse=False):
         outs.append(reshape(x, tuple(shape)))
     if sparse:
         return outs
-    full = tuple(max(shape_of(o)[d] for o in outs) for d in range(n))
+    from ._util import broadcast_shapes
+    full = broadcast_shapes(*(shape_of(o) for o in outs))   # a 0-length input gives 0
     return [_broadcast_to(o, full) for o in outs]
 
 

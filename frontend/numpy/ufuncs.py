@@ -512,8 +512,9 @@ def _broadcast_all(*args):
     return [broadcast_to(a, shape, tracers) for a in args]
 
 
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
-    """NumPy 2 / JAX spell the bounds min= and max=; a_min/a_max still work."""
+def clip(a, /, min=None, max=None, *, a_min=None, a_max=None):
+    """NumPy 2 / JAX (and the array API) spell the bounds min= and max=;
+    NumPy's older a_min=/a_max= keywords still work."""
     a_min = min if a_min is None else a_min
     a_max = max if a_max is None else a_max
     out = as_value(a)
