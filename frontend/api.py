@@ -83,11 +83,11 @@ def leaf_aval(x) -> ShapedArray:
         return x.aval
     if isinstance(x, Tracer):
         return x.aval.strip_weak()
-    if isinstance(x, (bool, int, float)):
-        return aval_of(x)
-    if isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, (np.ndarray, np.generic)):   # (before float: np.float64 is one)
         a = aval_of(x)          # (refuses masked arrays)
         return ShapedArray(a.shape, dtypes.canonical(a.dtype))
+    if isinstance(x, (bool, int, float)):
+        return aval_of(x)
     try:
         return aval_of(_from_python(x))
     except (TypeError, ValueError) as e:

@@ -113,26 +113,79 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         cache[key] = compiled
         return compiled
 
+    quick: dict = {}          # calls with static or keyword arguments -> compiled
+    static_at: dict = {}      # number of positional args -> static positions
+
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
-        if not kwargs and not argnums and not state.special:
-            try:                                   # the fast path: plain NumPy arrays
-                key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
-            except AttributeError:
-                key = None
-            if key is not None and len(key) == len(args):
-                key = (state.mode, key)            # (float64 data is float32 when x64 is off)
-                compiled = cache.get(key)
-                if compiled is None:
-                    compiled = compile_for(args, kwargs, {}, key)
-                return compiled.unflatten(compiled.fn(*args))
-        if state.special:                          # disable_jit, debug_nans/infs
-            if state.disable_jit:
-                return fun(*args, **kwargs)
+        if not state.special:
+            if not kwargs and not argnums:         # the fast path: plain NumPy arrays
+                try:
+                    key = tuple([(a.shape, a.dtype) for a in args if type(a) in fast_types])
+                except AttributeError:
+                    key = None
+                if key is not None and len(key) == len(args):
+                    key = (state.mode, key)        # (float64 data is float32 when x64 is off)
+                    compiled = cache.get(key)
+                    if compiled is None:
+                        compiled = compile_for(args, kwargs, {}, key)
+                    return compiled.unflatten(compiled.fn(*args))
+            else:                                  # static or keyword arguments, arrays
+                found = quick_lookup(args, kwargs)
+                if found is not None:
+                    compiled, leaves = found
+                    return compiled.unflatten(compiled.fn(*leaves))
+        elif state.disable_jit:
+            return fun(*args, **kwargs)
+        else:                                      # debug_nans/infs
             return nan_checks.checked_call(general, fun, args, kwargs)
         return general(*args, **kwargs)
 
+    def quick_lookup(args, kwargs):
+        """(compiled, its flat arguments) when every traced argument is an array of
+        the fast types, keyed without flattening: static values, keyword names,
+        shapes and dtypes. None sends the call the general way."""
+        n = len(args)
+        at = static_at.get(n)
+        if at is None:
+            at = static_at[n] = frozenset(split_static(range(n), argnums)[0])
+        statics, leaves, sig = [], [], []
+        for i, a in enumerate(args):
+            if i in at:
+                statics.append(a)
+            elif type(a) in fast_types:
+                leaves.append(a)
+                sig.append((a.shape, a.dtype))
+            else:
+                return None
+        for k in sorted(kwargs):                   # the order tree.flatten gives a dict
+            v = kwargs[k]
+            if k in static_names:
+                statics.append((k, v))
+            elif type(v) in fast_types:
+                leaves.append(v)
+                sig.append((k, v.shape, v.dtype))
+            else:
+                return None
+        key = (state.mode, n, tuple(statics), tuple(sig))
+        try:
+            compiled = quick.get(key)
+        except TypeError:                          # an unhashable static: general's error
+            return None
+        if compiled is None:
+            compiled = resolve(args, kwargs)[0]
+            quick[key] = compiled
+        return compiled, leaves
+
     def general(*args, **kwargs):
+        compiled, leaves, traced_result = resolve(args, kwargs)
+        if compiled is None:
+            return traced_result
+        return compiled.unflatten(compiled.fn(*leaves))
+
+    def resolve(args, kwargs):
+        """(compiled, flat arguments, None), or (None, None, fun's traced result)
+        inside another trace."""
         static, dynamic = split_static(args, argnums)
         static_kw = {}
         if kwargs and static_names:
@@ -143,7 +196,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
             # inside another trace: staged inline, with its inputs abstract as JAX's
             # jit makes them (no branching on the values a derivative point carries)
             dynamic, kwargs = tree.unflatten(in_tree, [forget_known(x) for x in leaves])
-            return fun(*merge_static(static, dynamic, len(args)), **static_kw, **kwargs)
+            return None, None, fun(*merge_static(static, dynamic, len(args)), **static_kw,
+                                   **kwargs)
         try:
             avals = tuple(aval_of(x) for x in leaves)
         except MaskedArrayError:
@@ -153,7 +207,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
                tuple(sorted((k, _static_kw_key(k, v)) for k, v in static_kw.items())),
                in_tree, avals)
         compiled = cache.get(key) or compile_for(args, kwargs, static_kw, key)
-        return compiled.unflatten(compiled.fn(*leaves))
+        return compiled, leaves, None
 
     def lower(*args, **kwargs):
         """The fused program jit would compile for these arguments (for inspection)."""
@@ -174,7 +228,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
 
     jitted.lower, jitted.trace, jitted.eval_shape = lower, trace, eval_shape
     jitted._cache = cache
-    register_caches(jitted, cache)
+    register_caches(jitted, cache, quick)
     return jitted
 
 

@@ -126,6 +126,22 @@ def test_keyword_arguments_are_traced():
     assert len(g._cache) == before
 
 
+def test_keyword_and_static_calls_key_by_dtype_shape_and_mode():
+    g = jx.jit(scale, static_argnames="n")
+    for dt in (np.float32, np.float16, np.int32):
+        for shape in ((3,), (2, 2)):
+            x = np.ones(shape, dt)
+            for bias in (dt(1), jnp.asarray(np.full(shape, 2, dt))):
+                got = g(x, n=2, bias=bias)
+                assert got.dtype == dt and got.shape == shape
+                np.testing.assert_array_equal(got, x * 2 + np.asarray(bias))
+    x = np.ones(3, np.float64)
+    assert g(x, n=2, bias=np.float64(1)).dtype == np.float32
+    with jx.enable_x64():
+        assert g(x, n=2, bias=np.float64(1)).dtype == np.float64
+    assert g(x, n=2, bias=np.float64(1)).dtype == np.float32
+
+
 def test_plain_decorator_and_wraps():
     @jx.jit
     def f(x, y=2.0):
