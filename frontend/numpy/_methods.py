@@ -111,7 +111,7 @@ def _array_namespace(self, /, *, api_version=None):
 
 def _to_device(self, device, /, *, stream=None):
     """jx arrays live on the host: moving to it (None, 'cpu', a jx device) is a no-op."""
-    from ._standard import _check_device
+    from .creation import _check_device
     _check_device(device, "to_device")
     return self
 

@@ -10,7 +10,7 @@ from .. import dtypes
 from ..errors import ShapeError
 from ..prims import bitcast as bc
 from ._util import as_value, bind1, canonical_axis, convert, promote_dtypes, shape_of
-from .creation import _wrap_public, asarray
+from .creation import _check_device, _wrap_public, asarray
 from . import manipulation as mp
 from . import ufuncs as uf
 from ._products import vecdot  # noqa: F401  (also jx.numpy.linalg.vecdot)
@@ -21,15 +21,6 @@ acosh, asinh, atanh = uf.arccosh, uf.arcsinh, uf.arctanh
 atan2, pow = uf.arctan2, uf.power
 bitwise_invert = uf.invert
 bitwise_left_shift, bitwise_right_shift = uf.left_shift, uf.right_shift
-
-
-def _check_device(device, where):
-    """jx runs on the host: None, "cpu" and jx's own CPU device are accepted."""
-    from ..array import Device
-    if device is None or device == "cpu" or isinstance(device, Device):
-        return
-    raise ValueError(f"{where}: device {device!r} is not available; jx arrays live on "
-                     "the cpu (pass device=None or 'cpu')")
 
 
 def astype(x, dtype, /, *, copy=False, device=None):

@@ -24,6 +24,15 @@ from ._util import as_value, bind1, broadcast_shapes, broadcast_to, convert, dty
     has_tracer, is_scalar_const, shape_of
 
 
+def _check_device(device, where):
+    """jx arrays live on the host: None, "cpu" and jx's CPU devices are accepted."""
+    from ..array import Device
+    if device is None or device == "cpu" or isinstance(device, Device):
+        return
+    raise ValueError(f"{where}: device {device!r} is not available; jx arrays live on "
+                     "the cpu (pass device=None or 'cpu')")
+
+
 def _dtype(dtype, default, where: str):
     return default if dtype is None else dtypes.canonicalize(dtype, where)
 
@@ -105,6 +114,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     raises (as in JAX: a NumPy buffer is always copied). Lists convert straight
     to an explicit dtype: asarray([16777217.0], float64) does not go through
     float32."""
+    _check_device(device, "asarray")
     _check_order(order)
     dt = None if dtype is None else dtypes.canonicalize(dtype, "asarray")
     if dt is not None and isinstance(a, (list, tuple)) and not has_tracer(a):
@@ -170,6 +180,7 @@ def _scalar_type(np_type):
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     """jx.numpy.array: like asarray, but copies a jx array unless copy=False."""
+    _check_device(device, "array")
     out = asarray(object, dtype, order, copy=True if copy else None)
     nd = len(shape_of(out))
     if ndmin > nd:
@@ -191,19 +202,23 @@ def _full(shape, value, dt, weak, what):
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
+    _check_device(device, "full")
     dt, weak = dtype_weak(as_value(fill_value))
     return _full(_shape(shape), fill_value, _dtype(dtype, dt, "full"), dtype is None and weak, "full")
 
 
 def zeros(shape, dtype=None, *, device=None):
+    _check_device(device, "zeros")
     return _full(_shape(shape), 0, _dtype(dtype, dtypes.default_float(), "zeros"), False, "zeros")
 
 
 def ones(shape, dtype=None, *, device=None):
+    _check_device(device, "ones")
     return _full(_shape(shape), 1, _dtype(dtype, dtypes.default_float(), "ones"), False, "ones")
 
 
 def empty(shape, dtype=None, *, device=None):
+    _check_device(device, "empty")
     return zeros(shape, dtype)
 
 
@@ -216,18 +231,22 @@ def _like(a, dtype, shape, value, what):
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
+    _check_device(device, "zeros_like")
     return _like(a, dtype, shape, 0, "zeros_like")
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
+    _check_device(device, "ones_like")
     return _like(a, dtype, shape, 1, "ones_like")
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    _check_device(device, "full_like")
     return _like(a, dtype, shape, fill_value, "full_like")
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
+    _check_device(device, "empty_like")
     return zeros_like(a, dtype, shape)
 
 
@@ -244,6 +263,7 @@ def _static_scalar(v, name):
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """JAX's arange: start + step * iota in the dtype (float32 for 16-bit floats),
     length ceil((stop - start) / step); the dtype from the bounds' promotion."""
+    _check_device(device, "arange")
     start, stop, step = (None if v is None else _static_scalar(v, n)
                          for v, n in zip((start, stop, step), ("start", "stop", "step")))
     is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step) if v is not None)
@@ -289,6 +309,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
              device=None):
     """JAX's linspace: start * (1 - t) + stop * t with t = iota / div in the
     computation dtype, stop itself as the last point; integer dtypes floor."""
+    _check_device(device, "linspace")
     from .ufuncs import add, divide, floor, multiply, subtract
     num = int(num)
     if num < 0:
@@ -339,6 +360,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     """Ones where column - row == k: an iota comparison, so no NumPy constant."""
+    _check_device(device, "eye")
     shape = (int(N), int(N if M is None else M))
     dt = np.dtype(_dtype(dtype, dtypes.default_float(), "eye"))
     return _build("eye", shape, dt, lambda: _diagonal_mask(shape, k, ew.eq, dt))
@@ -354,6 +376,7 @@ def _diagonal_mask(shape, k, cmp, dt):
 
 
 def identity(n, dtype=None, *, device=None):
+    _check_device(device, "identity")
     return eye(n, dtype=dtype)
 
 
