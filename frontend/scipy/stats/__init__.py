@@ -2,10 +2,12 @@
 jx.numpy / jx.lax (and jx.scipy.special), so they trace, jit, grad and vmap.
 
 One module per distribution family, as in JAX: `stats.norm.logpdf(x, loc, scale)`."""
-from . import (bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma, geom, laplace,
-               logistic, multivariate_normal, nbinom, norm, poisson, t, uniform)
+from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma,
+               gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
+               multivariate_normal, nbinom, norm, pareto, poisson, t, uniform, wrapcauchy)
 from .kde import gaussian_kde
 
-__all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma",
-           "gaussian_kde", "geom", "laplace", "logistic", "multivariate_normal", "nbinom",
-           "norm", "poisson", "t", "uniform"]
+__all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
+           "gamma", "gaussian_kde", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
+           "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
+           "poisson", "t", "uniform", "wrapcauchy"]
