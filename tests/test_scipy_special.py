@@ -221,6 +221,12 @@ def test_special_values_like_jax():
     assert float(js.xlogy(0.0, 0.0)) == 0 and float(js.xlog1py(0.0, -1.0)) == 0
     assert float(js.zeta(1.0, 2.0)) == inf and np.isnan(js.zeta(0.5, 2.0))
     assert float(js.zeta(2.0, 0.0)) == inf and float(js.zeta(2.0, -2.0)) == inf
+    # polygamma at the poles: +inf for odd n, NaN for even n; NaN for n < 0
+    n = np.int32([0, 1, 2, 3, -1, 1])
+    np.testing.assert_array_equal(js.polygamma(n, np.float32([-1, -1, 0, -2, 2, inf])),
+                                  [nan, inf, nan, inf, nan, nan])   # JAX: NaN at inf
+    # negative non-integer q: summed as it is (JAX too)
+    assert np.isclose(float(js.zeta(2.0, -1.5)), 9.379246644989124, rtol=1e-6)
 
 
 def test_betaln_large_arguments():

@@ -331,6 +331,12 @@ def polygamma(n, x):
     ok = jnp.logical_and(jnp.equal(nf, jnp.round(nf)), jnp.greater_equal(nf, 0.0))
     n1 = _where(jnp.greater_equal(nf, 1.0), nf, jnp.ones_like(nf))
     out = _where(jnp.equal(nf, 0.0), _digamma(x), _polygamma_float(n1, x))
+    # at the poles (x = 0, -1, ...) psi^(n) ~ (-1)^(n+1) n! / (x - pole)^(n+1): +inf
+    # from both sides for odd n, a sign change (NaN, as JAX) for even n
+    pole = jnp.logical_and(jnp.less_equal(x, 0.0), jnp.equal(x, jnp.floor(x)))
+    odd = jnp.equal(jnp.remainder(nf, 2.0), 1.0)
+    out = _where(pole, _where(odd, jnp.full_like(out, np.inf), jnp.full_like(out, np.nan)),
+                 out)
     return _where(ok, out, jnp.full_like(out, np.nan))
 
 
