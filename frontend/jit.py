@@ -240,6 +240,8 @@ def argnums_and_argnames(fun, argnums, argnames, nums_what: str, names_what: str
     are checked against the signature (when it has one)."""
     argnums = _index_tuple(argnums, nums_what, who)
     argnames = _name_tuple(argnames, names_what, who)
+    if not argnums and not argnames:
+        return (), ()
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):      # builtins and the like: taken as given
