@@ -66,6 +66,8 @@ UNARY = {
            (3e-6, 0), (1e-14, 0)),
     "i1e": (_mixed(_uniform(-90, 90), _uniform(-10, 10), _log_uniform(-5, 30)), sc.i1e,
             (3e-6, 0), (1e-14, 0)),
+    "spence": (_mixed(_uniform(0, 5), _log_uniform(-10, 10)), sc.spence, (1e-6, 0),
+               (1e-14, 0)),
 }
 
 
@@ -108,6 +110,10 @@ BINARY = {
              (2e-6, 0), (1e-13, 0)),
     "rel_entr": (_uniform(0, 5), _uniform(0, 5), sc.rel_entr, (1e-6, 1e-6), (1e-14, 1e-15)),
     "kl_div": (_uniform(0, 5), _uniform(0, 5), sc.kl_div, (1e-6, 1e-6), (1e-14, 1e-15)),
+    "poch": (_uniform(0.1, 10), _uniform(-0.05, 5), sc.poch, (1e-5, 0), (1e-13, 0)),
+    "boxcox": (_uniform(0.1, 10), _uniform(-2, 3), sc.boxcox, (1e-6, 1e-7), (1e-14, 1e-16)),
+    "boxcox1p": (_uniform(-0.5, 10), _uniform(-2, 3), sc.boxcox1p, (1e-6, 1e-7),
+                 (1e-14, 1e-16)),
 }
 
 
@@ -225,6 +231,9 @@ def test_special_values_like_jax():
     n = np.int32([0, 1, 2, 3, -1, 1])
     np.testing.assert_array_equal(js.polygamma(n, np.float32([-1, -1, 0, -2, 2, inf])),
                                   [nan, inf, nan, inf, nan, nan])   # JAX: NaN at inf
+    np.testing.assert_array_equal(js.loggamma(np.float32([-2.5, 0, inf])), [nan, nan, inf])
+    np.testing.assert_array_equal(js.spence(np.float32([-1, 1, inf])), [nan, 0, nan])
+    np.testing.assert_array_equal(js.poch(np.float32([0, -2]), np.float32([0, 1])), [1, nan])
     # negative non-integer q: summed as it is (JAX too)
     assert np.isclose(float(js.zeta(2.0, -1.5)), 9.379246644989124, rtol=1e-6)
 
@@ -273,6 +282,7 @@ GRAD_POINTS = {
     "i0e": [-9.0, -1.0, 0.5, 12.0],
     "i1": [-9.0, -1.0, 0.0, 0.5, 12.0],
     "i1e": [-9.0, -1.0, 0.0, 0.5, 12.0],
+    "spence": [0.1, 0.7, 1.0, 1.5, 5.0],
 }
 
 
@@ -358,7 +368,8 @@ JAX_CASES = [
     ("polygamma", (1, 2.0)), ("factorial", (3,)), ("multigammaln", (3.0, 2)),
     ("kl_div", (1.0, 2.0)), ("rel_entr", (1.0, 2.0)), ("gammainc", (2, 1.0)),
     ("gammaincc", (2.0, 1.0)), ("betainc", (1, 2.0, 0.5)), ("erfcx", (1.0,)), ("i0", (1,)),
-    ("i0e", (1.0,)), ("i1", (2.0,)), ("i1e", (2.0,)),
+    ("i0e", (1.0,)), ("i1", (2.0,)), ("i1e", (2.0,)), ("loggamma", (2.0,)), ("poch", (1.0, 2.0)),
+    ("boxcox", (2.0, 1.0)), ("boxcox1p", (2.0, 0.5)), ("spence", (2.0,)),
 ]
 
 

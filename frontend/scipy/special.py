@@ -462,6 +462,98 @@ def factorial(n, exact=False):
     return _where(jnp.less(n, 0.0), _zeros(n), jnp.exp(gammaln(jnp.add(n, 1.0))))
 
 
+def loggamma(x):
+    """The principal branch of log Gamma for real x: gammaln(x) for x > 0, NaN for
+    x <= 0 (where Gamma is negative or has a pole), as JAX's real loggamma."""
+    x = _float1(x)
+    return _where(jnp.greater(x, 0.0), gammaln(x), jnp.full_like(x, np.nan))
+
+
+def poch(z, m):
+    """The rising factorial Gamma(z + m) / Gamma(z), by gammaln differences (signed);
+    1 for m == 0, NaN where z is a pole, as JAX; a strong dtype."""
+    z, m = (_strong(v) for v in _floats(z, m))
+    zm = jnp.add(z, m)
+    sign = jnp.multiply(gammasgn(z), gammasgn(zm))
+    out = jnp.multiply(sign, jnp.exp(jnp.subtract(gammaln(zm), gammaln(z))))
+    return _where(jnp.equal(m, 0.0), jnp.ones_like(out), out)
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda == 0, written
+    expm1(lmbda log x) / lmbda so small lmbda keeps its digits."""
+    x, lam = _floats(x, lmbda)
+    lx = jnp.log(x)
+    lam_s = _where(jnp.equal(lam, 0.0), jnp.ones_like(lam), lam)
+    return _where(jnp.equal(lam, 0.0), lx, jnp.divide(jnp.expm1(jnp.multiply(lam_s, lx)), lam_s))
+
+
+def boxcox1p(x, lmbda):
+    """The Box-Cox transform of 1 + x: expm1(lmbda log1p(x)) / lmbda, log1p(x) at 0."""
+    x, lam = _floats(x, lmbda)
+    lx = jnp.log1p(x)
+    lam_s = _where(jnp.equal(lam, 0.0), jnp.ones_like(lam), lam)
+    return _where(jnp.equal(lam, 0.0), lx, jnp.divide(jnp.expm1(jnp.multiply(lam_s, lx)), lam_s))
+
+
+# Li2(z) = sum_n B_n u^(n+1) / (n+1)! in u = -log(1 - z) (|u| <= log 2 here): the
+# odd-power coefficients B_2k / (2k+1)!, k = 1..10, highest first.
+_LI2_U = tuple(b / math.factorial(2 * k + 1) for k, b in reversed(list(enumerate(
+    (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+     43867 / 798, -174611 / 330), start=1))))
+_PI2_6 = math.pi ** 2 / 6
+
+
+def _li2_u(u):
+    """Li2(z) from u = -log(1 - z), |u| <= log 2."""
+    u2 = jnp.multiply(u, u)
+    coeffs = _LI2_U if _is64(u) else _LI2_U[-5:]
+    odd = jnp.multiply(jnp.multiply(u, u2), _poly(coeffs, u2))
+    return jnp.add(jnp.subtract(u, jnp.multiply(u2, 0.25)), odd)
+
+
+def _spence_impl(x):
+    """spence(x) = Li2(1 - x), from one of three forms whose u stays in [-log 2, log 2]."""
+    mid = jnp.logical_and(jnp.greater_equal(x, 0.5), jnp.less_equal(x, 2.0))
+    low = jnp.less(x, 0.5)
+    safe = _where(jnp.greater(x, 0.0), x, jnp.full_like(x, 0.25))
+    # [1/2, 2]: Li2(1 - x) with u = -log x
+    a = _li2_u(jnp.negative(jnp.log(_where(mid, safe, jnp.ones_like(x)))))
+    # [0, 1/2): pi^2/6 - log(x) log(1 - x) - Li2(x), u = -log1p(-x)
+    xl = _where(low, safe, jnp.full_like(x, 0.25))
+    b = jnp.subtract(jnp.subtract(_PI2_6, jnp.multiply(jnp.log(xl), jnp.log1p(jnp.negative(xl)))),
+                     _li2_u(jnp.negative(jnp.log1p(jnp.negative(xl)))))
+    # (2, inf): -pi^2/6 - log(x - 1)^2 / 2 - Li2(1/(1 - x)), u = -log1p(1/(x - 1))
+    xh = _where(jnp.logical_or(mid, low), jnp.full_like(x, 4.0), safe)
+    xm1 = jnp.subtract(xh, 1.0)
+    lg = jnp.log(xm1)
+    c = jnp.subtract(jnp.subtract(-_PI2_6, jnp.multiply(jnp.multiply(lg, lg), 0.5)),
+                     _li2_u(jnp.negative(jnp.log1p(jnp.reciprocal(xm1)))))
+    out = _where(mid, a, _where(low, b, c))
+    out = _where(jnp.equal(x, 0.0), jnp.full_like(x, _PI2_6), out)
+    bad = jnp.logical_or(jnp.less(x, 0.0), jnp.logical_or(jnp.isnan(x), jnp.isinf(x)))
+    return _where(bad, jnp.full_like(x, np.nan), out)
+
+
+@custom_jvp
+def _spence(x):
+    return _in32(_spence_impl, x)
+
+
+@_spence.defjvp
+def _spence_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    one = jnp.equal(x, 1.0)
+    d = jnp.divide(jnp.log(x), jnp.subtract(1.0, _where(one, jnp.zeros_like(x), x)))
+    return _spence(x), jnp.multiply(t, _where(one, jnp.full_like(x, -1.0), d))
+
+
+def spence(x):
+    """Spence's function int_1^x log(t) / (t - 1) dt = Li2(1 - x) (SciPy's convention),
+    for x >= 0; NaN below 0 and at inf (as JAX). A strong dtype."""
+    return _spence(_strong(_float1(x)))
+
+
 # ---------------------------------------------------------------- incomplete gamma, beta
 def _loop(n: int, body, init):
     from ..lax import fori_loop      # a fixed trip count: differentiable by composition
@@ -1136,7 +1228,8 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gammaln", "gamma", "gammasgn",
            "digamma", "polygamma", "zeta", "betaln", "beta", "multigammaln", "factorial",
            "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc", "betainc",
-           "erfcx", "i0", "i0e", "i1", "i1e"]
+           "erfcx", "i0", "i0e", "i1", "i1e", "loggamma", "poch", "boxcox", "boxcox1p",
+           "spence"]
 
 _wrap_public(globals(), [n for n in __all__ if n not in ("logsumexp", "softmax",
                                                            "log_softmax")])
