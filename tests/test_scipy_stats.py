@@ -220,6 +220,22 @@ def test_gennorm_wrapcauchy(dtype, rng):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("fn", ["logpdf", "pdf", "logcdf", "cdf", "logsf", "sf"])
+def test_truncnorm(fn, dtype, rng):
+    _need("ndtr", "log_ndtr")
+    a = rng.uniform(-3, 1.5, size=(3, 4)).astype(dtype)
+    b = (a + rng.uniform(0.2, 3, size=(1, 4))).astype(dtype)
+    a[0, 0], b[0, 0] = 2.5, 4.0                                    # both in the right tail
+    loc = rng.normal(size=(4,)).astype(dtype)
+    scale = rng.uniform(0.5, 2, size=(3, 1)).astype(dtype)
+    x = (loc + scale * rng.uniform(-4, 4, size=(3, 4))).astype(dtype)
+    args = (x, a, b, loc, scale)
+    want = getattr(ss.truncnorm, fn)(*[v.astype(np.float64) for v in args])
+    _eager_and_jit(getattr(stats.truncnorm, fn), args, want, dtype, True)
+    assert np.isnan(getattr(stats.truncnorm, fn)(0.5, 1.0, 1.0))   # a >= b
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_multinomial(dtype, rng):
     _need("gammaln", "xlogy")
     p = rng.dirichlet(np.ones(4)).astype(dtype)

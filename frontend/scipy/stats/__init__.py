@@ -4,10 +4,11 @@ jx.numpy / jx.lax (and jx.scipy.special), so they trace, jit, grad and vmap.
 One module per distribution family, as in JAX: `stats.norm.logpdf(x, loc, scale)`."""
 from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma,
                gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
-               multivariate_normal, nbinom, norm, pareto, poisson, t, uniform, wrapcauchy)
+               multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
+               wrapcauchy)
 from .kde import gaussian_kde
 
 __all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
            "gamma", "gaussian_kde", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
            "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
-           "poisson", "t", "uniform", "wrapcauchy"]
+           "poisson", "t", "truncnorm", "uniform", "wrapcauchy"]
