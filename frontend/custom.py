@@ -9,6 +9,7 @@ from . import tree
 from .api import leaf_aval
 from .core import bind, trace
 from .errors import JxError
+from .lax.ops import stop_gradient  # noqa: F401  (jx.stop_gradient is jax.lax's)
 from .numpy._util import dtype_weak
 from .prims import autodiff as ad
 from .prims import elementwise as ew
@@ -28,9 +29,6 @@ def _reweak(outs, graph):
             if a.weak_type else v for v, a in zip(outs, graph.out_avals)]
 
 
-def stop_gradient(x):
-    """Identity whose derivative is zero (pytrees allowed)."""
-    return tree.tree_map(lambda v: bind(ad.stop_gradient, v)[0], x)
 
 
 def _trace_flat(fun: Callable, in_tree, in_avals, name: str):

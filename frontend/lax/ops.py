@@ -261,6 +261,13 @@ def batch_matmul(lhs, rhs, precision=None):
     return dot_general(lhs, rhs, (((len(sl) - 1,), (len(sl) - 2,)), (nb, nb)))
 
 
+def stop_gradient(x):
+    """Identity whose derivative is zero (pytrees allowed), as jax.lax.stop_gradient."""
+    from .. import tree
+    from ..prims import autodiff as ad
+    return tree.tree_map(lambda v: bind1(ad.stop_gradient, as_value(v)), x)
+
+
 __all__ = [n for n, v in list(globals().items())
            if callable(v) and getattr(v, "__module__", None) == __name__ and n[0] != "_"]
 _wrap_public(globals(), __all__)      # (functions only: Precision stays the class)
