@@ -358,6 +358,29 @@ def test_reexports_from_nn():
     np.testing.assert_allclose(js.log_softmax(x, axis=1), sc.log_softmax(x, axis=1), rtol=1e-6)
 
 
+def test_logsumexp_where():
+    a = np.float32([[1, 2, 3], [4, 5, 6]])
+    w = np.array([[True, False, True], [False, False, False]])
+    got = js.logsumexp(a, axis=1, where=w)
+    np.testing.assert_allclose(got, [sc.logsumexp([1, 3]), -np.inf], rtol=1e-6)
+    lse, sign = js.logsumexp(a, axis=1, b=np.float32([1, -2, -3]), where=w, return_sign=True)
+    np.testing.assert_allclose(lse, [np.log(3 * np.exp(3) - np.e), -np.inf], rtol=1e-6)
+    np.testing.assert_array_equal(sign, [-1, 0])
+    g = jx.grad(lambda v: js.logsumexp(v, axis=1, where=w)[0])(a)
+    np.testing.assert_allclose(g, [[sc.expit(-2), 0, sc.expit(2)], [0, 0, 0]], rtol=1e-6)
+
+
+def test_half_precision_computes_in_float32():
+    h = np.float16([0.5, 1.5, 3.0])
+    for name in ("gammaln", "digamma", "erfc", "ndtr", "i0e", "spence"):
+        got = getattr(js, name)(h)
+        assert got.dtype == np.float16
+        want = _ref(getattr(sc, name), h).astype(np.float16)
+        np.testing.assert_allclose(np.asarray(got, np.float32), want.astype(np.float32),
+                                   rtol=2e-3)
+    assert js.gammainc(np.float16(2), np.float16(1)).dtype == np.float16
+
+
 # ------------------------------------------------------------------ against JAX
 JAX_CASES = [
     ("gammaln", (2.0,)), ("gammaln", (2,)), ("digamma", (2.5,)), ("gamma", (3,)),

@@ -20,7 +20,8 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as jnp
 from ..custom import custom_jvp
-from ..nn import log_softmax, logsumexp, softmax
+from ..nn import log_softmax, softmax
+from ..nn import logsumexp as _nn_logsumexp
 from ..numpy import _util as u
 from ..numpy.creation import _wrap_public
 from ..prims import elementwise as ew
@@ -30,6 +31,17 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_PI = math.sqrt(math.pi)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) over axis (jx.nn.logsumexp), with JAX's `where`: the
+    entries where it is False are left out (-inf when all are)."""
+    if where is not None:
+        a = _float1(a)
+        a = jnp.where(where, a, jnp.full_like(a, -np.inf))
+        if b is not None:
+            b = jnp.where(where, b, jnp.zeros_like(b))
+    return _nn_logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
 # ---------------------------------------------------------------- helpers
@@ -1231,5 +1243,4 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "erfcx", "i0", "i0e", "i1", "i1e", "loggamma", "poch", "boxcox", "boxcox1p",
            "spence"]
 
-_wrap_public(globals(), [n for n in __all__ if n not in ("logsumexp", "softmax",
-                                                           "log_softmax")])
+_wrap_public(globals(), [n for n in __all__ if n not in ("softmax", "log_softmax")])
