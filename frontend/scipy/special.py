@@ -328,7 +328,7 @@ def _polygamma_float(n, x):
     """psi^(n)(x) for float n >= 1 (array or scalar): (-1)^(n+1) n! zeta(n+1, x)."""
     n = jnp.add(_zeros(x), n)
     sign = jnp.subtract(1.0, jnp.multiply(jnp.remainder(jnp.add(n, 1.0), 2.0), 2.0))
-    fact = jnp.exp(_gammaln(jnp.add(n, 1.0)))
+    fact = _gamma(jnp.add(n, 1.0))               # n! exactly for small n
     return jnp.multiply(jnp.multiply(sign, fact), _zeta(jnp.add(n, 1.0), x))
 
 
@@ -471,7 +471,7 @@ def factorial(n, exact=False):
         raise ValueError("jx.scipy.special.factorial: exact=True is not supported (as in "
                          "JAX); use exact=False, a float result")
     n = _float1(n)
-    return _where(jnp.less(n, 0.0), _zeros(n), jnp.exp(gammaln(jnp.add(n, 1.0))))
+    return _where(jnp.less(n, 0.0), _zeros(n), _gamma(jnp.add(n, 1.0)))
 
 
 def loggamma(x):
