@@ -2,14 +2,18 @@
 so every function traces, differentiates, vmaps and compiles.
 
 Each function promotes its inputs as JAX does (integers to the default float, a
-Python scalar stays weak) and computes in the input's own float dtype (half
-precision in float32). The algorithms are chosen to stay accurate in float32
-arithmetic too: Stirling series after an upward shift (log-gamma, digamma,
-Hurwitz zeta), a Chebyshev fit and a continued fraction for the scaled
-complementary error function (erfc, ndtr, log_ndtr in the tails), and Newton steps
-on log_ndtr for ndtri's tails. Where the composed derivative would be wrong or
-unstable (branches that are inf or NaN where not taken), a custom_jvp gives the
-analytic one.
+Python scalar stays weak unless JAX makes the result strong) and computes in the
+input's own float dtype (half precision in float32): no float64 intermediates in
+32-bit mode. The algorithms are chosen to stay accurate in float32 arithmetic too:
+log Gamma and Gamma by their Taylor series about 2 plus a short product below 8.5
+and Stirling's series above; digamma by recurrence and its asymptotic series; the
+Hurwitz zeta (and polygamma) by Euler-Maclaurin; erfc, ndtr and log_ndtr through
+exp(x^2) erfc(x) (a Chebyshev fit, then a continued fraction) with exp(-x^2) taken
+without rounding x^2; ndtri by Newton steps on log_ndtr in its tails; incomplete
+gamma and beta by series and continued fractions (fixed-trip fori_loops, frozen
+once converged); I0, I1 by Chebyshev fits. Where the composed derivative would be
+wrong or unstable (branches that are inf or NaN where not taken), a custom_jvp
+gives the analytic one.
 """
 from __future__ import annotations
 
@@ -246,7 +250,7 @@ def _digamma_impl(x):
     s, c = _sinpi_cospi(x)
     refl = jnp.subtract(ps, jnp.divide(jnp.multiply(c, math.pi), s))
     out = _where(neg, refl, ps)
-    # poles: the non-positive integers (JAX: NaN there, -inf at 0 from the left? no: NaN)
+    # the poles, the non-positive integers: NaN, as JAX (SciPy: -inf at 0)
     pole = jnp.logical_and(neg, jnp.equal(x, jnp.round(x)))
     out = _where(pole, jnp.full_like(x, np.nan), out)
     out = _where(jnp.equal(x, np.inf), x, out)
