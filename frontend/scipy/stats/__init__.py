@@ -5,10 +5,11 @@ One module per distribution family, as in JAX: `stats.norm.logpdf(x, loc, scale)
 from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma,
                gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
                multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
-               wrapcauchy)
+               vonmises, wrapcauchy)
 from .kde import gaussian_kde
 
 __all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
            "gamma", "gaussian_kde", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
            "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
-           "poisson", "t", "truncnorm", "uniform", "wrapcauchy"]
+           "poisson", "t", "truncnorm", "uniform", "vonmises",
+           "wrapcauchy"]

@@ -2,8 +2,6 @@
 jx.scipy.special (loaded on first use, so importing stats stays cheap)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ... import numpy as jnp
 from ...numpy import _util
 
@@ -18,12 +16,3 @@ def special():
     from .. import special as sp
     return sp
 
-
-def special_fn(name: str):
-    """jx.scipy.special's function name, or stats' own where special has none yet
-    (the incomplete gamma and beta functions, in ._incomplete)."""
-    fn = getattr(special(), name, None)
-    if fn is None:
-        from . import _incomplete
-        fn = getattr(_incomplete, name)
-    return fn

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import promote_inexact, special, special_fn
+from ._util import promote_inexact, special
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -23,7 +23,7 @@ def pdf(x, a, b, loc=0, scale=1):
 
 def cdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote_inexact(x, a, b, loc, scale)
-    return special_fn("betainc")(a, b, jnp.clip((x - loc) / scale, 0, 1))
+    return special().betainc(a, b, jnp.clip((x - loc) / scale, 0, 1))
 
 
 def logcdf(x, a, b, loc=0, scale=1):
@@ -33,7 +33,7 @@ def logcdf(x, a, b, loc=0, scale=1):
 def sf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote_inexact(x, a, b, loc, scale)
     # I_{1-y}(b, a) = 1 - I_y(a, b), without the cancellation
-    return special_fn("betainc")(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
+    return special().betainc(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
 
 
 def logsf(x, a, b, loc=0, scale=1):

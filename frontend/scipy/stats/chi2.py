@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import promote_inexact, special, special_fn
+from ._util import promote_inexact, special
 
 _LOG2 = float(np.log(2.0))
 
@@ -27,7 +27,7 @@ def _half_y(x, df, loc, scale):
 
 def cdf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote_inexact(x, df, loc, scale)
-    return special_fn("gammainc")(*_half_y(x, df, loc, scale))
+    return special().gammainc(*_half_y(x, df, loc, scale))
 
 
 def logcdf(x, df, loc=0, scale=1):
@@ -36,7 +36,7 @@ def logcdf(x, df, loc=0, scale=1):
 
 def sf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote_inexact(x, df, loc, scale)
-    return special_fn("gammaincc")(*_half_y(x, df, loc, scale))
+    return special().gammaincc(*_half_y(x, df, loc, scale))
 
 
 def logsf(x, df, loc=0, scale=1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import promote_inexact, special, special_fn
+from ._util import promote_inexact, special
 
 
 def logpdf(x, a, loc=0, scale=1):
@@ -23,7 +23,7 @@ def pdf(x, a, loc=0, scale=1):
 
 def cdf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote_inexact(x, a, loc, scale)
-    return special_fn("gammainc")(a, jnp.clip((x - loc) / scale, 0, np.inf))
+    return special().gammainc(a, jnp.clip((x - loc) / scale, 0, np.inf))
 
 
 def logcdf(x, a, loc=0, scale=1):
@@ -33,7 +33,7 @@ def logcdf(x, a, loc=0, scale=1):
 def sf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote_inexact(x, a, loc, scale)
     y = (x - loc) / scale
-    return jnp.where(y < 0, 1.0, special_fn("gammaincc")(a, y))
+    return jnp.where(y < 0, 1.0, special().gammaincc(a, y))
 
 
 def logsf(x, a, loc=0, scale=1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import promote_inexact, special, special_fn
+from ._util import promote_inexact, special
 
 
 def logpdf(x, beta):
@@ -19,4 +19,4 @@ def pdf(x, beta):
 
 def cdf(x, beta):
     x, beta = promote_inexact(x, beta)
-    return 0.5 * (1 + jnp.sign(x) * special_fn("gammainc")(1 / beta, jnp.abs(x) ** beta))
+    return 0.5 * (1 + jnp.sign(x) * special().gammainc(1 / beta, jnp.abs(x) ** beta))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import promote_inexact, special, special_fn
+from ._util import promote_inexact, special
 
 
 def logpmf(k, mu, loc=0):
@@ -24,4 +24,4 @@ def cdf(k, mu, loc=0):
     k, mu, loc = promote_inexact(k, mu, loc)
     x = k - loc
     # P(X <= k) = Q(floor(k) + 1, mu), the regularized upper incomplete gamma
-    return jnp.where(x < 0, 0.0, special_fn("gammaincc")(jnp.floor(x + 1), mu))
+    return jnp.where(x < 0, 0.0, special().gammaincc(jnp.floor(x + 1), mu))
