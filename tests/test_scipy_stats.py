@@ -477,3 +477,62 @@ def test_against_jax(name, fn, dtype, rng):
         _check(got, want, dtype, loose=True)
     got_scalar = getattr(getattr(stats, name), fn)(*[float(np.ravel(a)[0]) for a in args])
     assert (got_scalar.dtype, got_scalar.weak_type) == (want_dtype, want_weak)
+
+
+# --- mode, rankdata, sem --------------------------------------------------------------
+@pytest.mark.parametrize("method", ["average", "min", "max", "dense", "ordinal"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_rankdata(method, axis, rng):
+    y = rng.integers(0, 4, size=(3, 7)).astype(np.float32)
+    want = ss.rankdata(y, method, axis=axis)
+    for f in (stats.rankdata, jx.jit(lambda v: stats.rankdata(v, method, axis=axis))):
+        got = f(y, method, axis=axis) if f is stats.rankdata else f(y)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(got), want)
+    y[1, 2] = np.nan
+    got = np.asarray(stats.rankdata(y, method, axis=axis))
+    nan_part = {None: got, 0: got[:, 2], 1: got[1]}[axis]
+    assert np.isnan(nan_part).all() and np.isnan(got).sum() == nan_part.size
+    with pytest.raises(ValueError, match="unknown method"):
+        stats.rankdata(y, "mean")
+
+
+@pytest.mark.parametrize("axis,keepdims", [(0, False), (1, True), (None, False)])
+def test_mode(axis, keepdims, rng):
+    x = rng.integers(0, 4, size=(5, 6)).astype(np.int32)
+    want = ss.mode(x, axis=axis, keepdims=keepdims)
+    for f in (stats.mode, jx.jit(lambda v: stats.mode(v, axis=axis, keepdims=keepdims))):
+        got = f(x, axis=axis, keepdims=keepdims) if f is stats.mode else f(x)
+        np.testing.assert_array_equal(np.asarray(got.mode), want.mode)
+        np.testing.assert_array_equal(np.asarray(got.count), want.count)
+        assert got.count.dtype == np.int32
+    # NaNs count together, as jnp.unique does
+    got = stats.mode(np.array([1.0, 2.0, np.nan, np.nan], np.float32))
+    assert np.isnan(got.mode) and int(got.count) == 2
+    with pytest.raises(NotImplementedError, match="omit"):
+        stats.mode(x, nan_policy="omit")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sem(dtype, rng):
+    y = rng.normal(size=(4, 6)).astype(dtype)
+    for axis in (0, 1, None):
+        _eager_and_jit(lambda v: stats.sem(v, axis=axis), (y,), ss.sem(y, axis=axis), dtype)
+    y[1, 2] = np.nan
+    _eager_and_jit(lambda v: stats.sem(v, axis=1, nan_policy="omit"), (y,),
+                   ss.sem(y, axis=1, nan_policy="omit"), dtype)
+
+
+def test_core_against_jax(rng):
+    pytest.importorskip("jax")
+    import jax.scipy.stats as jst
+    x = rng.integers(0, 4, size=(5, 6)).astype(np.int32)
+    ours, theirs = stats.mode(x, axis=1), jst.mode(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(ours.mode), np.asarray(theirs.mode))
+    assert ours.count.dtype == theirs.count.dtype
+    for method in ["average", "min", "max", "dense", "ordinal"]:
+        a, b = stats.rankdata(x, method, axis=0), jst.rankdata(x, method, axis=0)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    y = rng.normal(size=(4, 6)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(stats.sem(y)), np.asarray(jst.sem(y)), rtol=1e-6)

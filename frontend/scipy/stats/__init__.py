@@ -6,10 +6,11 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon
                gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
                multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
                vonmises, wrapcauchy)
+from ._core import mode, rankdata, sem
 from .kde import gaussian_kde
 
 __all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
            "gamma", "gaussian_kde", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
-           "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
-           "poisson", "t", "truncnorm", "uniform", "vonmises",
+           "logistic", "mode", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
+           "poisson", "rankdata", "sem", "t", "truncnorm", "uniform", "vonmises",
            "wrapcauchy"]
