@@ -491,7 +491,7 @@ def test_rankdata(method, axis, rng):
         np.testing.assert_array_equal(np.asarray(got), want)
     y[1, 2] = np.nan
     got = np.asarray(stats.rankdata(y, method, axis=axis))
-    nan_part = {None: got, 0: got[:, 2], 1: got[1]}[axis]
+    nan_part = got if axis is None else got[:, 2] if axis == 0 else got[1]
     assert np.isnan(nan_part).all() and np.isnan(got).sum() == nan_part.size
     with pytest.raises(ValueError, match="unknown method"):
         stats.rankdata(y, "mean")
