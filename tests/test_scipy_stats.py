@@ -350,6 +350,25 @@ def test_gaussian_kde(dtype, d, bw, weighted, rng):
                                    ref.integrate_box_1d(-0.5, 1.0), **_tol(dtype, True))
 
 
+def test_gaussian_kde_resample(rng):
+    data = rng.normal(size=(2, 20)).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, size=20).astype(np.float32)
+    kde = stats.gaussian_kde(data, weights=w)
+    draws = kde.resample(jx.random.PRNGKey(3), (4000,))
+    assert draws.shape == (2, 4000) and draws.dtype == np.float32
+    # the draws follow the estimate: their mean and covariance are the weighted data's
+    # plus the kernel's
+    mean = (data * w).sum(1) / w.sum()
+    np.testing.assert_allclose(np.asarray(draws).mean(1), mean, atol=0.08)
+    jitted = jx.jit(lambda k, key: k.resample(key, (5,)))(kde, jx.random.PRNGKey(3))
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(kde.resample(
+        jx.random.PRNGKey(3), (5,))), rtol=1e-6)
+    jax = pytest.importorskip("jax")
+    import jax.scipy.stats as jst
+    theirs = jst.gaussian_kde(data, weights=w).resample(jax.random.PRNGKey(3), (5,))
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
 def test_gaussian_kde_errors(rng):
     kde = stats.gaussian_kde(rng.normal(size=(2, 10)))
     with pytest.raises(ValueError, match="dimension"):

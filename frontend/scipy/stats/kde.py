@@ -161,6 +161,18 @@ class gaussian_kde:
         per_point = self._convolve(cov, large.dataset, large.weights, small.dataset.T)
         return jnp.sum(per_point * small.weights)
 
+    def resample(self, key, shape=()):
+        """Draws of shape (d, *shape): a data point picked by weight plus a kernel draw
+        (the same two draws, from the same split of key, as JAX's)."""
+        from ... import random
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        ind_key, eps_key = random.split(key)
+        ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
+        low = _linalg.cholesky(self.covariance)
+        z = random.normal(eps_key, shape + (self.d,), dtype=self.dataset.dtype)
+        eps = jnp.moveaxis(jnp.einsum("ij,...j->...i", low, z), -1, 0)
+        return jnp.take(self.dataset, ind, axis=1) + eps
+
     def integrate_box(self, low_bounds, high_bounds, maxpts=None):
         raise NotImplementedError("only 1D box integrations are supported; use "
                                   "`integrate_box_1d`")
