@@ -226,6 +226,18 @@ def test_manipulation_additions():
     np.testing.assert_array_equal(jnp.permute_dims(x, (2, 0, 1)), x.transpose(2, 0, 1))
     np.testing.assert_array_equal(jnp.concat([x, x], axis=None), np.concatenate([x, x], None))
     np.testing.assert_array_equal(jnp.reshape(x, shape=(6, 4)), x.reshape(6, 4))
+    with pytest.warns(DeprecationWarning, match="newshape"):
+        assert jnp.reshape(x, newshape=-1).shape == (24,)
+    assert jnp.argwhere(np.array(3)).shape == (1, 0)
+    np.testing.assert_array_equal(jnp.argwhere(x > 0.5), np.argwhere(x > 0.5))
+    assert [m.shape for m in jnp.meshgrid(jnp.zeros(0), jnp.zeros(2))] == [(2, 0), (2, 0)]
+    np.testing.assert_array_equal(jnp.clip(x, max=0.5), np.clip(x, None, 0.5))
+    np.testing.assert_array_equal(x[np.bool_(True)], jnp.asarray(x)[jnp.asarray(True)])
+    assert jnp.asarray(x)[jnp.asarray(False)].shape == (0, 2, 3, 4)
+    a = jnp.asarray(x)
+    assert a.__array_namespace__() is jnp and a.to_device("cpu") is a
+    with pytest.raises(ValueError, match="device"):
+        jnp.zeros(3, device="gpu")
     np.testing.assert_allclose(jnp.std(x, axis=1, correction=1), x.std(1, ddof=1), rtol=1e-5)
     np.testing.assert_allclose(jnp.var(x, correction=1.5), x.var(ddof=1.5), rtol=1e-5)
     np.testing.assert_allclose(jnp.vecdot(x, x[0, 0]), (x * x[0, 0]).sum(-1), rtol=1e-5)

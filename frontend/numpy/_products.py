@@ -36,16 +36,12 @@ def _with_preferred(fn):
         if preferred_element_type is None:
             return fn(*args, **kwargs)
         want = dtypes.canonicalize(preferred_element_type, fn.__name__)
-        arrays = [i for i, v in enumerate(args) if not isinstance(v, (str, int, tuple, list))
-                  or fn.__name__ == "einsum" and i > 0]
-        ops = promote_dtypes(*[args[i] for i in arrays])
-        have = ops[0].dtype if ops else want
-        args = list(args)
-        if dtypes.result_type((have, False), (want, False))[0] == want:
-            for i, v in zip(arrays, ops):
-                args[i] = convert(v, want)
-            return convert(fn(*args, **kwargs), want)
-        return convert(fn(*args, **kwargs), want)
+        # the operands: einsum's follow its subscripts, the others' are the first two
+        first, last = (1, len(args)) if fn.__name__ == "einsum" else (0, 2)
+        ops = promote_dtypes(*args[first:last])
+        if dtypes.result_type((ops[0].dtype, False), (want, False))[0] == want:
+            ops = [convert(v, want) for v in ops]
+        return convert(fn(*args[:first], *ops, *args[last:], **kwargs), want)
     return wrapper
 
 

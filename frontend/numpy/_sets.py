@@ -13,9 +13,8 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer
 from ..errors import ShapeError
-from ._util import as_value, has_tracer, shape_of
+from ._util import has_tracer, shape_of
 from .creation import _wrap_public, asarray
 from . import manipulation as mp
 from . import ufuncs as uf

@@ -15,8 +15,6 @@ from ._util import canonical_axis as _canonical_axis, canonical_axes as _canonic
     promote_dtypes as _promote_dtypes, shape_of as _shape_of
 from .creation import _wrap_public
 
-_PRODUCT_KW = ("precision", "preferred_element_type")
-
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     return _products.matmul(x1, x2, precision=precision,

@@ -15,8 +15,11 @@ from ._util import as_value, bind1, broadcast_to as _broadcast_to, canonical_axe
 
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     """a with a new shape (one -1 is inferred). newshape= is NumPy's older
-    name for shape (removed from JAX; accepted here for old code)."""
+    name for shape (removed from JAX; accepted here, with a DeprecationWarning)."""
     if newshape is not None:
+        import warnings
+        warnings.warn("jx.numpy.reshape: newshape= is deprecated (JAX has removed it); "
+                      "use shape=", DeprecationWarning, stacklevel=3)
         if shape is not None:
             raise TypeError("reshape: pass shape or newshape, not both")
         shape = newshape
