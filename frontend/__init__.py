@@ -62,7 +62,44 @@ def __getattr__(name: str):
     try:
         return globals()[name]
     except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        from .errors import missing_name
+        raise missing_name("jx", name, _JAX_ONLY, _NEAREST) from None
+
+
+# jax's top-level names jx does not have yet (JAX 0.10.2), with the nearest jx
+# function where there is one
+_JAX_ONLY = frozenset("""
+    NamedSharding P Ref Shard checkpoint_policies closure_convert copy_to_host_async
+    custom_batching custom_gradient debug distributed dlpack effects_barrier
+    ensure_compile_time_eval ffi host_count host_id host_ids linear_transpose live_arrays
+    make_array_from_callback make_array_from_process_local_data
+    make_array_from_single_device_arrays make_mesh named_call named_scope
+    print_environment_info profiler pure_callback set_mesh shard_map sharding smap typeof
+    allow_f16_reductions array_garbage_collection_guard auto_pcast check_tracer_leaks
+    checking_leaks custom_derivatives debug_key_reuse default_device default_prng_impl ds
+    empty_ref enable_checks enable_custom_prng explain_cache_misses free_ref freeze
+    fwd_and_bwd jax2tf_associative_scan_reductions legacy_prng_key make_user_context
+    new_ref no_execution no_tracing process_indices ref remove_size_one_mesh_axis_from_type
+    reshard softmax_custom_jvp thread_guard threefry_partitionable transfer_guard
+    transfer_guard_device_to_device transfer_guard_device_to_host
+    transfer_guard_host_to_device
+""".split())
+_NEAREST = {"shard_map": "jx.pmap (one device per core, or MPI ranks)",
+            "smap": "jx.vmap", "named_call": "calling the function itself",
+            "named_scope": "no scope (jx's IR names values by position)",
+            "debug": "print() outside jit, or jx.config.update('jax_disable_jit', True)",
+            "pure_callback": "computing the value outside jit and passing it in",
+            "custom_gradient": "jx.custom_vjp", "host_count": "jx.process_count",
+            "host_id": "jx.process_index", "typeof": "jx.eval_shape or x.aval",
+            "checkpoint_policies": "jx.checkpoint (without a policy)",
+            "ensure_compile_time_eval": "computing the value with NumPy",
+            "custom_derivatives": "jx.custom_jvp and jx.custom_vjp",
+            "process_indices": "range(jx.process_count())",
+            **{n: f"jx.config.update('jax_{n}', ...)" for n in (
+                "check_tracer_leaks", "debug_key_reuse", "default_device", "default_prng_impl",
+                "enable_checks", "enable_custom_prng", "explain_cache_misses",
+                "legacy_prng_key", "softmax_custom_jvp", "threefry_partitionable",
+                "transfer_guard", "allow_f16_reductions")}}
 
 
 def __dir__():

@@ -19,6 +19,7 @@ from .tree import register_pytree_node, register_pytree_node_class  # noqa: F401
 from .verify import verify
 from .transforms import (float0, grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
                          value_and_grad, vjp)
+jacobian = jacrev          # jax.jacobian is jacrev
 from .vmap import vmap  # noqa: F401
 from .pmap import (Device, bind_axis, device_count, devices, local_device_count,  # noqa: F401
                    local_devices, pmap, process_count, process_index)

@@ -48,6 +48,23 @@ class VerifyError(JxError):
     """The IR verifier found an ill-formed graph."""
 
 
+class NotInJx(JxError, AttributeError, NotImplementedError):
+    """A name JAX has that jx does not (yet). An AttributeError, so hasattr() and
+    getattr(..., default) still answer False/default; a NotImplementedError, so it
+    reads as what it is."""
+
+
+def missing_name(module: str, name: str, jax_only, nearest: dict, why: str = ""):
+    """The error for `module.name`: NotInJx naming JAX's counterpart and jx's nearest
+    equivalent for a name JAX has, a plain AttributeError for any other name."""
+    jax_module = "jax" + module[2:]
+    if name not in jax_only:
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    hint = f"; use {nearest[name]}" if name in nearest else ""
+    return NotInJx(f"{module}.{name} ({jax_module}.{name}) is {why or 'not implemented yet'}"
+                   f"{hint}")
+
+
 class OutOfMemoryError(JxError, MemoryError):
     """A compiled function's results or scratch memory could not be allocated."""
 

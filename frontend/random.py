@@ -576,3 +576,25 @@ __all__ = ["PRNGKey", "key", "key_data", "split", "fold_in", "threefry_2x32", "b
            "random_bits", "uniform", "normal", "truncated_normal", "erfinv", "bernoulli",
            "gumbel", "exponential", "categorical", "randint", "permutation", "choice"]
 _wrap_public(globals(), __all__)
+
+
+# jax.random's samplers jx.random does not have yet (JAX 0.10.2)
+_JAX_ONLY = frozenset("""
+    ball beta binomial cauchy chisquare clone dirichlet double_sided_maxwell f gamma
+    generalized_normal geometric key_dtype key_impl laplace loggamma logistic lognormal
+    maxwell multinomial multivariate_normal orthogonal pareto poisson rademacher rayleigh
+    t triangular wald weibull_min wrap_key_data
+""".split())
+_NEAREST = {"cauchy": "tan(pi * (uniform(key, shape) - 0.5))",
+            "laplace": "a signed exponential: exponential(key) * (2 * bernoulli(key2) - 1)",
+            "logistic": "log(u) - log1p(-u) of a uniform u",
+            "lognormal": "exp(normal(key, shape) * sigma)",
+            "rademacher": "2 * bernoulli(key, 0.5, shape) - 1",
+            "orthogonal": "jx.nn.initializers.orthogonal()(key, (n, n))",
+            "clone": "the key itself (jx keys are plain uint32 arrays)",
+            "wrap_key_data": "the uint32 array itself (jx keys are plain uint32 arrays)"}
+
+
+def __getattr__(name):
+    from .errors import missing_name
+    raise missing_name("jx.random", name, _JAX_ONLY, _NEAREST)

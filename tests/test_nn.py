@@ -151,3 +151,29 @@ def test_standardize_given_stats_and_glu_error():
     np.testing.assert_allclose(out, (x - 1) / 2)
     with pytest.raises(ValueError, match="even"):
         nn.glu(np.zeros((2, 3)))
+
+
+def test_more_activations_against_their_formulas_and_jax():
+    x = np.linspace(-3, 3, 25).astype(np.float32)
+    pos = np.linspace(0.01, 5, 25).astype(np.float32)
+    sp = np.log1p(np.exp(x.astype(np.float64)))
+    want = {"tanh": np.tanh(x), "identity": x, "mish": x * np.tanh(sp),
+            "squareplus": (x + np.sqrt(x.astype(np.float64) ** 2 + 4)) / 2,
+            "sparse_plus": np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1.0) ** 2 / 4)),
+            "sparse_sigmoid": np.clip((x + 1.0) / 2, 0, 1)}
+    for name, w in want.items():
+        got = jx.jit(getattr(nn, name))(x)
+        assert got.dtype == np.float32, name
+        np.testing.assert_allclose(np.asarray(got), w, rtol=2e-6, atol=2e-6, err_msg=name)
+    np.testing.assert_allclose(np.asarray(nn.log1mexp(pos)),
+                               np.log(-np.expm1(-pos.astype(np.float64))), rtol=2e-6)
+    m = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(nn.logmeanexp(m, axis=1)),
+                               np.log(np.mean(np.exp(m.astype(np.float64)), axis=1)), rtol=2e-6)
+    with pytest.raises(AttributeError, match="dot_product_attention .*not implemented"):
+        nn.dot_product_attention
+    jax = pytest.importorskip("jax")
+    for name in list(want) + ["log1mexp"]:
+        arg = pos if name == "log1mexp" else x
+        np.testing.assert_allclose(np.asarray(getattr(nn, name)(arg)),
+                                   np.asarray(getattr(jax.nn, name)(arg)), rtol=1e-6, atol=1e-6)

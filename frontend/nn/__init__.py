@@ -247,6 +247,62 @@ def glu(x, axis=-1):
     return jnp.multiply(a, sigmoid(b))
 
 
+def tanh(x):
+    return jnp.tanh(x)
+
+
+def identity(x):
+    """x as an array (jax.nn.identity)."""
+    return jnp.asarray(x)
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _float(x)
+    return jnp.multiply(x, jnp.tanh(softplus(x)))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2: a smooth ReLU made of algebraic operations."""
+    x = _float(x)
+    return jnp.multiply(jnp.add(x, jnp.sqrt(jnp.add(jnp.square(x), _c(b, x)))), _c(0.5, x))
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1, (x + 1)^2 / 4 between (jax.nn.sparse_plus)."""
+    x = _float(x)
+    mid = jnp.multiply(jnp.square(jnp.add(x, _c(1.0, x))), _c(0.25, x))
+    return jnp.where(x <= -1.0, jnp.zeros_like(x), jnp.where(x >= 1.0, x, mid))
+
+
+def sparse_sigmoid(x):
+    """0 below -1, 1 above 1, (x + 1) / 2 between: the derivative of sparse_plus."""
+    x = _float(x)
+    return jnp.clip(jnp.multiply(jnp.add(x, _c(1.0, x)), _c(0.5, x)), 0.0, 1.0)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x > 0, by log1p or log(-expm1) whichever is accurate."""
+    x = _float(x)
+    small = x < _c(float(np.log(2.0)), x)
+    return jnp.where(small, jnp.log(jnp.negative(jnp.expm1(jnp.negative(x)))),
+                     jnp.log1p(jnp.negative(jnp.exp(jnp.negative(x)))))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) along axis: logsumexp minus the log of the count."""
+    x = _float(x)
+    if where is not None:
+        n = jnp.sum(jnp.asarray(where, bool) & jnp.ones(u.shape_of(x), bool), axis=axis,
+                    keepdims=keepdims)
+        x = jnp.where(where, x, -jnp.inf)
+    else:
+        axes = _axes(x, axis)
+        n = int(np.prod([u.shape_of(x)[a] for a in axes], dtype=np.int64))
+    return jnp.subtract(logsumexp(x, axis=axis, keepdims=keepdims),
+                        jnp.log(jnp.asarray(n, x.dtype)))
+
+
 def one_hot(x, num_classes: int, dtype=float, axis=-1):
     """1 where x equals the class index along a new axis, else 0 (all 0 when out of range)."""
     x = u.as_value(x)
@@ -263,7 +319,18 @@ def one_hot(x, num_classes: int, dtype=float, axis=-1):
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu",
            "swish", "gelu", "elu", "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid",
            "hard_silu", "hard_swish", "logsumexp", "softmax", "log_softmax", "standardize",
-           "normalize", "glu", "one_hot"]
+           "normalize", "glu", "one_hot", "tanh", "identity", "mish", "squareplus",
+           "sparse_plus", "sparse_sigmoid", "log1mexp", "logmeanexp"]
+
+# jax.nn's names jx.nn does not have yet (JAX 0.10.2)
+_JAX_ONLY = frozenset({"dot_product_attention", "get_scaled_dot_general_config",
+                       "scaled_dot_general", "scaled_matmul"})
+
+
+def __getattr__(name):
+    from ..errors import missing_name
+    raise missing_name("jx.nn", name, _JAX_ONLY, {
+        "dot_product_attention": "softmax(q @ k.T / sqrt(d)) @ v written with jx.numpy"})
 
 
 # ---- numerically stable derivatives (custom_jvp): the rules use the closed forms

@@ -3,11 +3,7 @@ asking for one gives a one-line error naming it (and jx's nearest equivalent
 where there is one) instead of a bare AttributeError."""
 from __future__ import annotations
 
-
-class NotInJx(AttributeError, NotImplementedError):
-    """A jax.numpy name jx.numpy lacks. An AttributeError, so hasattr() and
-    getattr(..., default) still answer False/default; a NotImplementedError, so
-    it reads as what it is."""
+from ..errors import NotInJx, missing_name
 
 
 # jax.numpy 0.10.2's public names not in jx.numpy
@@ -84,11 +80,9 @@ def missing(name: str) -> AttributeError:
         return NotInJx("jx.numpy.bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
     if name not in JAX_ONLY:
         return AttributeError(f"module 'jx.numpy' has no attribute {name!r}")
+    why = ""
     if name.startswith(_COMPLEX):
         why = "not available: jx has no complex dtypes yet"
     elif name.startswith(_NARROW):
         why = "not available: jx has no sub-byte or 8-bit float dtypes"
-    else:
-        why = "not implemented yet"
-    hint = f"; use {NEAREST[name]}" if name in NEAREST else ""
-    return NotInJx(f"jx.numpy.{name} (jax.numpy.{name}) is {why}{hint}")
+    return missing_name("jx.numpy", name, JAX_ONLY, NEAREST, why)
