@@ -570,6 +570,148 @@ def spence(x):
     return _spence(_strong(_float1(x)))
 
 
+def comb(N, k, *, repetition=False):
+    """The binomial coefficient N choose k as a float (Gamma form, so non-integer N
+    and k work); with repetition, (N + k - 1) choose k. 0 where k < 0, k > N or N < 0."""
+    n, k = _floats(N, k)
+    if repetition:
+        n = jnp.subtract(jnp.add(n, k), 1.0)
+    n_k = jnp.subtract(n, k)
+    ok = jnp.logical_and(jnp.logical_and(jnp.greater_equal(k, 0.0), jnp.greater_equal(n_k, 0.0)),
+                         jnp.greater_equal(n, 0.0))
+    ns = _where(ok, n, jnp.ones_like(n))
+    ks = _where(ok, k, jnp.ones_like(k))
+    nks = _where(ok, n_k, _zeros(n_k))
+    lg = jnp.subtract(_gammaln(jnp.add(ns, 1.0)),
+                      jnp.add(_gammaln(jnp.add(ks, 1.0)), _gammaln(jnp.add(nks, 1.0))))
+    return _where(ok, jnp.exp(lg), _zeros(lg))
+
+
+def bernoulli(n):
+    """The Bernoulli numbers B_0 .. B_n (B_1 = -1/2), n a Python int, as an array of
+    the default float dtype (computed exactly, then rounded)."""
+    import fractions
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"jx.scipy.special.bernoulli: n must be >= 0, got {n}")
+    b = [fractions.Fraction(1)]
+    for m in range(1, n + 1):          # sum_{j<=m} C(m+1, j) B_j = 0
+        b.append(-sum(math.comb(m + 1, j) * b[j] for j in range(m)) / (m + 1))
+    return jnp.asarray(np.array([float(v) for v in b]), dtype=dtypes.default_float())
+
+
+_EULER = 0.5772156649015329
+
+
+def _e1_impl(x):
+    """E1(x) for x > 0: its power series up to 1, the continued fraction
+    e^-x / (x + 1 - 1/(x + 3 - 4/(x + 5 - ...))) beyond (modified Lentz)."""
+    small = jnp.less_equal(x, 1.0)
+    xs = _where(small, x, jnp.ones_like(x))
+    # -gamma - log x - sum_{k>=1} (-x)^k / (k k!)
+    term = jnp.negative(xs)
+    total = term
+    for k in range(2, 26 if _is64(x) else 14):
+        term = jnp.multiply(term, jnp.divide(jnp.negative(xs), float(k)))
+        total = jnp.add(total, jnp.divide(term, float(k)))
+    series = jnp.subtract(jnp.negative(jnp.add(_EULER, jnp.log(xs))), total)
+    xl = _where(small, jnp.full_like(x, 2.0), x)
+    tiny, eps = _tiny(x), float(np.finfo(x.dtype).eps)
+    b0 = jnp.add(xl, 1.0)
+    d0 = jnp.reciprocal(b0)
+
+    def cf(i, c):
+        bb, cc, dd, h, done = c
+        k = jnp.add(i, 1.0)
+        an = jnp.negative(jnp.multiply(k, k))
+        bb = jnp.add(bb, 2.0)
+        dd = jnp.add(jnp.multiply(an, dd), bb)
+        dd = jnp.reciprocal(_where(jnp.less(jnp.abs(dd), tiny), jnp.full_like(dd, tiny), dd))
+        cc = jnp.add(bb, jnp.divide(an, cc))
+        cc = _where(jnp.less(jnp.abs(cc), tiny), jnp.full_like(cc, tiny), cc)
+        h, done = _lentz_step(h, jnp.multiply(dd, cc), done, eps)
+        return bb, cc, dd, h, done
+    init = (b0, jnp.full_like(x, 1 / tiny), d0, d0, jnp.zeros(x.shape, bool))
+    h = _loop(80 if _is64(x) else 40, cf, init)[3]
+    return _where(small, series, jnp.multiply(jnp.exp(jnp.negative(xl)), h))
+
+
+def _ei_pos(x):
+    """Ei(x) for x > 0: gamma + log x + sum x^k / (k k!) up to a threshold, the
+    asymptotic e^x / x * sum k! / x^k beyond (its terms are smallest near k = x)."""
+    k64 = _is64(x)
+    cut = 40.0 if k64 else 20.0
+    small = jnp.less_equal(x, cut)
+    xs = _where(small, x, jnp.ones_like(x))
+
+    def body(i, c):
+        term, total = c
+        k = jnp.add(i, 1.0)
+        term = jnp.multiply(term, jnp.divide(xs, k))
+        return term, jnp.add(total, jnp.divide(term, k))
+    _, total = _loop(130 if k64 else 75, body, (jnp.ones_like(x), _zeros(x)))
+    series = jnp.add(jnp.add(_EULER, jnp.log(xs)), total)
+    xl = _where(small, jnp.full_like(x, cut + 1.0), x)
+    inv = jnp.reciprocal(xl)
+    term = jnp.ones_like(x)
+    acc = jnp.ones_like(x)
+    for k in range(1, int(cut)):
+        term = jnp.multiply(term, jnp.multiply(inv, float(k)))
+        acc = jnp.add(acc, term)
+    # e^x / x in two halves, so it overflows only when Ei does
+    half = jnp.exp(jnp.multiply(xl, 0.5))
+    asym = jnp.multiply(jnp.multiply(half, jnp.multiply(half, inv)), acc)
+    return _where(small, series, asym)
+
+
+@custom_jvp
+def _exp1(x):
+    def impl(x):
+        pos = jnp.greater(x, 0.0)
+        out = _e1_impl(_where(pos, jnp.minimum(x, 1e30), jnp.ones_like(x)))
+        out = _where(pos, out, _where(jnp.equal(x, 0.0), jnp.full_like(x, np.inf),
+                                      jnp.full_like(x, np.nan)))
+        return _where(jnp.isinf(x), jnp.full_like(x, np.nan), out)    # JAX: NaN at inf
+    return _in32(impl, x)
+
+
+@_exp1.defjvp
+def _exp1_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _exp1(x), jnp.multiply(t, jnp.negative(jnp.divide(jnp.exp(jnp.negative(x)), x)))
+
+
+def exp1(x):
+    """The exponential integral E1(x) = int_x^inf e^-t / t dt for x > 0; inf at 0,
+    NaN for x < 0 and at inf (as JAX). A strong dtype."""
+    return _exp1(_strong(_float1(x)))
+
+
+@custom_jvp
+def _expi(x):
+    def impl(x):
+        pos = jnp.greater(x, 0.0)
+        neg = jnp.less(x, 0.0)
+        ax = _where(jnp.logical_or(pos, neg), jnp.minimum(jnp.abs(x), 1e30), jnp.ones_like(x))
+        out = _where(pos, _ei_pos(_where(pos, ax, jnp.ones_like(x))),
+                     jnp.negative(_e1_impl(_where(neg, ax, jnp.ones_like(x)))))
+        bad = jnp.logical_or(jnp.equal(x, 0.0), jnp.isinf(x))        # JAX: NaN there
+        return _where(bad, jnp.full_like(x, np.nan), out)
+    return _in32(impl, x)
+
+
+@_expi.defjvp
+def _expi_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _expi(x), jnp.multiply(t, jnp.divide(jnp.exp(x), x))
+
+
+def expi(x):
+    """The exponential integral Ei(x) (principal value); -E1(-x) for x < 0; NaN at 0
+    and +-inf (as JAX). A strong dtype."""
+    return _expi(_strong(_float1(x)))
+
+
 # ---------------------------------------------------------------- incomplete gamma, beta
 def _loop(n: int, body, init):
     from ..lax import fori_loop      # a fixed trip count: differentiable by composition
@@ -1245,6 +1387,6 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "digamma", "polygamma", "zeta", "betaln", "beta", "multigammaln", "factorial",
            "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc", "betainc",
            "erfcx", "i0", "i0e", "i1", "i1e", "loggamma", "poch", "boxcox", "boxcox1p",
-           "spence"]
+           "spence", "comb", "bernoulli", "exp1", "expi"]
 
 _wrap_public(globals(), [n for n in __all__ if n not in ("softmax", "log_softmax")])
