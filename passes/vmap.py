@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
+from jx.array import Array
 from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
@@ -40,6 +43,8 @@ def move_to_front(x, d, axis_size: int):
     import jx.numpy as jnp
     if d is None:
         a = get_aval(x)
+        if isinstance(x, (np.ndarray, np.generic)):   # a graph's constant keeps its dtype
+            x = Array(np.asarray(x), a.weak_type)     # (NumPy data would be canonicalised)
         return jnp.broadcast_to(x, (axis_size,) + a.shape)
     return x if d == 0 else jnp.moveaxis(x, d, 0)
 
