@@ -7,7 +7,7 @@ import pytest
 import jx
 from jx.errors import NotInJx
 
-MODULES = ["jx", "jx.numpy", "jx.lax", "jx.random", "jx.nn"]
+MODULES = ["jx", "jx.numpy", "jx.lax", "jx.random", "jx.nn", "jx.scipy.linalg"]
 
 
 @pytest.mark.parametrize("module", MODULES)
