@@ -23,6 +23,7 @@ from .indexing import IndexUpdateHelper, getitem, take, take_along_axis  # noqa:
 from .sorting import argsort, lexsort, sort  # noqa: F401
 from ._standard import *  # noqa: F401,F403  (the array API's spellings and additions)
 from ._sets import *  # noqa: F401,F403  (nonzero, unique, searchsorted)
+from ._quantiles import *  # noqa: F401,F403  (quantile, percentile, median, nan- variants)
 from . import linalg  # noqa: F401
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 

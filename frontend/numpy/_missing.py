@@ -19,10 +19,10 @@ JAX_ONLY = frozenset("""
     hamming hanning histogram histogram2d histogram_bin_edges histogramdd hsplit i0
     index_exp indices insert int1 int2 int4 interp intersect1d iscomplex iscomplexobj
     isin isreal isrealobj iterable ix_ kaiser lcm ldexp load logspace mask_indices
-    matvec median mgrid modf nanargmax nanargmin nancumprod nancumsum nanmedian
-    nanpercentile nanquantile nanstd nanvar object_ ogrid packbits partition percentile
+    matvec  mgrid modf nanargmax nanargmin nancumprod nancumsum 
+      nanstd nanvar object_ ogrid packbits partition 
     piecewise place poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
-    printoptions put put_along_axis quantile r_ ravel_multi_index resize rollaxis roots
+    printoptions put put_along_axis  r_ ravel_multi_index resize rollaxis roots
     rot90 s_ save savez select set_printoptions setdiff1d setxor1d sinc sort_complex
     spacing trapezoid tril_indices tril_indices_from trim_zeros triu_indices
     triu_indices_from ufunc uint1 uint2 uint4 union1d unpackbits unravel_index unwrap
@@ -35,8 +35,6 @@ NEAREST = {
     "partition": "sort", "nanargmax": "argmax(where(isnan(x), -inf, x))",
     "nanargmin": "argmin(where(isnan(x), inf, x))", "nancumsum": "cumsum(nan_to_num(x))",
     "nancumprod": "cumprod(where(isnan(x), 1, x))", "nanstd": "std", "nanvar": "var",
-    "median": "sort (and take the middle)", "quantile": "sort", "percentile": "sort",
-    "nanmedian": "sort", "nanquantile": "sort", "nanpercentile": "sort",
     "hsplit": "split(x, n, axis=1)", "vsplit": "split(x, n, axis=0)",
     "dsplit": "split(x, n, axis=2)", "rot90": "flip and swapaxes",
     "rollaxis": "moveaxis", "block": "concatenate", "choose": "where or take_along_axis",
