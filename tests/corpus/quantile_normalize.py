@@ -25,7 +25,8 @@ def main():
     x = rng.gamma(2.0, size=(20, 4)) * np.array([1.0, 2.0, 0.5, 3.0])
     qn = quantile_normalize(x)
     top = jnp.take_along_axis(x, jnp.argsort(-x, axis=0)[:3], axis=0)
-    return {"qn": qn, "rho": spearman(x[:, 0], x[:, 1]), "top3": top}
+    return {"qn": qn, "rho": spearman(x[:, 0], x[:, 1]), "top3": top,
+            "median": jnp.median(x, axis=0), "p90": jnp.percentile(x[:, 0], 90.0)}
 
 
 def bench():
