@@ -49,7 +49,8 @@ NEAREST = {
     "interp": "searchsorted", "gcd": "a while_loop of remainder", "lcm": "gcd",
     "ldexp": "x * 2.0 ** e", "frexp": "log2 and floor", "modf": "trunc and subtract",
     "spacing": "nextafter(x, inf) - x", "sinc": "sin(pi * x) / (pi * x)",
-    "trapezoid": "sum of (y[1:] + y[:-1]) / 2 * dx", "convolve": "a sum of shifted slices (convolutions come with their issue)",
+    "trapezoid": "sum of (y[1:] + y[:-1]) / 2 * dx",
+    "convolve": "a sum of shifted slices (convolutions come with their issue)",
     "correlate": "a sum of shifted slices", "cov": "mean and matmul",
     "corrcoef": "mean and matmul", "vander": "power(x[:, None], arange(n))",
     "polyval": "a loop of multiply and add", "geomspace": "exp(linspace(log(a), log(b)))",
@@ -62,7 +63,7 @@ NEAREST = {
     "array_equiv": "all(equal(a, b))", "iterable": "hasattr(x, '__iter__')",
     "apply_along_axis": "jx.vmap", "apply_over_axes": "a loop over the axes",
     "vectorize": "jx.vmap", "frompyfunc": "jx.vmap",
-        "einsum_path": "einsum", "unwrap": "diff and cumsum", "gradient": "diff",
+    "einsum_path": "einsum", "unwrap": "diff and cumsum", "gradient": "diff",
     "trim_zeros": "nonzero", "iscomplexobj": "False for every jx array (no complex dtypes)",
     "isrealobj": "True for every jx array (no complex dtypes)", "iscomplex": "zeros_like(x, bool)",
     "isreal": "ones_like(x, bool)",
@@ -76,8 +77,6 @@ def missing(name: str) -> AttributeError:
     """The error for jx.numpy.<name>."""
     if name == "bfloat16":
         return NotInJx("jx.numpy.bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
-    if name not in JAX_ONLY:
-        return AttributeError(f"module 'jx.numpy' has no attribute {name!r}")
     why = ""
     if name.startswith(_COMPLEX):
         why = "not available: jx has no complex dtypes yet"

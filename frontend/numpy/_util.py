@@ -51,10 +51,9 @@ def _from_python(x) -> np.ndarray:
     if arr.dtype == object:
         raise TypeError(f"cannot make an array of {x!r}: elements must be numbers or "
                         "arrays (traced values inside a list need jx.numpy.stack)")
-    if arr.dtype.kind == "i" and arr.dtype.itemsize == 8 and arr.size and \
-            not dtypes.x64() and (arr.min() < -2**31 or arr.max() >= 2**31):
-        big = arr.max() if arr.max() >= 2**31 else arr.min()
-        dtypes.python_scalar_dtype(int(big))        # JAX's OverflowError, naming it
+    if arr.dtype.kind == "i" and arr.dtype.itemsize == 8 and arr.size and not dtypes.x64():
+        for extreme in (int(arr.min()), int(arr.max())):
+            dtypes.python_scalar_dtype(extreme)     # JAX's OverflowError beyond int32
     return canonical_array(arr)
 
 

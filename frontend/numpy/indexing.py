@@ -149,7 +149,7 @@ def _wrap(i, n: int):
     to hold n (int8 on 200 elements, int32 past 2**31) is widened first: i + n
     must not overflow."""
     if i.dtype.kind == "i" and n > np.iinfo(i.dtype).max:
-        wide = dtypes.int32 if n < 2**31 else dtypes.int64
+        wide = dtypes.index_dtype(n)
         i = i.astype(wide) if isinstance(i, np.ndarray) else convert(i, wide)
     if isinstance(i, np.ndarray):
         return np.where(i < 0, i + n, i)
