@@ -24,6 +24,8 @@ from .sorting import argsort, lexsort, sort  # noqa: F401
 from ._standard import *  # noqa: F401,F403  (the array API's spellings and additions)
 from ._sets import *  # noqa: F401,F403  (nonzero, unique, searchsorted)
 from ._quantiles import *  # noqa: F401,F403  (quantile, percentile, median, nan- variants)
+from ._gridtools import *  # noqa: F401,F403  (index helpers, grids, insert/delete, select)
+from ._numerics import *  # noqa: F401,F403  (histograms, interp, cov, polynomials, windows)
 from . import linalg  # noqa: F401
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
