@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
-from . import dtypes
-from .core import Tracer, bind_like
-from .errors import ShapeError
-from .numpy import _util as u
-from .numpy.creation import _wrap_public
-from .prims import random_bits as rb
-from .prims import structural as st
+from .. import dtypes
+from ..core import Tracer, bind_like
+from ..errors import ShapeError
+from ..numpy import _util as u
+from ..numpy.creation import _wrap_public
+from ..prims import random_bits as rb
+from ..prims import structural as st
 
 _U32_MASK = 0xFFFFFFFF
 _UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -30,7 +30,7 @@ _UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)
 
 
 def _jnp():
-    from . import numpy as jnp
+    from .. import numpy as jnp
     return jnp
 
 
@@ -125,7 +125,7 @@ def threefry_2x32(key, count):
     """
     k = _check_key(key, "threefry_2x32")
     jnp = _jnp()
-    from .numpy.manipulation import slice_axis
+    from ..numpy.manipulation import slice_axis
     count = u.as_value(count)
     c = jnp.ravel(u.convert(count, dtypes.uint32, [k]))
     n = u.shape_of(c)[0]
@@ -267,7 +267,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=float):
     if shape is None:
         shape = u.broadcast_shapes(u.shape_of(lower), u.shape_of(upper))
     sqrt2 = np.asarray(np.sqrt(2.0), dt)
-    from .lax import erf
+    from ..lax import erf
     a = erf(jnp.divide(lower, sqrt2))
     b = erf(jnp.divide(upper, sqrt2))
     out = jnp.multiply(sqrt2, erfinv(uniform(key, shape, dt, a, b)))
@@ -478,7 +478,7 @@ def _shuffle(k, x, axis: int):
 
 
 def _sort_by(keys, x, axis: int):
-    from .numpy.sorting import sort_along
+    from ..numpy.sorting import sort_along
     return sort_along([keys, x], axis)[1]
 
 
@@ -544,7 +544,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     if p is None and not replace:
         perm = permutation(k, n if nd == 0 else av, axis)
         ax = 0 if nd == 0 else u.canonical_axis(axis, nd)
-        from .numpy.manipulation import slice_axis
+        from ..numpy.manipulation import slice_axis
         picked = slice_axis(perm, ax, 0, draws)
         if nd <= 1:
             return jnp.reshape(picked, shape)
@@ -557,7 +557,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
         if u.shape_of(pv) != (n,):
             raise ShapeError(f"p must have shape ({n},), got {u.shape_of(pv)}")
         if replace:
-            from .numpy.manipulation import slice_axis
+            from ..numpy.manipulation import slice_axis
             cum = jnp.cumsum(pv)
             total = jnp.reshape(slice_axis(cum, 0, n - 1, n), ())
             r = jnp.multiply(total, jnp.subtract(1, uniform(k, shape, pv.dtype)))
@@ -566,7 +566,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
             ind = jnp.minimum(jnp.sum(below, axis=-1, dtype=np.int32), n - 1)
         else:
             # Gumbel top-k: the draws largest of log(p) + Gumbel noise
-            from .numpy.manipulation import slice_axis
+            from ..numpy.manipulation import slice_axis
             g = jnp.add(gumbel(k, (n,), pv.dtype), jnp.log(pv))
             ind = jnp.reshape(slice_axis(jnp.argsort(g, descending=True), 0, 0, draws), shape)
     return ind if nd == 0 else _take1d(av, ind)
@@ -596,5 +596,5 @@ _NEAREST = {"cauchy": "tan(pi * (uniform(key, shape) - 0.5))",
 
 
 def __getattr__(name):
-    from .errors import missing_name
+    from ..errors import missing_name
     raise missing_name("jx.random", name, _JAX_ONLY, _NEAREST)
