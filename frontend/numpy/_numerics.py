@@ -1,8 +1,8 @@
 """Numerical routines of jax.numpy built on jx.numpy: counting and histograms,
-interp, cov/corrcoef, convolve/correlate, finite differences (trapezoid,
+interp, cov/corrcoef, finite differences (trapezoid,
 gradient, unwrap), the nan- reductions that were missing, partition, matvec and
 the window functions. The elementwise math (gcd, frexp, sinc, i0, bit counts),
-the polynomials and the set operations live in the modules star-imported at the
+convolution and the polynomials, and the set operations live in the modules star-imported at the
 end. Data-dependent sizes take JAX's static arguments (bincount's length=,
 histogram's integer bins); without them they need concrete values."""
 from __future__ import annotations
@@ -337,48 +337,6 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
     return uf.clip(c, -1, 1)
 
 
-# -------------------------------------------------------------- convolution
-
-
-def _conv(x, y, mode, op, precision, preferred_element_type):
-    from ._products import matmul
-    from .indexing import take
-    if len(shape_of(x)) != 1 or len(shape_of(y)) != 1:
-        raise ShapeError(f"{op}: only 1-d inputs are supported, got shapes {shape_of(x)} "
-                         f"and {shape_of(y)}")
-    x, y = _inexact(x, y) if preferred_element_type is None else promote_dtypes(x, y)
-    nx, ny = shape_of(x)[0], shape_of(y)[0]
-    if nx == 0 or ny == 0:
-        raise ValueError(f"{op}: inputs cannot be empty, got shapes {shape_of(x)} and "
-                         f"{shape_of(y)}")
-    reverse = False
-    if nx < ny:
-        x, y, nx, ny = y, x, ny, nx
-        reverse = op == "correlate"
-    if op == "convolve":
-        y = mp.flip(y)
-    pads = {"valid": (0, 0), "same": (ny // 2, ny - ny // 2 - 1),
-            "full": (ny - 1, ny - 1)}
-    if mode not in pads:
-        raise ValueError(f"{op}: mode must be one of 'full', 'same', 'valid', got {mode!r}")
-    xp = mp.pad(x, [pads[mode]])
-    nout = shape_of(xp)[0] - ny + 1
-    # out[k] = sum_j xp[k + j] * y[j]: the windows of xp times y, one matmul
-    windows = take(xp, np.arange(nout)[:, None] + np.arange(ny)[None, :])
-    out = matmul(windows, y, precision=precision, preferred_element_type=preferred_element_type)
-    return mp.flip(out) if reverse else out
-
-
-def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
-    """The discrete linear convolution of the 1-d a and v."""
-    return _conv(a, v, mode, "convolve", precision, preferred_element_type)
-
-
-def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-    """The cross-correlation of the 1-d a and v: c[k] = sum_n a[n + k] v[n]."""
-    return _conv(a, v, mode, "correlate", precision, preferred_element_type)
-
-
 # ------------------------------------------------------ finite differences
 
 
@@ -680,7 +638,7 @@ def kaiser(M, beta):
 
 
 __all__ = ["bincount", "histogram_bin_edges", "histogram", "histogramdd", "histogram2d",
-           "digitize", "interp", "cov", "corrcoef", "convolve", "correlate", "trapezoid",
+           "digitize", "interp", "cov", "corrcoef", "trapezoid",
            "gradient", "unwrap", "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanvar",
            "nanstd", "partition", "argpartition", "matvec", "vecmat", "bartlett", "blackman",
            "hamming", "hanning", "kaiser"]
@@ -688,7 +646,7 @@ _wrap_public(globals(), __all__)
 
 from ._mathfuncs import *  # noqa: E402,F401,F403  (gcd, frexp, sinc, i0, bit counts, ...)
 from ._mathfuncs import __all__ as _math_all  # noqa: E402
-from ._polynomials import *  # noqa: E402,F401,F403  (polyval, polymul, ...)
+from ._polynomials import *  # noqa: E402,F401,F403  (convolve, correlate, polyval, ...)
 from ._polynomials import __all__ as _poly_all  # noqa: E402
 from ._setops import *  # noqa: E402,F401,F403  (isin, intersect1d, ...)
 from ._setops import __all__ as _set_all  # noqa: E402

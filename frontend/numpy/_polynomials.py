@@ -1,6 +1,6 @@
-"""jax.numpy's polynomial helpers over jx.numpy: coefficient arrays, highest
-power first. polyfit and roots need a least-squares solver and eigenvalues
-(complex ones), which jx.numpy.linalg does not have yet."""
+"""convolve, correlate and jax.numpy's polynomial helpers over jx.numpy
+(coefficient arrays, highest power first). polyfit and roots need a
+least-squares solver and (complex) eigenvalues, which jx does not have yet."""
 from __future__ import annotations
 
 import operator
@@ -28,6 +28,49 @@ def _vector(p, name):
     if len(shape_of(p)) != 1:
         raise ShapeError(f"{name}: coefficients must be 1-d, got shape {shape_of(p)}")
     return p
+
+
+# -------------------------------------------------------------- convolution
+
+
+def _conv(x, y, mode, op, precision, preferred_element_type):
+    from ._products import matmul
+    from .indexing import take
+    if len(shape_of(x)) != 1 or len(shape_of(y)) != 1:
+        raise ShapeError(f"{op}: only 1-d inputs are supported, got shapes {shape_of(x)} "
+                         f"and {shape_of(y)}")
+    x, y = promote_dtypes(x, y, to_float=preferred_element_type is None)
+    nx, ny = shape_of(x)[0], shape_of(y)[0]
+    if nx == 0 or ny == 0:
+        raise ValueError(f"{op}: inputs cannot be empty, got shapes {shape_of(x)} and "
+                         f"{shape_of(y)}")
+    reverse = False
+    if nx < ny:
+        x, y, nx, ny = y, x, ny, nx
+        reverse = op == "correlate"
+    if op == "convolve":
+        y = mp.flip(y)
+    pads = {"valid": (0, 0), "same": (ny // 2, ny - ny // 2 - 1),
+            "full": (ny - 1, ny - 1)}
+    if mode not in pads:
+        raise ValueError(f"{op}: mode must be one of 'full', 'same', 'valid', got {mode!r}")
+    xp = mp.pad(x, [pads[mode]])
+    nout = shape_of(xp)[0] - ny + 1
+    # out[k] = sum_j xp[k + j] * y[j]: the windows of xp times y, one matmul
+    windows = take(xp, np.arange(nout)[:, None] + np.arange(ny)[None, :])
+    out = matmul(windows, y, precision=precision, preferred_element_type=preferred_element_type)
+    return mp.flip(out) if reverse else out
+
+
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """The discrete linear convolution of the 1-d a and v."""
+    return _conv(a, v, mode, "convolve", precision, preferred_element_type)
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """The cross-correlation of the 1-d a and v: c[k] = sum_n a[n + k] v[n]."""
+    return _conv(a, v, mode, "correlate", precision, preferred_element_type)
+
 
 
 def polyval(p, x, *, unroll=16):
@@ -74,7 +117,6 @@ def _trim_leading(a, name, tol=None):
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
     """The product of two polynomials (the convolution of their coefficients)."""
-    from ._numerics import convolve
     a1, a2 = promote_dtypes(a1, a2, to_float=True)
     a1, a2 = _vector(asarray(a1), "polymul"), _vector(asarray(a2), "polymul")
     if trim_leading_zeros and (shape_of(a1)[0] > 1 or shape_of(a2)[0] > 1):
@@ -146,7 +188,6 @@ def polyint(p, m=1, k=None):
 def poly(seq_of_zeros):
     """The coefficients of the monic polynomial with the given roots (1-d only:
     a matrix's characteristic polynomial needs eigvals, which jx lacks)."""
-    from ._numerics import convolve
     (z,) = promote_dtypes(seq_of_zeros, to_float=True)
     z = mp.atleast_1d(asarray(z))
     s = shape_of(z)
@@ -164,5 +205,5 @@ def poly(seq_of_zeros):
     return a
 
 
-__all__ = ["polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "poly"]
+__all__ = ["convolve", "correlate", "polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "poly"]
 _wrap_public(globals(), __all__)
