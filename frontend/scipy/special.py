@@ -714,7 +714,7 @@ def expi(x):
 
 # ---------------------------------------------------------------- incomplete gamma, beta
 def _loop(n: int, body, init):
-    from ..lax import fori_loop      # a fixed trip count: differentiable by composition
+    from ..lax.control_flow import fori_loop  # a fixed trip count: differentiable by composition
     return fori_loop(0, n, body, init)
 
 
