@@ -61,12 +61,17 @@ def operands(name: str, args, kinds=("float",), *, broadcast: bool = True) -> li
 
 
 def _reweak(out, weak: bool):
-    """out marked weak when the input was (bit tricks go through strong types)."""
-    if not weak or dtype_weak(out)[1]:
+    """out with the weak type lax gives (weak iff every operand is): the jx.numpy
+    functions and bit tricks it is built from may lose or gain it."""
+    if dtype_weak(out)[1] == weak:
         return out
     from ..numpy._util import bind1
     from ..prims import elementwise as ew
-    return bind1(ew.convert_element_type, out, new_dtype=out.dtype, weak_type=True)
+    return bind1(ew.convert_element_type, out, new_dtype=out.dtype, weak_type=weak)
+
+
+def weak_of(vals) -> bool:
+    return all(dtype_weak(v)[1] for v in vals)
 
 
 # ------------------------------------------------------------ float functions
@@ -75,7 +80,7 @@ def _float_unary(name, jnp_name):
     def fn(x):
         from .. import numpy as jnp
         (a,) = operands(name, [x])
-        return getattr(jnp, jnp_name)(a)
+        return _reweak(getattr(jnp, jnp_name)(a), weak_of([a]))
     fn.__name__ = name
     fn.__doc__ = f"lax.{name}: jx.numpy.{jnp_name} on a float operand (no promotion)."
     return fn
@@ -102,7 +107,7 @@ def nextafter(x1, x2):
     """The next float after x1 towards x2; both of one float dtype."""
     from .. import numpy as jnp
     a, b = operands("nextafter", [x1, x2])
-    return jnp.nextafter(a, b)
+    return _reweak(jnp.nextafter(a, b), weak_of([a, b]))
 
 
 def integer_pow(x, y: int):

@@ -2,8 +2,10 @@
 typing (float operands of one dtype, Python scalars float32/float64 and weak)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..numpy.creation import _wrap_public
-from .extras import operands
+from .extras import _reweak, operands, weak_of
 
 
 def _special(name, sp_name, arity=1):
@@ -11,7 +13,8 @@ def _special(name, sp_name, arity=1):
         if len(args) != arity:
             raise TypeError(f"jx.lax.{name} takes {arity} argument(s), got {len(args)}")
         from ..scipy import special as sp
-        return getattr(sp, sp_name)(*operands(name, args))
+        vals = operands(name, args)
+        return _reweak(getattr(sp, sp_name)(*vals), weak_of(vals))
     fn.__name__ = name
     fn.__doc__ = f"lax.{name}: jx.scipy.special.{sp_name} on float operands of one dtype."
     return fn
@@ -57,8 +60,17 @@ def betainc(a, b, x):
 
 
 def polygamma(m, x):
-    """The m-th derivative of digamma at x (m a float holding a whole number)."""
-    return _polygamma(m, x)
+    """The m-th derivative of digamma at x; m is a float array of x's dtype, NaN
+    where it is not a whole number >= 0 (JAX's lax.polygamma)."""
+    from .. import numpy as jnp
+    from ..scipy import special as sp
+    mv, xv = operands("polygamma", [m, x])
+    ok = jnp.logical_and(jnp.equal(mv, jnp.floor(mv)), jnp.greater_equal(mv, 0))
+    # jx.scipy's polygamma takes integer orders: whole ones, capped (n! overflows far
+    # below the cap), converted; the others give NaN below
+    n = jnp.minimum(jnp.where(ok, mv, jnp.zeros_like(mv)), 4096).astype(jnp.int32)
+    out = jnp.where(ok, sp.polygamma(n, xv), jnp.full_like(xv, np.nan))
+    return _reweak(out, weak_of([mv, xv]))
 
 
 def zeta(x, q):
@@ -71,7 +83,7 @@ _erfc, _erf_inv, _lgamma, _digamma = (_special(n, s) for n, s in [
 _i0e, _i1e = _special("bessel_i0e", "i0e"), _special("bessel_i1e", "i1e")
 _igamma, _igammac = _special("igamma", "gammainc", 2), _special("igammac", "gammaincc", 2)
 _betainc = _special("betainc", "betainc", 3)
-_polygamma, _zeta = _special("polygamma", "polygamma", 2), _special("zeta", "zeta", 2)
+_zeta = _special("zeta", "zeta", 2)
 
 __all__ = ["erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "igamma",
            "igammac", "betainc", "polygamma", "zeta"]
