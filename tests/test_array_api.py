@@ -347,3 +347,25 @@ def test_against_jax():
     for a, b in [("int64", "float64"), ("uint64", "int64"), ("int32", "float32")]:
         assert jnp.can_cast(a, b) == jaxnp.can_cast(a, b)
     del jax
+
+
+# --- the whole-suite runner (jx bench --suite array-api) ------------------------
+
+def test_conformance_runner_tallies_and_reports_the_gap():
+    import xml.etree.ElementTree as ET
+    from jx.benchmarks import array_api
+    xml = ET.fromstring(
+        '<testsuites><testsuite>'
+        '<testcase classname="array_api_tests.test_linalg" name="test_det"><failure/></testcase>'
+        '<testcase classname="array_api_tests.test_linalg" name="test_matmul"/>'
+        '<testcase classname="array_api_tests.test_fft" name="test_fft"><skipped/></testcase>'
+        '</testsuite></testsuites>')
+    jx_out = array_api.parse_junit(xml)
+    assert jx_out == {"array_api_tests.test_linalg::test_det": "failed",
+                      "array_api_tests.test_linalg::test_matmul": "passed",
+                      "array_api_tests.test_fft::test_fft": "skipped"}
+    jax_out = dict(jx_out, **{"array_api_tests.test_linalg::test_det": "passed"})
+    assert array_api.tally(jx_out)["test_linalg"] == {"failed": 1, "passed": 1}
+    text = array_api.report({"jx": jx_out, "JAX": jax_out}, "CPU", "cmd", 60.0)
+    assert "| test_linalg | 1 / 1 / 0 | 2 / 0 / 0 |" in text
+    assert "passed by jax.numpy: 1" in text and "`array_api_tests.test_linalg::test_det`" in text
