@@ -67,6 +67,14 @@ def _strong(x):
     return bind1(ew.convert_element_type, x, new_dtype=dt, weak_type=False)
 
 
+def _array_arg(x, what: str):
+    """x as an array (jx or traced); lists are refused, as JAX's array-only arguments."""
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"jx.numpy.{what} must be an array or a scalar, got a "
+                        f"{type(x).__name__}; wrap it in jx.numpy.asarray (as JAX requires)")
+    return x if isinstance(x, Tracer) else asarray(x)
+
+
 def _index_const(values, dt=None):
     """A constant index array (data known now) in the default int dtype."""
     return asarray(np.asarray(values, dtype=np.int64), dt or dtypes.default_int())
@@ -669,6 +677,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     obj must be static (an int, a slice, or a concrete array), unless it holds
     unique integers and assume_unique_indices=True, which traces."""
     x = as_value(arr)
+    if isinstance(obj, (list, tuple)):
+        _array_arg(obj, "delete obj")
     if axis is None:
         x, axis = mp.ravel(x), 0
     axis = canonical_axis(axis, len(shape_of(x)))
@@ -727,6 +737,9 @@ def insert(arr, obj, values, axis=None):
     from .sorting import argsort
     from ._sets import nonzero
     x = as_value(arr)
+    if isinstance(obj, (list, tuple)):
+        _array_arg(obj, "insert obj")
+    _array_arg(values, "insert values")
     if axis is None:
         x, axis = mp.ravel(x), 0
     axis = canonical_axis(_static_int(axis, "insert axis"), len(shape_of(x)))
@@ -757,6 +770,8 @@ def insert(arr, obj, values, axis=None):
             v = mp.moveaxis(v, 0, axis)
         idx = mp.broadcast_to(first, (shape_of(v)[axis],))
     k = broadcast_shapes(shape_of(idx), (shape_of(v)[axis],))[0]
+    if k == 0:
+        return x
     out_shape = list(shape_of(x))
     out_shape[axis] += k
     idx = uf.clip(uf.where(uf.less(idx, 0), uf.add(idx, n), idx), 0, n)
@@ -817,14 +832,23 @@ def iterable(y) -> bool:
     return np.iterable(y)
 
 
+def _bool_like(x, value: bool):
+    """value in x's shape, weak when x is (as JAX's comparison of a weak value)."""
+    x = as_value(x)
+    out = full(shape_of(x), value, dtypes.bool_)
+    if dtype_weak(x)[1]:
+        out = bind1(ew.convert_element_type, out, new_dtype=dtypes.bool_, weak_type=True)
+    return out
+
+
 def isreal(x):
     """True everywhere: jx has no complex dtypes, so every element is real."""
-    return full(shape_of(as_value(x)), True, dtypes.bool_)
+    return _bool_like(x, True)
 
 
 def iscomplex(x):
     """False everywhere: jx has no complex dtypes."""
-    return full(shape_of(as_value(x)), False, dtypes.bool_)
+    return _bool_like(x, False)
 
 
 def iscomplexobj(x) -> bool:
@@ -851,15 +875,16 @@ def ediff1d(ary, to_end=None, to_begin=None):
     values before and after (cast to ary's dtype)."""
     x = mp.ravel(as_value(ary))
     n = shape_of(x)[0]
-    res = uf.subtract(mp.slice_axis(x, 0, 1, max(n, 1)), mp.slice_axis(x, 0, 0, max(n - 1, 0)))
     if np.dtype(x.dtype) == np.bool_:
         raise TypeError("jx.numpy.ediff1d: boolean subtract is not supported (as in JAX); "
                         "use not_equal on slices or cast to int first")
+    res = uf.subtract(mp.slice_axis(x, 0, min(1, n), n), mp.slice_axis(x, 0, 0, max(n - 1, 0)))
     parts = [res]
+    # the extra values are cast as astype does (wrapping: -1 becomes 255 in uint8)
     if to_begin is not None:
-        parts.insert(0, mp.ravel(convert(as_value(to_begin), x.dtype)))
+        parts.insert(0, mp.ravel(convert(_array_arg(to_begin, "ediff1d to_begin"), x.dtype)))
     if to_end is not None:
-        parts.append(mp.ravel(convert(as_value(to_end), x.dtype)))
+        parts.append(mp.ravel(convert(_array_arg(to_end, "ediff1d to_end"), x.dtype)))
     return mp.concatenate(parts) if len(parts) > 1 else res
 
 
