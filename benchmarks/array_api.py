@@ -55,7 +55,11 @@ def run_namespace(module: str, suite: pathlib.Path, max_examples: int,
         subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
         if not os.path.exists(xml):
             raise RuntimeError(f"the conformance suite did not run for {module}")
-        return parse_junit(ET.parse(xml).getroot())
+        outcomes = parse_junit(ET.parse(xml).getroot())
+    if not outcomes:
+        raise SystemExit(f"no conformance test ran for {module} (--only {' '.join(only)}?): "
+                         "name test modules of array_api_tests/, e.g. test_linalg")
+    return outcomes
 
 
 def parse_junit(root) -> dict:

@@ -246,7 +246,61 @@ def mulhi(x, y, /):
     return _reweak(out, dtype_weak(a)[1] and dtype_weak(b)[1])
 
 
+
+# ------------------------------------------------------------ reduce_precision
+
+_FORMAT = {2: (5, 10), 4: (8, 23), 8: (11, 52)}     # itemsize -> (exponent, mantissa) bits
+
+
+def _round_bits(x, exponent_bits: int, mantissa_bits: int):
+    """XLA's ReducePrecision on the bits: mantissa rounded to nearest even, then
+    exponents beyond the reduced range become +-inf (above) or +-0 (below)."""
+    dt = np.dtype(x.dtype)
+    src_e, src_m = (8, 7) if dt == dtypes.bfloat16 else _FORMAT[dt.itemsize]
+    ut, u = _unsigned(x)
+    nbits = ut.itemsize * 8
+    if mantissa_bits < src_m:
+        drop = src_m - mantissa_bits
+        last = 1 << drop                               # the lowest kept mantissa bit
+        bias = ops.add(ops.shift_right_logical(ops.bitwise_and(u, last), drop),
+                       (last >> 1) - 1)                # ties go to the even neighbour
+        u = ops.bitwise_and(ops.add(u, bias), ((1 << nbits) - 1) ^ (last - 1))
+    if exponent_bits < src_e:
+        exp_mask = ((1 << src_e) - 1) << src_m
+        src_bias, new_bias = (1 << (src_e - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        e = ops.bitwise_and(u, exp_mask)
+        signed_zero = ops.bitwise_and(u, 1 << (nbits - 1))
+        signed_inf = ops.bitwise_or(signed_zero, exp_mask)
+        u = ops.select(ops.le(e, (src_bias - new_bias) << src_m), signed_zero, u)
+        u = ops.select(ops.gt(e, (src_bias + new_bias) << src_m), signed_inf, u)
+    out = ops.bitcast_convert_type(u, dt)
+    if mantissa_bits > 0:                              # NaNs stay NaNs
+        out = ops.select(ops.ne(x, x), x, out)
+    return out
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+    """operand rounded to a float format with the given exponent and mantissa bits
+    (kept in operand's dtype), as XLA's ReducePrecision; its derivative is the
+    tangent rounded the same way (the operation is treated as linear, as in JAX)."""
+    import operator
+    from ..custom import custom_jvp
+    eb, mb = operator.index(exponent_bits), operator.index(mantissa_bits)
+    if eb < 1 or mb < 0:
+        raise ValueError(f"jx.lax.reduce_precision: exponent_bits must be >= 1 and "
+                         f"mantissa_bits >= 0, got {eb} and {mb}")
+    (x,) = operands("reduce_precision", [operand])
+
+    @custom_jvp
+    def rounded(v):
+        return _round_bits(v, eb, mb)
+
+    @rounded.defjvp
+    def _jvp(primals, tangents):
+        return rounded(primals[0]), rounded(tangents[0])
+    return _reweak(rounded(x), weak_of([x]))
+
 __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "sinh", "cosh", "exp2", "cbrt",
            "nextafter", "integer_pow", "square", "reciprocal", "clamp", "population_count",
-           "clz", "mulhi"]
+           "clz", "mulhi", "reduce_precision"]
 _wrap_public(globals(), __all__)

@@ -7,6 +7,7 @@ from .. import dtypes
 from ..lax.ops import stop_gradient
 from ..numpy import _util as u
 from . import _common as c
+from ._factor import cholesky, orthonormal_columns
 
 _METHODS = ("svd", "eigh", "cholesky")
 
@@ -47,14 +48,19 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         shape = c.shape_tuple(shape)
         c.check_shape("multivariate_normal", shape, ms[:-1], cs[:-2])
     lin = j.linalg
-    if method == "svd":
-        uu, s, _ = lin.svd(cov)
-        factor = j.multiply(uu, j.expand_dims(j.sqrt(s), -2))
-    elif method == "eigh":
-        w, v = lin.eigh(cov)
-        factor = j.multiply(v, j.expand_dims(j.sqrt(w), -2))
-    else:
-        factor = lin.cholesky(cov)
+    try:
+        if method == "svd":
+            uu, s, _ = lin.svd(cov)
+            factor = j.multiply(uu, j.expand_dims(j.sqrt(s), -2))
+        elif method == "eigh":
+            w, v = lin.eigh(cov)
+            factor = j.multiply(v, j.expand_dims(j.sqrt(w), -2))
+        else:
+            factor = cholesky(cov)
+    except NotImplementedError as e:
+        raise NotImplementedError(
+            f"multivariate_normal(method={method!r}) needs jx.numpy.linalg.{method}, which "
+            "jx does not have yet; use method='cholesky' (cov positive definite)") from e
     z = _normal(kk, shape + (n,), dt)
     return j.add(mean, j.squeeze(j.matmul(factor, j.expand_dims(z, -1)), -1))
 
@@ -94,7 +100,5 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     m = n if m is None else int(m)
     j = c.jnp()
     z = _normal(kk, c.shape_tuple(shape) + (max(n, m), min(n, m)), dt)
-    q, r = j.linalg.qr(z)
-    d = j.diagonal(r, axis1=-2, axis2=-1)
-    x = j.multiply(q, j.expand_dims(j.sign(d), -2))
+    x = orthonormal_columns(z)
     return j.swapaxes(x, -1, -2) if n < m else x
