@@ -408,3 +408,44 @@ def test_optimization_barrier():
     for g, w in zip(got, want):
         _same(g, w)
     assert jx.grad(lambda v: lax.optimization_barrier(v * 3.0))(2.0) == 3.0
+
+
+# ---------------------------------------------------------------- reduce_precision
+
+def _random_floats(dt, n):
+    ut = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+    bits = RNG.integers(0, np.iinfo(ut).max, n, dtype=ut, endpoint=True).view(dt)
+    with np.errstate(over="ignore"):
+        scaled = (RNG.normal(size=n) * 10.0 ** RNG.integers(-8, 8, n)).astype(dt)
+    return np.concatenate([bits, scaled, np.array([0, -0.0, np.inf, -np.inf, np.nan], dt)])
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_reduce_precision_bits(dt):
+    with jx.enable_x64(), jax.enable_x64(True):
+        x = _random_floats(dt, 2000)
+        for eb, mb in [(5, 10), (8, 7), (4, 3), (5, 2), (8, 23), (11, 52), (3, 0), (1, 1),
+                       (6, 0), (2, 5)]:
+            got = np.asarray(lax.reduce_precision(x, eb, mb))
+            want = np.asarray(jlax.reduce_precision(x, eb, mb))
+            assert got.dtype == want.dtype
+            same = (got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")) | \
+                (np.isnan(got) & np.isnan(want))
+            assert same.all(), (eb, mb, x[~same][:4], got[~same][:4], want[~same][:4])
+
+
+def test_reduce_precision_transforms():
+    def f(m):
+        return lambda x: m.reduce_precision(x * 1.3, 5, 2) * 1.7
+    assert float(jx.grad(f(lax))(1.1)) == float(jax.grad(f(jlax))(1.1))
+    for g, w in zip(jx.jvp(f(lax), (1.1,), (1.0,)), jax.jvp(f(jlax), (1.1,), (1.0,))):
+        assert float(g) == float(w)
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    _same(jx.vmap(lambda r: lax.reduce_precision(r, 5, 3))(x), jlax.reduce_precision(x, 5, 3))
+    _same(jx.jit(lambda r: lax.reduce_precision(r, 8, 7))(x), jlax.reduce_precision(x, 8, 7))
+    got = lax.reduce_precision(1.3, 5, 2)
+    assert float(got) == 1.25 and _weak(got)
+    with pytest.raises(ValueError):
+        lax.reduce_precision(x, 0, 3)
+    with pytest.raises(TypeError):
+        lax.reduce_precision(np.arange(3), 5, 2)

@@ -28,9 +28,8 @@ _JAX_ONLY = frozenset("""
     conv_general_permutations conv_general_shape_tuple conv_shape_tuple conv_transpose
     conv_transpose_shape_tuple conv_with_general_padding create_token
     custom_linear_solve custom_root dtype fft imag linalg padtype_to_pads
-    platform_dependent psum_scatter pswapaxes ragged_dot real reduce_precision
-    reduce_window rng_bit_generator rng_uniform scatter_apply scatter_sub
-    with_sharding_constraint
+    platform_dependent psum_scatter pswapaxes ragged_dot real reduce_window
+    rng_bit_generator rng_uniform scatter_apply scatter_sub with_sharding_constraint
 """.split())
 _NEAREST = {"approx_max_k": "jx.lax.top_k (exact)",
             "approx_min_k": "jx.lax.top_k of the negated operand (exact)"}

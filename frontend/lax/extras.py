@@ -274,9 +274,7 @@ def _round_bits(x, exponent_bits: int, mantissa_bits: int):
         u = ops.select(ops.le(e, (src_bias - new_bias) << src_m), signed_zero, u)
         u = ops.select(ops.gt(e, (src_bias + new_bias) << src_m), signed_inf, u)
     out = ops.bitcast_convert_type(u, dt)
-    if mantissa_bits > 0:                              # NaNs stay NaNs
-        out = ops.select(ops.ne(x, x), x, out)
-    return out
+    return ops.select(ops.ne(x, x), x, out)            # NaNs stay NaNs
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
@@ -290,6 +288,20 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
         raise ValueError(f"jx.lax.reduce_precision: exponent_bits must be >= 1 and "
                          f"mantissa_bits >= 0, got {eb} and {mb}")
     (x,) = operands("reduce_precision", [operand])
+    return _reweak(_rounding(eb, mb)(x), weak_of([x]))
+
+
+def _rounding(eb: int, mb: int):
+    """reduce_precision as a function with JAX's derivatives: a custom_jvp whose
+    tangent is rounded too, through a custom_vjp that rounds the cotangent (the
+    map is its own transpose), so both forward and reverse mode work."""
+    from ..custom import custom_jvp, custom_vjp
+
+    @custom_vjp
+    def linear(t):
+        return _round_bits(t, eb, mb)
+    linear.defvjp(lambda t: (_round_bits(t, eb, mb), None),
+                  lambda _, ct: (_round_bits(ct, eb, mb),))
 
     @custom_jvp
     def rounded(v):
@@ -297,8 +309,9 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
 
     @rounded.defjvp
     def _jvp(primals, tangents):
-        return rounded(primals[0]), rounded(tangents[0])
-    return _reweak(rounded(x), weak_of([x]))
+        return _round_bits(primals[0], eb, mb), linear(tangents[0])
+    return rounded
+
 
 __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "sinh", "cosh", "exp2", "cbrt",
            "nextafter", "integer_pow", "square", "reciprocal", "clamp", "population_count",
