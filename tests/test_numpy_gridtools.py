@@ -571,3 +571,40 @@ def test_fromfunction():
         got = jnp.fromfunction(fn, shape, **kw)
         _same(got, jax.numpy.fromfunction(fn, shape, **kw))
         _same(got, np.fromfunction(fn, (shape,) if np.ndim(shape) == 0 else shape, **kw))
+
+
+def test_frompyfunc_matches_jax():
+    jax = pytest.importorskip("jax")
+    x = _rand((3, 4), np.float32)
+    xi = _rand((5,), np.int32)
+    for lib_f in (lambda lib: lib.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0),):
+        f, g = lib_f(jnp), lib_f(jax.numpy)
+        assert f.nin == 2 and f.nout == 1 and f.identity == 0 and "ufunc" in repr(f)
+        checks = [
+            lambda u: u(x, 2.0), lambda u: u(xi, 3), lambda u: u.reduce(x),
+            lambda u: u.reduce(x, axis=1, keepdims=True), lambda u: u.reduce(x, axis=None),
+            lambda u: u.reduce(x, initial=2.0, where=x > 0), lambda u: u.reduce(xi),
+            lambda u: u.reduce(np.zeros((0, 2), np.float32)),
+            lambda u: u.accumulate(x, axis=1), lambda u: u.accumulate(xi),
+            lambda u: u.outer(xi, x[0]), lambda u: u.outer(x, xi[:2]),
+            lambda u: u.at(x, (np.array([0, 0, 2]), np.array([1, 1, 3])), 3.0, inplace=False),
+            lambda u: u.at(x, 1, 2.0, inplace=False),
+            lambda u: u.reduceat(np.arange(8.0, dtype=np.float32), np.array([0, 4, 1, 5])),
+        ]
+        for check in checks:
+            _same(check(f), check(g))
+        _same(jx.jit(lambda v: f.reduce(v, axis=0))(x), g.reduce(x, axis=0), weak=False)
+        _same(jx.jit(lambda v: f.accumulate(v, axis=0))(x), g.accumulate(x), weak=False)
+        _same(jx.jit(lambda v: f(v, v))(x), g(x, x), weak=False)
+    h = jnp.frompyfunc(lambda a: (a + 1, a * 2), 1, 2)
+    _same(h(xi), jax.numpy.frompyfunc(lambda a: (a + 1, a * 2), 1, 2)(xi))
+    with pytest.raises(ValueError, match="binary"):
+        h.reduce(xi)
+    with pytest.raises(NotImplementedError, match="inplace=False"):
+        f.at(x, 0, 1.0)
+    with pytest.raises(ValueError, match="identity"):
+        jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(x, where=x > 0)
+    g = jx.grad(lambda v: jnp.sum(f.reduce(v)))(x)
+    want = jax.grad(lambda v: jax.numpy.sum(jax.numpy.frompyfunc(
+        lambda a, b: a * b + 1, 2, 1, identity=0).reduce(v)))(x)
+    _same(g, np.asarray(want))

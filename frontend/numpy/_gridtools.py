@@ -945,7 +945,8 @@ def _apply_batched(f, args, core_ndims, batch_shape):
         except Exception:
             graph = None
         if graph is not None and _is_elementwise(graph, consts):
-            return f(*[mp.broadcast_to(a, batch_shape) for a in args])
+            out = f(*[mp.broadcast_to(a, batch_shape) for a in args])
+            return tree.map(lambda v: mp.broadcast_to(as_value(v), batch_shape), out)
     size = math.prod(batch_shape)
     flat = []
     for a, c in zip(args, core_ndims):
@@ -1091,6 +1092,198 @@ def apply_over_axes(func, a, axes):
     return x
 
 
+class _PyUfunc:
+    """What jx.numpy.frompyfunc returns: a ufunc-like object around a Python
+    function of scalars (JAX's jnp.ufunc): calls are vectorized, and binary
+    single-output functions have reduce, accumulate, reduceat, outer and at.
+    reduce/accumulate/reduceat/at loop over the axis in Python (unrolled when
+    traced), where JAX uses a fori_loop or scan."""
+
+    def __init__(self, func, nin, nout, identity=None):
+        self._func = func
+        self.__name__ = getattr(func, "__name__", "pyfunc")
+        self.__doc__ = func.__doc__
+        self.nin, self.nout = operator.index(nin), operator.index(nout)
+        self.nargs, self.identity = self.nin, identity
+
+    def __repr__(self):
+        return f"<jx.numpy.ufunc '{self.__name__}'>"
+
+    def __hash__(self):
+        return hash((self._func, self.__name__, self.identity, self.nin, self.nout))
+
+    def __eq__(self, other):
+        return isinstance(other, _PyUfunc) and (
+            (self._func, self.__name__, self.identity, self.nin, self.nout) ==
+            (other._func, other.__name__, other.identity, other.nin, other.nout))
+
+    def __call__(self, *args, out=None, where=None):
+        if out is not None or where is not None:
+            raise NotImplementedError(f"the out and where arguments of {self!r} are not "
+                                      "supported: use the returned array (and jnp.where)")
+        if len(args) != self.nin:
+            raise TypeError(f"{self!r} takes {self.nin} arguments, got {len(args)}")
+        for a in args:
+            if isinstance(a, (list, tuple)):
+                _array_arg(a, f"{self.__name__} argument")
+        return vectorize(self._func)(*args)
+
+    def _binary(self, what):
+        if self.nin != 2:
+            raise ValueError(f"{what} only supported for binary ufuncs")
+        if self.nout != 1:
+            raise ValueError(f"{what} only supported for functions returning a single value")
+
+    def _dtype(self, x, dtype):
+        if dtype is not None:
+            return dtypes.canonicalize(dtype, f"{self.__name__} dtype")
+        one = asarray(1, np.dtype(get_aval(x).dtype))
+        return np.dtype(get_aval(as_value(self._func(one, one))).dtype)
+
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
+               where=None):
+        self._binary("reduce")
+        if out is not None:
+            raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
+        x = _array_arg(a, f"{self.__name__}.reduce a")
+        if where is not None:
+            where = _array_arg(where, f"{self.__name__}.reduce where")
+            if self.identity is None and initial is None:
+                raise ValueError(f"reduction operation {self.__name__!r} does not have an "
+                                 "identity, so to use a where mask one has to specify "
+                                 "'initial'.")
+            if np.dtype(get_aval(where).dtype) != np.bool_:
+                raise ValueError(f"where argument must have dtype=bool; got dtype="
+                                 f"{np.dtype(get_aval(where).dtype)}")
+            where = mp.broadcast_to(where, shape_of(x))
+        if isinstance(axis, tuple):
+            raise NotImplementedError(f"{self.__name__}.reduce: a tuple of axes is not "
+                                      "supported (as in JAX); reduce one axis at a time")
+        dt = self._dtype(x, dtype)
+        initial = self.identity if initial is None else initial
+        nd = len(shape_of(x))
+        if axis is None:
+            final = (1,) * nd if keepdims else ()
+            x, axis = mp.ravel(x), 0
+            where = None if where is None else mp.ravel(where)
+        else:
+            axis = canonical_axis(axis, nd)
+            s = shape_of(x)
+            final = s[:axis] + (1,) * bool(keepdims) + s[axis + 1:]
+            x = mp.moveaxis(x, axis, 0)
+            where = None if where is None else mp.moveaxis(where, axis, 0)
+        n = shape_of(x)[0]
+        if n == 0:
+            if initial is None:
+                raise ValueError(f"zero-size array to reduction operation {self.__name__} "
+                                 "which has no identity")
+            return full(final, initial, dt)
+        start = 1 if initial is None else 0
+        val = mp.broadcast_to(convert(as_value(x[0] if initial is None else initial), dt),
+                              shape_of(x)[1:])
+        for i in range(start, n):
+            new = self(val, convert(x[i], dt))
+            val = new if where is None else uf.where(where[i], new, val)
+        return mp.reshape(val, final)
+
+    def accumulate(self, a, axis=0, dtype=None, out=None):
+        self._binary("accumulate")
+        if out is not None:
+            raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
+        if axis is None or isinstance(axis, tuple):
+            raise ValueError("accumulate does not allow multiple axes")
+        x = _array_arg(a, f"{self.__name__}.accumulate a")
+        dt = self._dtype(x, dtype)
+        axis = canonical_axis(axis, len(shape_of(x)))
+        if math.prod(shape_of(x)) == 0:
+            return full(shape_of(x), 0, dt)
+        x = mp.moveaxis(x, axis, 0)
+        rows = [_strong(convert(x[0], dt))]
+        for i in range(1, shape_of(x)[0]):
+            rows.append(self(rows[-1], convert(x[i], dt)))
+        return mp.moveaxis(mp.stack(rows), 0, axis)
+
+    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+        """For each j, reduce a[indices[j]:indices[j + 1]] (a[indices[j]] alone where
+        the next index is not larger), as NumPy's and JAX's reduceat."""
+        from .indexing import take
+        self._binary("reduceat")
+        if out is not None:
+            raise NotImplementedError(f"out argument of {self.__name__}.reduceat()")
+        x = _array_arg(a, f"{self.__name__}.reduceat a")
+        idx = _array_arg(indices, f"{self.__name__}.reduceat indices")
+        if not shape_of(x):
+            raise ValueError(f"reduceat: a must have 1 or more dimension, got a.shape="
+                             f"{shape_of(x)}")
+        if len(shape_of(idx)) != 1:
+            raise ValueError(f"reduceat: indices must be one-dimensional, got indices.shape="
+                             f"{shape_of(idx)}")
+        if axis is None or isinstance(axis, (tuple, list)):
+            raise ValueError("reduceat requires a single integer axis.")
+        dt = np.dtype(get_aval(x).dtype) if dtype is None else             dtypes.canonicalize(dtype, "reduceat dtype")
+        axis = canonical_axis(axis, len(shape_of(x)))
+        res = take(x, idx, axis=axis)
+        n = shape_of(x)[axis]
+        ends = mp.concatenate([idx, asarray([n], np.dtype(get_aval(idx).dtype))])
+        shape = [1] * len(shape_of(res))
+        shape[axis] = shape_of(idx)[0]
+        lo = mp.reshape(mp.slice_axis(ends, 0, 0, shape[axis]), tuple(shape))
+        hi = mp.reshape(mp.slice_axis(ends, 0, 1, shape[axis] + 1), tuple(shape))
+        for i in range(n):
+            inside = uf.logical_and(uf.less(lo, i), uf.greater(hi, i))
+            res = uf.where(inside, self(res, mp.slice_axis(x, axis, i, i + 1)), res)
+        return convert(res, dt)
+
+    def outer(self, A, B, /):
+        """func(a, b) for every pair of elements: shape A.shape + B.shape."""
+        self._binary("outer")
+        x = _array_arg(A, f"{self.__name__}.outer A")
+        y = _array_arg(B, f"{self.__name__}.outer B")
+        sx, sy = shape_of(x), shape_of(y)
+        res = self(mp.reshape(x, (-1, 1)), mp.reshape(y, (1, -1)))
+        return mp.reshape(res, sx + sy)
+
+    def at(self, a, indices, b=None, /, *, inplace=True):
+        """a with func applied at indices (repeated indices apply repeatedly),
+        returned as a new array: inplace=False is required, as in JAX."""
+        if inplace:
+            raise NotImplementedError("jx arrays are immutable: ufunc.at must use "
+                                      "inplace=False and use the returned array")
+        x = _array_arg(a, f"{self.__name__}.at a")
+        extra = () if b is None else (_array_arg(b, f"{self.__name__}.at b"),)
+        one = asarray(1, np.dtype(get_aval(x).dtype))
+        dt = np.dtype(get_aval(as_value(self._func(
+            one, *[asarray(1, np.dtype(get_aval(e).dtype)) for e in extra]))).dtype)
+        x = convert(x, dt)
+        extra = tuple(convert(e, dt) for e in extra)
+        idx = indices if isinstance(indices, tuple) else (indices,)
+        idx = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis else as_value(i)
+                    for i in idx)
+        arrays = [shape_of(i) for i in idx if not (isinstance(i, slice) or i is None
+                                                   or i is Ellipsis)]
+        shape = broadcast_shapes(*arrays) if arrays else ()
+        if not shape:
+            return x.at[idx].set(self(x.at[idx].get(), *extra))
+        count = math.prod(shape)
+        flat = [i if isinstance(i, slice) or i is None or i is Ellipsis
+                else mp.ravel(mp.broadcast_to(i, shape)) for i in idx]
+        if extra:
+            e = extra[0]
+            tail = shape_of(e)[len(shape):]
+            extra = (mp.reshape(mp.broadcast_to(e, shape + tail), (count,) + tail),)
+        for k in range(count):
+            at = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis else i[k]
+                       for i in flat)
+            x = x.at[at].set(self(x.at[at].get(), *[e[k] for e in extra]))
+        return x
+
+
+def frompyfunc(func, /, nin, nout, *, identity=None):
+    """A ufunc-like object calling func (a Python function of scalars) on every
+    element, as JAX's frompyfunc (see _PyUfunc)."""
+    return _PyUfunc(func, nin, nout, identity=identity)
+
+
 __all__ = ["logspace", "geomspace", "tril_indices", "triu_indices", "tril_indices_from",
            "triu_indices_from", "diag_indices", "diag_indices_from", "diagflat", "indices",
            "mgrid", "ogrid", "ix_", "r_", "c_", "s_", "index_exp", "unravel_index",
@@ -1098,7 +1291,7 @@ __all__ = ["logspace", "geomspace", "tril_indices", "triu_indices", "tril_indice
            "block", "resize", "fill_diagonal", "select", "piecewise", "choose", "compress",
            "extract", "insert", "delete", "trim_zeros", "array_equiv", "iterable", "isreal",
            "iscomplex", "isrealobj", "iscomplexobj", "fromfunction", "ediff1d",
-           "apply_along_axis", "apply_over_axes", "vectorize"]
+           "apply_along_axis", "apply_over_axes", "vectorize", "frompyfunc"]
 _wrap_public(globals(), [n for n in __all__ if n not in (
     "iterable", "isrealobj", "iscomplexobj", "vectorize", "mgrid", "ogrid", "r_", "c_", "s_",
-    "index_exp")])
+    "index_exp", "frompyfunc")])
