@@ -449,3 +449,103 @@ def test_reduce_precision_transforms():
         lax.reduce_precision(x, 0, 3)
     with pytest.raises(TypeError):
         lax.reduce_precision(np.arange(3), 5, 2)
+
+
+# ---------------------------------------------------------------- implicit solvers
+
+@pytest.fixture
+def autodiff():
+    """jx.lax.solvers' rules need jx's jvp/vjp, registered by the API layer."""
+    import jx.transforms
+    from jx.lax import solvers
+    old, solvers.AUTODIFF = solvers.AUTODIFF, jx.transforms
+    yield
+    solvers.AUTODIFF = old
+
+
+def _linear_problem(m, npx, symmetric=False, weights=np.arange(1.0, 5.0)):
+    def jacobi(mv, b):       # an iterative solver: never differentiated itself
+        d = npx.diagonal(A_now[0])
+        return m.while_loop(lambda c: c[0] < 300,
+                            lambda c: (c[0] + 1, c[1] + (b - mv(c[1])) / d),
+                            (0, npx.zeros_like(b)))[1]
+    A_now = [None]
+
+    def f(A, b):
+        A_now[0] = A
+        mv = (lambda x: A @ x)
+        x = m.custom_linear_solve(mv, b, jacobi, None if symmetric else jacobi,
+                                  symmetric=symmetric)
+        return (x * weights).sum()
+    return f
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_custom_linear_solve(autodiff, symmetric):
+    A = RNG.normal(size=(4, 4)).astype(np.float32)
+    A = (A + A.T if symmetric else A) + 10 * np.eye(4, dtype=np.float32)
+    b = RNG.normal(size=4).astype(np.float32)
+    f, jf = _linear_problem(lax, jnp, symmetric), _linear_problem(jlax, jjnp, symmetric)
+    _same(f(A, b), jf(A, b), rtol=1e-5)
+    _same(jx.jit(f)(A, b), jf(A, b), rtol=1e-5)
+    for g, w in zip(jx.grad(f, argnums=(0, 1))(A, b), jax.grad(jf, argnums=(0, 1))(A, b)):
+        _same(g, w, rtol=1e-4, atol=1e-6)
+    tA, tb = RNG.normal(size=(4, 4)).astype(np.float32), RNG.normal(size=4).astype(np.float32)
+    for g, w in zip(jx.jvp(f, (A, b), (tA, tb)), jax.jvp(jf, (A, b), (tA, tb))):
+        _same(g, w, rtol=1e-4, atol=1e-6)
+    bs = RNG.normal(size=(3, 4)).astype(np.float32)
+    _same(jx.vmap(jx.grad(f, argnums=1), (None, 0))(A, bs),
+          jax.vmap(jax.grad(jf, argnums=1), (None, 0))(A, bs), rtol=1e-4, atol=1e-6)
+
+
+def test_custom_linear_solve_pytrees_and_aux(autodiff):
+    d1, d2 = np.float32([2.0, 3.0]), np.float32([4.0])
+
+    def solve_tree(m):
+        def f(s, b):
+            mv = lambda x: {"u": x["u"] * d1 * s, "v": x["v"] * d2 * s}  # noqa: E731
+            sol = lambda _, r: ({"u": r["u"] / (d1 * s), "v": r["v"] / (d2 * s)}, r["u"].sum())  # noqa: E731
+            x, aux = m.custom_linear_solve(mv, b, sol, symmetric=True, has_aux=True)
+            return x["u"].sum() + 3 * x["v"].sum() + 0 * aux
+        return f
+    b = {"u": np.float32([1.0, 2.0]), "v": np.float32([5.0])}
+    s = np.float32(1.5)
+    _same(solve_tree(lax)(s, b), solve_tree(jlax)(s, b))
+    for g, w in zip(jax.tree_util.tree_leaves(jx.grad(solve_tree(lax), argnums=(0, 1))(s, b)),
+                    jax.tree_util.tree_leaves(jax.grad(solve_tree(jlax), argnums=(0, 1))(s, b))):
+        _same(g, w, rtol=1e-5)
+
+
+def test_custom_linear_solve_needs_transpose_solve(autodiff):
+    A = np.diag(np.float32([1.0, 2.0, 3.0]))
+    f = lambda b: lax.custom_linear_solve(lambda x: A @ x, b, lambda _, r: r / jnp.diagonal(A)).sum()  # noqa: E731
+    _same(f(np.ones(3, np.float32)), np.float32(1 + 1 / 2 + 1 / 3))
+    with pytest.raises(jx.errors.JxError, match="transpose_solve"):
+        jx.grad(f)(np.ones(3, np.float32))
+
+
+def _sqrt_by_root(m, npx):
+    def f(a):
+        def solve(fn, x0):
+            return m.fori_loop(0, 40, lambda i, x: x - fn(x) / (2 * x), x0)
+        return m.custom_root(lambda x: x * x - a, npx.ones_like(a), solve,
+                             lambda g, y: y / g(npx.ones_like(y)))
+    return f
+
+
+def test_custom_root(autodiff):
+    a = RNG.uniform(0.5, 9, 5).astype(np.float32)
+    f, jf = _sqrt_by_root(lax, jnp), _sqrt_by_root(jlax, jjnp)
+    _same(f(a), jf(a), rtol=1e-6)
+    _same(jx.jit(f)(a), np.sqrt(a), rtol=1e-6)
+    _same(jx.grad(lambda a: f(a).sum())(a), jax.grad(lambda a: jf(a).sum())(a), rtol=1e-5)
+    _same(jx.grad(lambda a: f(a).sum())(a), 0.5 / np.sqrt(a), rtol=1e-5)
+    _same(jx.vmap(jx.grad(lambda a: f(a).sum()))(a[:, None]), (0.5 / np.sqrt(a))[:, None],
+          rtol=1e-5)
+    for g, w in zip(jx.jvp(f, (a,), (np.ones_like(a),)), jax.jvp(jf, (a,), (np.ones_like(a),))):
+        _same(g, w, rtol=1e-5)
+    with jx.enable_x64():
+        x = lax.custom_root(lambda x: x ** 3 - 2.0, 1.0,
+                            lambda fn, x0: lax.fori_loop(0, 60, lambda i, x: x - fn(x) / (3 * x * x), x0),
+                            lambda g, y: y / g(1.0))
+        assert abs(float(x) - 2 ** (1 / 3)) < 1e-14
