@@ -549,3 +549,44 @@ def test_custom_root(autodiff):
                             lambda fn, x0: lax.fori_loop(0, 60, lambda i, x: x - fn(x) / (3 * x * x), x0),
                             lambda g, y: y / g(1.0))
         assert abs(float(x) - 2 ** (1 / 3)) < 1e-14
+
+
+# ---------------------------------------------------------------- every name under jit and vmap
+
+X = RNG.uniform(0.2, 0.9, (3, 4, 5)).astype(np.float32)
+I = RNG.integers(-50, 50, (3, 4, 5)).astype(np.int32)
+PER_EXAMPLE = {      # name -> f(m, one example of X or I) for jit and vmap over the batch
+    "acos": lambda m, x: m.acos(x), "atanh": lambda m, x: m.atanh(x),
+    "erf_inv": lambda m, x: m.erf_inv(x), "lgamma": lambda m, x: m.lgamma(x),
+    "igammac": lambda m, x: m.igammac(x, x + 0.5), "zeta": lambda m, x: m.zeta(x + 1.5, x),
+    "polygamma": lambda m, x: m.polygamma(m.full_like(x, 2.0), x),
+    "betainc": lambda m, x: m.betainc(x + 1.0, x + 2.0, x),
+    "nextafter": lambda m, x: m.nextafter(x, 0.0 * x), "integer_pow": lambda m, x: m.integer_pow(x, -3),
+    "clamp": lambda m, x: m.clamp(0.4, x, 0.7), "reduce_precision": lambda m, x: m.reduce_precision(x, 5, 4),
+    "full_like": lambda m, x: m.full_like(x, 2.5) + x, "tile": lambda m, x: m.tile(x, (2, 1)),
+    "stack": lambda m, x: m.stack([x, 2 * x], 1), "unstack": lambda m, x: m.unstack(x, 1)[2],
+    "split": lambda m, x: m.split(x, (2, 3), 1)[1], "slice_in_dim": lambda m, x: m.slice_in_dim(x, 1, None, 2, 1),
+    "index_in_dim": lambda m, x: m.index_in_dim(x, -1, 0), "collapse": lambda m, x: m.collapse(x, 0),
+    "broadcast_to_rank": lambda m, x: m.broadcast_to_rank(x, 4),
+    "index_take": lambda m, x: m.index_take(x, (np.array([0, 3, -1]),), (0,)),
+    "top_k": lambda m, x: m.top_k(x, 3)[1], "cumlogsumexp": lambda m, x: m.cumlogsumexp(x, 1, True),
+    "associative_scan": lambda m, x: m.associative_scan(m.add, x, axis=1),
+    "select_n": lambda m, x: m.select_n(m.gt(x, 0.5), x, -x),
+    "reduce": lambda m, x: m.reduce(x, np.float32(-np.inf), m.max, (1,)),
+    "optimization_barrier": lambda m, x: m.optimization_barrier(x),
+}
+PER_EXAMPLE_INT = {
+    "population_count": lambda m, i: m.population_count(i), "clz": lambda m, i: m.clz(i),
+    "mulhi": lambda m, i: m.mulhi(i, i * 7919), "square": lambda m, i: m.square(i),
+    "reduce_xor": lambda m, i: m.reduce_xor(i, (0,)), "reduce_or": lambda m, i: m.reduce_or(i, (1,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_EXAMPLE) + sorted(PER_EXAMPLE_INT))
+def test_jit_and_vmap(name):
+    fn, data = (PER_EXAMPLE[name], X) if name in PER_EXAMPLE else (PER_EXAMPLE_INT[name], I)
+    want = jax.vmap(lambda v: fn(jlax, v))(data)
+    tol = dict(rtol=1e-4, atol=1e-6)
+    _same(jx.vmap(lambda v: fn(lax, v))(data), want, **tol)
+    _same(jx.jit(jx.vmap(lambda v: fn(lax, v)))(data), want, **tol)
+    _same(jx.jit(lambda v: fn(lax, v))(data[0]), want[0], **tol)
