@@ -39,8 +39,11 @@ def _autodiff(what: str):
 
 
 def _avals(leaves) -> list:
+    """The leaves' avals, weak types kept (a solver started from 1.0 gives a weak
+    solution, as in JAX)."""
     from ..api import leaf_aval
-    return [leaf_aval(x).strip_weak() for x in leaves]
+    from ..numpy._util import dtype_weak
+    return [leaf_aval(x).update(weak_type=dtype_weak(x)[1]) for x in leaves]
 
 
 class _Closed:
