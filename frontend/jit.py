@@ -108,6 +108,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         staged = stage(_with_keywords(fun, static_kw), args, kwargs, argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
+        if arrays:
+            arrays["out_weak"] = staged.out_weak
         compiled = _Compiled(CompiledFunction(staged.program, name, **arrays), staged.out_tree,
                              staged.graph, staged.program)
         cache[key] = compiled

@@ -19,6 +19,7 @@ class Staged:
     program: object      # the fused program a backend compiles
     out_tree: object     # rebuilds the function's result from the flat outputs
     consts: list         # tracers captured from an enclosing trace (leading inputs)
+    out_weak: tuple = ()  # the traced outputs' weak types (the passes keep only dtypes)
 
 
 def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
@@ -31,5 +32,6 @@ def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
     from jx.passes.pipeline import run
     graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
     out_tree = graph.out_tree
+    out_weak = tuple(a.aval.weak_type for a in graph.outputs)
     graph = run(graph, check=check)
-    return Staged(graph, fuse(graph), out_tree, consts)
+    return Staged(graph, fuse(graph), out_tree, consts, out_weak)

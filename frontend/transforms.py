@@ -89,6 +89,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
         aux = tree.unflatten(aux_tree, outs[n_main:])
         outs, out_tree = outs[:n_main], main_tree
     in_tree = tree.tree_structure(tuple(primals))
+    primal_leaves = tree.tree_leaves(tuple(primals))
 
     def vjp_fn(ct):
         try:
@@ -102,11 +103,27 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
                 raise JxError(f"vjp_fn: cotangent {ca} does not match output {oa}")
         cts = pullback(ct_leaves)       # the aux outputs get no cotangent
         res = [(_float0_zeros(x) if not dtypes.is_float(get_aval(x).dtype)
-                else zeros_like(x) if c is None else c) for x, c in zip(leaves, cts)]
+                else _weak_like(p, zeros_like(x) if c is None else c))
+               for x, p, c in zip(leaves, primal_leaves, cts)]
         return tuple(tree.unflatten(in_tree, res))
 
     out = tree.unflatten(out_tree, outs)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _weak_like(primal, ct):
+    """The cotangent has its primal's type, weakness included (JAX: grad at a
+    Python float is a weak float32)."""
+    from .array import Array
+    from .core import Tracer, bind_like
+    from .numpy._util import dtype_weak
+    from .prims import elementwise as ew
+    if not dtype_weak(primal)[1] or dtype_weak(ct)[1]:
+        return ct
+    if isinstance(ct, Tracer):
+        return bind_like((ct,), ew.convert_element_type, ct, new_dtype=ct.dtype,
+                         weak_type=True)[0]
+    return Array(np.asarray(ct._value if isinstance(ct, Array) else ct), True)
 
 
 def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:

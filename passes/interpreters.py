@@ -69,6 +69,19 @@ def as_traced(x, aval):
     return x
 
 
+def with_weak(values: Sequence, avals: Sequence) -> list:
+    """Concrete results with the weak types their graph gave them (an evaluation
+    on NumPy data drops them; JAX's jvp/vjp at a Python float return weak floats)."""
+    from jx.array import Array
+    out = []
+    for v, av in zip(values, avals):
+        if av.weak_type and not isinstance(v, core.Tracer) and v is not None and \
+                not (type(v) is Array and v._weak):
+            v = Array(np.asarray(v._value if type(v) is Array else v), True)
+        out.append(v)
+    return out
+
+
 class NotDifferentiable:
     """Marks a primitive whose outputs carry no derivative (integer results,
     random bits): the coverage test accepts it as a rule."""

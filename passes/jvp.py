@@ -14,7 +14,7 @@ from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
 from .interpreters import (NotDifferentiable, as_traced, read, rule_for, trace_function,
-                           transform_graph)
+                           transform_graph, with_weak)
 
 jvp_rules: dict = {}
 
@@ -75,4 +75,4 @@ def jvp_function(f: Callable, primals: Sequence, tangents: Sequence,
                                  for p, t in zip(leaves, tangents)]
     outs, touts = jvp_eval(graph, consts + leaves, ts)
     touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
-    return outs, touts, graph.out_tree
+    return with_weak(outs, graph.out_avals), with_weak(touts, graph.out_avals), graph.out_tree

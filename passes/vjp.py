@@ -18,7 +18,8 @@ from jx import dtypes
 from jx.core import bind_like
 from jx.ir import Graph
 
-from .interpreters import NotDifferentiable, read, rule_for, trace_function, transform_graph
+from .interpreters import (NotDifferentiable, read, rule_for, trace_function, transform_graph,
+                           with_weak)
 from .zeros import add_any, stage_like, zeros_like
 
 vjp_rules: dict = {}
@@ -84,6 +85,7 @@ def vjp_function(f: Callable, primals: Sequence, known: bool = False) -> tuple:
     traces f at the primals' values when they are concrete."""
     graph, consts, leaves = trace_function(f, primals, "vjp", known)
     env, outs = forward(graph, consts + leaves)
+    outs = with_weak(outs, graph.out_avals)
 
     def pullback(cts: Sequence) -> list:
         like = outs[:len(cts)]          # staged with the outputs they belong to

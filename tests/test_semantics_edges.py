@@ -705,3 +705,43 @@ def test_sinh_cosh_as_xla_computes_them(name, dt):
     close = np.isclose(g, w, rtol=2.5e-7 if got.dtype == np.float32 else 0, atol=0, equal_nan=True)
     assert close.all(), (x[~close], got[~close], want[~close])
     assert (np.signbit(g) == np.signbit(w)).all()
+
+
+# --- weak types through the transformations ---------------------------------------
+_WEAK_CASES = {
+    "grad": lambda j: j.grad(lambda x: x * x)(3.0),
+    "grad_of_grad": lambda j: j.grad(j.grad(lambda x: x * x * x))(3.0),
+    "jit_grad": lambda j: j.jit(j.grad(lambda x: x * x))(3.0),
+    "value_and_grad": lambda j: j.value_and_grad(lambda x: x * x)(3.0),
+    "jvp": lambda j: j.jvp(lambda x: x * x, (3.0,), (1.0,)),
+    "vjp": lambda j: j.vjp(lambda x: x * x, 3.0)[1](1.0),
+    "mixed": lambda j: j.grad(lambda x, y: x * y, argnums=(0, 1))(3.0, np.float32(2)),
+    "pytree": lambda j: j.grad(lambda p: p["a"] * p["b"])({"a": 1.0, "b": np.float32(2)}),
+    "jit_astype": lambda j: j.jit(lambda x: x.astype(np.float32))(3.0),
+    "jit_asarray": lambda j: j.jit(lambda x: j.numpy.asarray(x))(3.0),
+    "jit_identity_pair": lambda j: j.jit(lambda x: (x * 2, x))(3.0),
+}
+
+
+def _weak_flags(tree_):
+    return [bool(getattr(leaf, "weak_type", False)) for leaf in jx.tree_util.tree_leaves(tree_)]
+
+
+@pytest.mark.parametrize("case", sorted(_WEAK_CASES))
+def test_weak_types_through_transforms(case):
+    """A derivative has its primal's type, weakness included: the gradient at a
+    Python float is a weak float32 (it then promotes like the float it came from)."""
+    got = _WEAK_CASES[case](jx)
+    expected = {"grad": [True], "grad_of_grad": [True], "jit_grad": [True],
+                "value_and_grad": [True, True], "jvp": [True, True], "vjp": [True],
+                "mixed": [True, False], "pytree": [True, False], "jit_astype": [False],
+                "jit_asarray": [True], "jit_identity_pair": [True, True]}[case]
+    assert _weak_flags(got) == expected
+    try:
+        import jax
+    except ImportError:
+        return
+    assert _weak_flags(_WEAK_CASES[case](jax)) == expected
+    # the weak gradient promotes as a Python float would: bfloat16-free check with float16
+    if case == "grad":
+        assert (got * np.ones(2, np.float16)).dtype == np.float16

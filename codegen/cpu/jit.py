@@ -33,7 +33,7 @@ class CompiledFunction:
     """Calls the entry on flat arrays (NumPy or jx.Array); outputs are freshly
     allocated NumPy arrays, or jx.Arrays over them with arrays=True (jx.jit)."""
 
-    def __init__(self, program, name: str = "fn", arrays: bool = False):
+    def __init__(self, program, name: str = "fn", arrays: bool = False, out_weak=None):
         from . import parallel
         from .target import jit_cpu
         cpu = jit_cpu()
@@ -49,7 +49,9 @@ class CompiledFunction:
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
-        self.out_weak = tuple(a.aval.weak_type for a in g.outputs)
+        # the traced outputs' weak types (simplification may forward a strong input)
+        self.out_weak = tuple(out_weak) if out_weak is not None else \
+            tuple(a.aval.weak_type for a in g.outputs)
 
         self._call = self._make_call(arrays)
 

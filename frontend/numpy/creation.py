@@ -125,6 +125,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return bind1(ew.convert_element_type, raw, new_dtype=dt)
     a = as_value(a)
     if isinstance(a, Tracer):
+        if dt is not None and a.dtype == dt and a.weak_type:   # an explicit dtype is strong
+            return bind1(ew.convert_element_type, a, new_dtype=dt, weak_type=False)
         return a if dt is None or a.dtype == dt else convert(a, dt)
     src, weak = dtype_weak(a)
     if dt is None:
