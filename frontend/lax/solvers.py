@@ -85,7 +85,10 @@ class _Solution:
         aux_leaves, self.aux_tree = tree.flatten(aux)
         return list(x_leaves) + list(aux_leaves)
 
-    def result(self, out, n: int):
+    def result(self, out, closed: "_Closed", n: int):
+        # the solver's own weak types (re-evaluating its graph may drop them)
+        from .extras import _reweak
+        out = [_reweak(v, a.aval.weak_type) for v, a in zip(out, closed.graph.outputs)]
         x = tree.unflatten(self.like_tree, list(out[:n]))
         return (x, tree.unflatten(self.aux_tree, list(out[n:]))) if self.has_aux else x
 
@@ -183,7 +186,7 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve=No
         return out, list(dx) + [_zeros_like(v) for v in out[nb:]]
 
     out = solved(mv.consts, sv.consts, () if tv is None else tv.consts, tuple(b_leaves))
-    return solution.result(out, nb)
+    return solution.result(out, sv, nb)
 
 
 # ---------------------------------------------------------------- custom_root
@@ -245,7 +248,7 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
         return out, [ops.neg(v) for v in dx] + daux
 
     out = root(fv.consts, sv.consts, () if tv is None else tv.consts, tuple(g_leaves))
-    return solution.result(out, n)
+    return solution.result(out, sv, n)
 
 
 __all__ = ["custom_linear_solve", "custom_root"]
