@@ -148,7 +148,7 @@ def _cases():
     for obj, axis in [(2, None), (-1, 0), (np.array([0, 3]), 1), (np.array([4, 0, 4]), 0),
                       (slice(1, None, 2), 1), (np.array([True, False, True, False]), 1),
                       (np.zeros(0, np.int32), 0), (np.int32(3), None), ([1, 2], 0)]:
-        out.append(("delete", (xd, obj, axis), {}, "raises" if isinstance(obj, list) else True))
+        out.append(("delete", (xd, obj, axis), {}, True))
     out += [("delete", (xd, np.array([3, 0]), 0), {"assume_unique_indices": True}, True),
             ("delete", (xd, np.array([-1, 1]), 1), {"assume_unique_indices": True}, True)]
     for obj, vals, axis in [(1, 9, None), (np.array([1, 3]), np.array([7, 8]), None),
@@ -159,9 +159,7 @@ def _cases():
                             (np.array([1]), np.array([1, 2, 3, 4, 5]), 1),
                             (np.zeros(0, np.int32), np.zeros(0, np.int32), 0),
                             ([1], np.array([1, 2, 3, 4, 5]), 1), (1, [1, 2, 3, 4], 0)]:
-        listed = isinstance(obj, list) or isinstance(vals, list)
-        out.append(("insert", (xd, obj, vals, axis), {},
-                    "raises" if listed else np.size(obj) > 0))
+        out.append(("insert", (xd, obj, vals, axis), {}, np.size(obj) > 0))
     for t in ("fb", "f", "b", "x"):
         out += [("trim_zeros", (np.array([0, 0, 3, 0, 4, 0]), t), {}, t != "x"),
                 ("trim_zeros", (np.zeros(3, f32), t), {}, t != "x")]
@@ -238,10 +236,6 @@ def _run_jitted(name, args, kwargs):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_matches_numpy_and_jit(case, x64):
     name, args, kwargs, with_numpy = case
-    if with_numpy == "raises":       # lists where JAX takes arrays only
-        with pytest.raises(TypeError, match="asarray"):
-            getattr(jnp, name)(*args, **kwargs)
-        return
     with jx.enable_x64(x64):
         got = getattr(jnp, name)(*args, **kwargs)
         if with_numpy:
@@ -262,6 +256,9 @@ def test_matches_jax(case, x64):
         try:
             want = getattr(jax.numpy, name)(*args, **kwargs)
         except Exception as e:       # JAX refuses it: so does jx, with the same type
+            if "requires ndarray or scalar arguments" in str(e):
+                pytest.skip("JAX refuses lists here; jx.numpy takes them as arrays, as its "
+                            "other functions do")
             if (name, len(args[0]) if name == "array_equiv" else 0) == ("array_equiv", 3):
                 pytest.skip("JAX 0.10.2 raises TypeError for shapes that do not broadcast "
                             "(its code means to return False, as NumPy does and jx does)")

@@ -68,10 +68,8 @@ def _strong(x):
 
 
 def _array_arg(x, what: str):
-    """x as an array (jx or traced); lists are refused, as JAX's array-only arguments."""
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"jx.numpy.{what} must be an array or a scalar, got a "
-                        f"{type(x).__name__}; wrap it in jx.numpy.asarray (as JAX requires)")
+    """x as an array (jx or traced). Lists are taken as arrays, as everywhere in
+    jx.numpy (JAX refuses them in these functions with a TypeError)."""
     return x if isinstance(x, Tracer) else asarray(x)
 
 
@@ -458,14 +456,27 @@ def rollaxis(a, axis, start=0):
 
 
 def _split(what, ary, sections, axis):
+    """split with JAX's checks: equal sections, or non-decreasing indices within the
+    axis (NumPy would return empty pieces; JAX refuses negative piece sizes)."""
     x = as_value(ary)
     if has_tracer(sections):
         raise TracerConversionError(f"jx.numpy.{what}: the sections or split indices must be "
                                     "static (Python ints), not traced values")
+    n = shape_of(x)[canonical_axis(axis, len(shape_of(x)))]
     if isinstance(sections, (tuple, list)) or np.ndim(sections) > 0:
         sections = [int(i) for i in np.asarray(sections).reshape(-1)]
+        sizes = np.diff([0] + sections + [n])
+        if (sizes < 0).any():
+            raise ValueError(f"jx.numpy.{what}: split indices {sections} must be non-decreasing "
+                             f"and at most the axis length {n} (pieces of sizes "
+                             f"{sizes.tolist()})")
         return mp.split(x, sections, axis)
-    return mp.split(x, _static_int(sections, f"{what} indices_or_sections"), axis)
+    k = _static_int(sections, f"{what} indices_or_sections")
+    if k <= 0 or n % k:
+        raise ValueError(f"jx.numpy.{what}: array split does not result in an equal division: "
+                         f"an axis of length {n} into {k} sections; use array_split or "
+                         "explicit indices")
+    return mp.split(x, k, axis)
 
 
 def vsplit(ary, indices_or_sections):
@@ -566,7 +577,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     extra last function (or 0); constants in funclist stand for themselves. The
     functions are evaluated on the whole x, so they must act elementwise (as
     NumPy's and JAX's piecewise assume)."""
-    x = as_value(x)
+    x = x if isinstance(x, Tracer) else asarray(x)
     nc, nf = len(condlist), len(funclist)
     if nf == nc + 1:
         funclist = list(funclist[-1:]) + list(funclist[:-1])
@@ -677,8 +688,6 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     obj must be static (an int, a slice, or a concrete array), unless it holds
     unique integers and assume_unique_indices=True, which traces."""
     x = as_value(arr)
-    if isinstance(obj, (list, tuple)):
-        _array_arg(obj, "delete obj")
     if axis is None:
         x, axis = mp.ravel(x), 0
     axis = canonical_axis(axis, len(shape_of(x)))
@@ -737,9 +746,6 @@ def insert(arr, obj, values, axis=None):
     from .sorting import argsort
     from ._sets import nonzero
     x = as_value(arr)
-    if isinstance(obj, (list, tuple)):
-        _array_arg(obj, "insert obj")
-    _array_arg(values, "insert values")
     if axis is None:
         x, axis = mp.ravel(x), 0
     axis = canonical_axis(_static_int(axis, "insert axis"), len(shape_of(x)))
@@ -824,7 +830,7 @@ def array_equiv(a1, a2):
         broadcast_shapes(shape_of(x), shape_of(y))
     except ShapeError:
         return asarray(False)
-    return _all(uf.equal(x, y))
+    return _strong(_all(uf.equal(x, y)))
 
 
 def iterable(y) -> bool:
@@ -1123,9 +1129,6 @@ class _PyUfunc:
                                       "supported: use the returned array (and jnp.where)")
         if len(args) != self.nin:
             raise TypeError(f"{self!r} takes {self.nin} arguments, got {len(args)}")
-        for a in args:
-            if isinstance(a, (list, tuple)):
-                _array_arg(a, f"{self.__name__} argument")
         return vectorize(self._func)(*args)
 
     def _binary(self, what):
