@@ -8,25 +8,25 @@ from ..errors import NotInJx, missing_name
 
 # jax.numpy 0.10.2's public names not in jx.numpy
 JAX_ONLY = frozenset("""
-    ComplexWarning angle apply_along_axis apply_over_axes argpartition array_equiv
-    array_repr array_str bartlett bincount bitwise_count blackman block c_ cdouble
-    choose complex128 complex64 complex_ complexfloating compress convolve corrcoef
-    correlate cov csingle delete diag_indices diag_indices_from diagflat digitize dsplit
-    ediff1d einsum_path extract fft fill_diagonal float4_e2m1fn float6_e2m3fn
+    ComplexWarning angle argpartition
+    array_repr array_str bartlett bincount bitwise_count blackman cdouble
+    complex128 complex64 complex_ complexfloating convolve corrcoef
+    correlate cov csingle digitize
+    einsum_path fft float4_e2m1fn float6_e2m3fn
     float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz float8_e4m3fn
     float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu frexp frombuffer fromfile
-    fromfunction fromiter frompyfunc fromstring gcd geomspace get_printoptions gradient
-    hamming hanning histogram histogram2d histogram_bin_edges histogramdd hsplit i0
-    index_exp indices insert int1 int2 int4 interp intersect1d iscomplex iscomplexobj
-    isin isreal isrealobj iterable ix_ kaiser lcm ldexp load logspace mask_indices
-    matvec  mgrid modf nanargmax nanargmin nancumprod nancumsum 
-      nanstd nanvar object_ ogrid packbits partition 
-    piecewise place poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
-    printoptions put put_along_axis  r_ ravel_multi_index resize rollaxis roots
-    rot90 s_ save savez select set_printoptions setdiff1d setxor1d sinc sort_complex
-    spacing trapezoid tril_indices tril_indices_from trim_zeros triu_indices
-    triu_indices_from ufunc uint1 uint2 uint4 union1d unpackbits unravel_index unwrap
-    vander vecmat vectorize vsplit
+    fromiter fromstring gcd get_printoptions gradient
+    hamming hanning histogram histogram2d histogram_bin_edges histogramdd i0
+    int1 int2 int4 interp intersect1d
+    isin kaiser lcm ldexp load mask_indices
+    matvec modf nanargmax nanargmin nancumprod nancumsum
+    nanstd nanvar object_ packbits partition
+    place poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
+    printoptions put put_along_axis roots
+    save savez set_printoptions setdiff1d setxor1d sinc sort_complex
+    spacing trapezoid
+    ufunc uint1 uint2 uint4 union1d unpackbits unwrap
+    vecmat
 """.split())
 
 # the nearest jx.numpy function, where one covers part of the need
@@ -35,16 +35,10 @@ NEAREST = {
     "partition": "sort", "nanargmax": "argmax(where(isnan(x), -inf, x))",
     "nanargmin": "argmin(where(isnan(x), inf, x))", "nancumsum": "cumsum(nan_to_num(x))",
     "nancumprod": "cumprod(where(isnan(x), 1, x))", "nanstd": "std", "nanvar": "var",
-    "hsplit": "split(x, n, axis=1)", "vsplit": "split(x, n, axis=0)",
-    "dsplit": "split(x, n, axis=2)", "rot90": "flip and swapaxes",
-    "rollaxis": "moveaxis", "block": "concatenate", "choose": "where or take_along_axis",
-    "select": "where (nested)", "compress": "nonzero(..., size=) and take",
-    "extract": "nonzero(..., size=) and take", "isin": "any(equal(x[..., None], values), -1)",
+    "isin": "any(equal(x[..., None], values), -1)",
     "put": "x.at[idx].set(v)", "put_along_axis": "x.at[idx].set(v)",
-    "place": "where", "fill_diagonal": "x.at[i, i].set(v)", "delete": "concatenate of slices",
-    "insert": "concatenate", "resize": "tile and reshape", "indices": "meshgrid(..., indexing='ij')",
-    "mgrid": "meshgrid(..., indexing='ij')", "ogrid": "meshgrid(..., sparse=True)",
-    "ix_": "meshgrid(..., sparse=True, indexing='ij')", "bincount": "zeros(n).at[x].add(1)",
+    "place": "where",
+    "bincount": "zeros(n).at[x].add(1)",
     "histogram": "searchsorted and zeros(n).at[i].add(1)", "digitize": "searchsorted",
     "interp": "searchsorted", "gcd": "a while_loop of remainder", "lcm": "gcd",
     "ldexp": "x * 2.0 ** e", "frexp": "log2 and floor", "modf": "trunc and subtract",
@@ -52,21 +46,12 @@ NEAREST = {
     "trapezoid": "sum of (y[1:] + y[:-1]) / 2 * dx",
     "convolve": "a sum of shifted slices (convolutions come with their issue)",
     "correlate": "a sum of shifted slices", "cov": "mean and matmul",
-    "corrcoef": "mean and matmul", "vander": "power(x[:, None], arange(n))",
-    "polyval": "a loop of multiply and add", "geomspace": "exp(linspace(log(a), log(b)))",
-    "logspace": "power(base, linspace(...))", "tril_indices": "nonzero(tri(n), size=)",
-    "triu_indices": "nonzero(triu(ones((n, n))), size=)", "diagflat": "diag(ravel(x))",
-    "diag_indices": "arange(n)", "ediff1d": "diff(ravel(x))", "unravel_index": "floor_divide and remainder",
-    "ravel_multi_index": "sums of index * stride", "matvec": "matmul(a, v[..., None])[..., 0]",
+    "corrcoef": "mean and matmul",
+    "polyval": "a loop of multiply and add",
+    "matvec": "matmul(a, v[..., None])[..., 0]",
     "vecmat": "matmul(v[..., None, :], a)[..., 0, :]", "intersect1d": "unique and isin",
     "union1d": "unique(concatenate(...))", "setdiff1d": "unique", "setxor1d": "unique",
-    "array_equiv": "all(equal(a, b))", "iterable": "hasattr(x, '__iter__')",
-    "apply_along_axis": "jx.vmap", "apply_over_axes": "a loop over the axes",
-    "vectorize": "jx.vmap", "frompyfunc": "jx.vmap",
     "einsum_path": "einsum", "unwrap": "diff and cumsum", "gradient": "diff",
-    "trim_zeros": "nonzero", "iscomplexobj": "False for every jx array (no complex dtypes)",
-    "isrealobj": "True for every jx array (no complex dtypes)", "iscomplex": "zeros_like(x, bool)",
-    "isreal": "ones_like(x, bool)",
 }
 
 _COMPLEX = ("complex", "csingle", "cdouble", "sort_complex")
