@@ -90,7 +90,8 @@ def test_weak_scalars_and_float16(name):
     lambda m: m.population_count(np.ones(2, np.float32)), lambda m: m.clz(np.ones(2, bool)),
     lambda m: m.mulhi(np.ones(2, np.float32), np.ones(2, np.float32)),
     lambda m: m.clamp(0.5, np.arange(3), 2), lambda m: m.clamp(np.zeros(2), np.ones(5), 3.0),
-    lambda m: m.integer_pow(np.ones(2, bool), 2), lambda m: m.stack([np.ones(2), np.ones(2, np.int32)]),
+    lambda m: m.integer_pow(np.ones(2, bool), 2),
+    lambda m: m.stack([np.ones(2), np.ones(2, np.int32)]),
     lambda m: m.select_n(np.array([0.0, 1.0]), np.zeros(2), np.ones(2)),
     lambda m: m.reduce_and(np.ones(2, np.float32), (0,)),
     lambda m: m.nextafter(np.ones((2, 3), np.float32), np.ones(3, np.float32)),
@@ -217,9 +218,11 @@ def test_clamp_values_and_derivatives():
 def test_array_builders():
     for got, want in [(lax.full((2, 3), 1.5), jlax.full((2, 3), 1.5)),
                       (lax.full(3, 2, np.float32), jlax.full(3, 2, np.float32)),
-                      (lax.full_like(np.ones(2, np.int8), 3.7), jlax.full_like(np.ones(2, np.int8), 3.7)),
+                      (lax.full_like(np.ones(2, np.int8), 3.7),
+                       jlax.full_like(np.ones(2, np.int8), 3.7)),
                       (lax.full_like(2.0, 3), jlax.full_like(2.0, 3)),
-                      (lax.full_like(np.ones(2), 3, shape=(3, 1)), jlax.full_like(np.ones(2), 3, shape=(3, 1))),
+                      (lax.full_like(np.ones(2), 3, shape=(3, 1)),
+                       jlax.full_like(np.ones(2), 3, shape=(3, 1))),
                       (lax.empty((2,), np.int32), jlax.empty((2,), np.int32)),
                       (lax.shape_as_value((2, 3)), jlax.shape_as_value((2, 3)))]:
         _same(got, want, 0, 0)
@@ -234,7 +237,8 @@ def test_shape_functions():
     cases = [
         lambda m: m.tile(x, (2, 1, 3)), lambda m: m.tile(x[0, 0], (2,)),
         lambda m: m.stack([x, x + 1], axis=1), lambda m: m.stack([1.0, 2.0]),
-        lambda m: m.collapse(x, 1), lambda m: m.collapse(x, 0, 2), lambda m: m.collapse(x, -2, None),
+        lambda m: m.collapse(x, 1), lambda m: m.collapse(x, 0, 2),
+        lambda m: m.collapse(x, -2, None),
         lambda m: m.broadcast_to_rank(x[0], 4), lambda m: m.slice_in_dim(x, -3, None, 2, axis=2),
         lambda m: m.slice_in_dim(x, None, -1, axis=1), lambda m: m.index_in_dim(x, -1, 1),
         lambda m: m.index_in_dim(x, 2, 2, keepdims=False),
@@ -382,8 +386,8 @@ def test_reduce_generic_variadic_and_lambdas():
     want = jlax.reduce((x, idx), init, argmax(jlax), (1,))
     for g, w in zip(got, want):
         _same(g, w, 0, 0)
-    _same(lax.reduce(x, 0.0, lambda a, b: a + b, (0,)), jlax.reduce(x, 0.0, lambda a, b: a + b, (0,)),
-          rtol=1e-5)
+    _same(lax.reduce(x, 0.0, lambda a, b: a + b, (0,)),
+          jlax.reduce(x, 0.0, lambda a, b: a + b, (0,)), rtol=1e-5)
     # a non-identity init is applied once, as XLA does on the CPU
     _same(lax.reduce(x, np.float32(1.0), lax.add, (1,)),
           jlax.reduce(x, np.float32(1.0), jlax.add, (1,)), rtol=1e-5)
@@ -504,7 +508,8 @@ def test_custom_linear_solve_pytrees_and_aux(autodiff):
     def solve_tree(m):
         def f(s, b):
             mv = lambda x: {"u": x["u"] * d1 * s, "v": x["v"] * d2 * s}  # noqa: E731
-            sol = lambda _, r: ({"u": r["u"] / (d1 * s), "v": r["v"] / (d2 * s)}, r["u"].sum())  # noqa: E731
+            sol = lambda _, r: ({"u": r["u"] / (d1 * s), "v": r["v"] / (d2 * s)},  # noqa: E731
+                                r["u"].sum())
             x, aux = m.custom_linear_solve(mv, b, sol, symmetric=True, has_aux=True)
             return x["u"].sum() + 3 * x["v"].sum() + 0 * aux
         return f
@@ -518,7 +523,9 @@ def test_custom_linear_solve_pytrees_and_aux(autodiff):
 
 def test_custom_linear_solve_needs_transpose_solve(autodiff):
     A = np.diag(np.float32([1.0, 2.0, 3.0]))
-    f = lambda b: lax.custom_linear_solve(lambda x: A @ x, b, lambda _, r: r / jnp.diagonal(A)).sum()  # noqa: E731
+    def f(b):
+        return lax.custom_linear_solve(lambda x: A @ x, b,
+                                       lambda _, r: r / jnp.diagonal(A)).sum()
     _same(f(np.ones(3, np.float32)), np.float32(1 + 1 / 2 + 1 / 3))
     with pytest.raises(jx.errors.JxError, match="transpose_solve"):
         jx.grad(f)(np.ones(3, np.float32))
@@ -546,7 +553,8 @@ def test_custom_root(autodiff):
         _same(g, w, rtol=1e-5)
     with jx.enable_x64():
         x = lax.custom_root(lambda x: x ** 3 - 2.0, 1.0,
-                            lambda fn, x0: lax.fori_loop(0, 60, lambda i, x: x - fn(x) / (3 * x * x), x0),
+                            lambda fn, x0: lax.fori_loop(
+                                0, 60, lambda i, x: x - fn(x) / (3 * x * x), x0),
                             lambda g, y: y / g(1.0))
         assert abs(float(x) - 2 ** (1 / 3)) < 1e-14
 
@@ -561,12 +569,15 @@ PER_EXAMPLE = {      # name -> f(m, one example of X or I) for jit and vmap over
     "igammac": lambda m, x: m.igammac(x, x + 0.5), "zeta": lambda m, x: m.zeta(x + 1.5, x),
     "polygamma": lambda m, x: m.polygamma(m.full_like(x, 2.0), x),
     "betainc": lambda m, x: m.betainc(x + 1.0, x + 2.0, x),
-    "nextafter": lambda m, x: m.nextafter(x, 0.0 * x), "integer_pow": lambda m, x: m.integer_pow(x, -3),
-    "clamp": lambda m, x: m.clamp(0.4, x, 0.7), "reduce_precision": lambda m, x: m.reduce_precision(x, 5, 4),
+    "nextafter": lambda m, x: m.nextafter(x, 0.0 * x),
+    "integer_pow": lambda m, x: m.integer_pow(x, -3), "clamp": lambda m, x: m.clamp(0.4, x, 0.7),
+    "reduce_precision": lambda m, x: m.reduce_precision(x, 5, 4),
     "full_like": lambda m, x: m.full_like(x, 2.5) + x, "tile": lambda m, x: m.tile(x, (2, 1)),
     "stack": lambda m, x: m.stack([x, 2 * x], 1), "unstack": lambda m, x: m.unstack(x, 1)[2],
-    "split": lambda m, x: m.split(x, (2, 3), 1)[1], "slice_in_dim": lambda m, x: m.slice_in_dim(x, 1, None, 2, 1),
-    "index_in_dim": lambda m, x: m.index_in_dim(x, -1, 0), "collapse": lambda m, x: m.collapse(x, 0),
+    "split": lambda m, x: m.split(x, (2, 3), 1)[1],
+    "slice_in_dim": lambda m, x: m.slice_in_dim(x, 1, None, 2, 1),
+    "index_in_dim": lambda m, x: m.index_in_dim(x, -1, 0),
+    "collapse": lambda m, x: m.collapse(x, 0),
     "broadcast_to_rank": lambda m, x: m.broadcast_to_rank(x, 4),
     "index_take": lambda m, x: m.index_take(x, (np.array([0, 3, -1]),), (0,)),
     "top_k": lambda m, x: m.top_k(x, 3)[1], "cumlogsumexp": lambda m, x: m.cumlogsumexp(x, 1, True),
@@ -578,7 +589,8 @@ PER_EXAMPLE = {      # name -> f(m, one example of X or I) for jit and vmap over
 PER_EXAMPLE_INT = {
     "population_count": lambda m, i: m.population_count(i), "clz": lambda m, i: m.clz(i),
     "mulhi": lambda m, i: m.mulhi(i, i * 7919), "square": lambda m, i: m.square(i),
-    "reduce_xor": lambda m, i: m.reduce_xor(i, (0,)), "reduce_or": lambda m, i: m.reduce_or(i, (1,)),
+    "reduce_xor": lambda m, i: m.reduce_xor(i, (0,)),
+    "reduce_or": lambda m, i: m.reduce_or(i, (1,)),
 }
 
 

@@ -51,7 +51,8 @@ def operands(name: str, args, kinds=("float",), *, broadcast: bool = True) -> li
     if len(ranks) > 1:
         raise ShapeError(f"jx.lax.{name}: arrays must have the same number of dimensions "
                          f"(or be scalars), got shapes {', '.join(map(str, shapes))}")
-    out_shape = tuple(max(d) for d in zip(*[s for s in shapes if s])) if ranks else ()
+    out_shape = tuple(next((d for d in dims if d != 1), 1)
+                      for dims in zip(*[s for s in shapes if s])) if ranks else ()
     for s in shapes:
         if s and any(d not in (1, o) for d, o in zip(s, out_shape)):
             raise ShapeError(f"jx.lax.{name}: shapes {', '.join(map(str, shapes))} do not "

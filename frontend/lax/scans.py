@@ -13,7 +13,7 @@ from .. import dtypes, tree
 from ..core import Tracer, trace
 from ..errors import ShapeError
 from ..ir import ShapedArray
-from ..numpy._util import as_value, broadcast_to, canonical_axis, dtype_weak, shape_of
+from ..numpy._util import broadcast_to, canonical_axis, shape_of
 from ..numpy.creation import _wrap_public
 from . import ops
 from .extras import _kind, _value, operands
