@@ -937,6 +937,25 @@ def _map_rows(f, xs, length):
     return tree.unflatten(box[0], list(outs))
 
 
+def _fold(step, init, xs, length, what):
+    """carry = init; for i in range(length): carry = step(carry, *[x[i] for x in xs]);
+    returns (final carry, every carry stacked). One scan primitive (JAX's fori_loop
+    and scan in its ufunc methods), traced or not; the carry keeps init's type
+    (step's result is cast to it)."""
+    init = _strong(init)
+    a0 = get_aval(init)
+
+    def body(c, *row):
+        new = as_value(step(c, *row))
+        new = mp.broadcast_to(_strong(convert(new, a0.dtype)), a0.shape)
+        return [new, new]
+    avals = [a0] + [get_aval(x).update(shape=get_aval(x).shape[1:]) for x in xs]
+    graph, consts = trace(body, avals, name=what)
+    final, ys = bind(scan_p, *consts, init, *xs, body=graph, num_consts=len(consts),
+                     num_carry=1, length=length, reverse=False)
+    return final, ys
+
+
 def _apply_batched(f, args, core_ndims, batch_shape):
     """f mapped over batch_shape (the broadcast leading dims of args; each arg keeps
     its last core_ndims[i] dims per call). Outputs: batch_shape + f's output shape."""
@@ -1101,9 +1120,8 @@ def apply_over_axes(func, a, axes):
 class _PyUfunc:
     """What jx.numpy.frompyfunc returns: a ufunc-like object around a Python
     function of scalars (JAX's jnp.ufunc): calls are vectorized, and binary
-    single-output functions have reduce, accumulate, reduceat, outer and at.
-    reduce/accumulate/reduceat/at loop over the axis in Python (unrolled when
-    traced), where JAX uses a fori_loop or scan."""
+    single-output functions have reduce, accumulate, reduceat, outer and at,
+    each a scan over the axis (JAX's fori_loop / scan)."""
 
     def __init__(self, func, nin, nout, identity=None):
         self._func = func
@@ -1184,9 +1202,15 @@ class _PyUfunc:
         start = 1 if initial is None else 0
         val = mp.broadcast_to(convert(as_value(x[0] if initial is None else initial), dt),
                               shape_of(x)[1:])
-        for i in range(start, n):
-            new = self(val, convert(x[i], dt))
-            val = new if where is None else uf.where(where[i], new, val)
+        rest = [mp.slice_axis(x, 0, start, n)]
+        if where is not None:
+            rest.append(mp.slice_axis(where, 0, start, n))
+
+        def step(c, row, *keep):
+            new = self(c, convert(row, dt))
+            return uf.where(keep[0], new, c) if keep else new
+        if n > start:
+            val = _fold(step, val, rest, n - start, f"{self.__name__}.reduce")[0]
         return mp.reshape(val, final)
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
@@ -1201,10 +1225,15 @@ class _PyUfunc:
         if math.prod(shape_of(x)) == 0:
             return full(shape_of(x), 0, dt)
         x = mp.moveaxis(x, axis, 0)
-        rows = [_strong(convert(x[0], dt))]
-        for i in range(1, shape_of(x)[0]):
-            rows.append(self(rows[-1], convert(x[i], dt)))
-        return mp.moveaxis(mp.stack(rows), 0, axis)
+        n = shape_of(x)[0]
+        first = _strong(convert(x[0], dt))
+        if n > 1:
+            _, rest = _fold(lambda c, row: self(c, convert(row, dt)), first,
+                            [mp.slice_axis(x, 0, 1, n)], n - 1, f"{self.__name__}.accumulate")
+            out = mp.concatenate([mp.expand_dims(first, 0), rest])
+        else:
+            out = mp.expand_dims(first, 0)
+        return mp.moveaxis(out, 0, axis)
 
     def reduceat(self, a, indices, axis=0, dtype=None, out=None):
         """For each j, reduce a[indices[j]:indices[j + 1]] (a[indices[j]] alone where
@@ -1232,9 +1261,13 @@ class _PyUfunc:
         shape[axis] = shape_of(idx)[0]
         lo = mp.reshape(mp.slice_axis(ends, 0, 0, shape[axis]), tuple(shape))
         hi = mp.reshape(mp.slice_axis(ends, 0, 1, shape[axis] + 1), tuple(shape))
-        for i in range(n):
+        def step(r, row, i):
             inside = uf.logical_and(uf.less(lo, i), uf.greater(hi, i))
-            res = uf.where(inside, self(res, mp.slice_axis(x, axis, i, i + 1)), res)
+            return uf.where(inside, self(r, mp.expand_dims(row, axis)), r)
+        if n:
+            res = _fold(step, convert(res, dt), [mp.moveaxis(x, axis, 0),
+                                                 arange(n, dtype=dtypes.default_int())],
+                        n, f"{self.__name__}.reduceat")[0]
         return convert(res, dt)
 
     def outer(self, A, B, /):
@@ -1274,11 +1307,14 @@ class _PyUfunc:
             e = extra[0]
             tail = shape_of(e)[len(shape):]
             extra = (mp.reshape(mp.broadcast_to(e, shape + tail), (count,) + tail),)
-        for k in range(count):
-            at = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis else i[k]
+        arrays = [i for i in flat if not (isinstance(i, slice) or i is None or i is Ellipsis)]
+
+        def step(c, *row):
+            it = iter(row[:len(arrays)])
+            at = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis else next(it)
                        for i in flat)
-            x = x.at[at].set(self(x.at[at].get(), *[e[k] for e in extra]))
-        return x
+            return c.at[at].set(self(c.at[at].get(), *row[len(arrays):]))
+        return _fold(step, x, arrays + list(extra), count, f"{self.__name__}.at")[0]
 
 
 def frompyfunc(func, /, nin, nout, *, identity=None):
