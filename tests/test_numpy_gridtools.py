@@ -605,3 +605,21 @@ def test_frompyfunc_matches_jax():
     want = jax.grad(lambda v: jax.numpy.sum(jax.numpy.frompyfunc(
         lambda a, b: a * b + 1, 2, 1, identity=0).reduce(v)))(x)
     _same(g, np.asarray(want))
+
+
+def test_vectorize_rank_promotion_setting():
+    f = jnp.vectorize(lambda a, b: a + b)
+    a, b = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    with jx.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="rank promotion"):
+            f(a, b)
+        np.testing.assert_array_equal(np.asarray(f(a, np.float32(1))), a + 1)
+    with jx.numpy_rank_promotion("warn"):
+        with pytest.warns(UserWarning, match="rank promotion"):
+            f(a, b)
+    with pytest.raises(NotImplementedError, match="excluded="):
+        jnp.vectorize(lambda a, s=1: a * s)(a, s=2)     # JAX drops s silently
+    out = jnp.vectorize(lambda a, s=1: a * s, excluded={"s"})(a, s=2)
+    np.testing.assert_array_equal(np.asarray(out), a * 2)
+    out = jnp.vectorize(lambda a, b: a if b is None else a + b)(a, None)
+    np.testing.assert_array_equal(np.asarray(out), a)

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from .. import dtypes, tree
+from .. import dtypes, flags, tree
 from ..core import Primitive, Tracer, bind, get_aval, trace
 from ..errors import ShapeError, TracerConversionError
 from ..prims import elementwise as ew
@@ -1010,6 +1010,22 @@ def _bind_dims(sizes, shape, dims, context, is_input):
                              f"{sizes[name]} {context}")
 
 
+def _check_ranks(args, in_dims, signature):
+    """jax_numpy_rank_promotion for vectorize: arguments whose loop ranks differ."""
+    if flags.STATE.rank_promotion == "allow":
+        return
+    ranks = {len(shape_of(a)) - len(d) for a, d in zip(args, in_dims) if shape_of(a)}
+    if len(ranks) < 2:
+        return
+    msg = (f"operands with shapes {[shape_of(a) for a in args]} require rank promotion for "
+           f"jx.numpy.vectorize function with signature {signature}. Set the "
+           "jax_numpy_rank_promotion config option to 'allow' to disable this message")
+    if flags.STATE.rank_promotion == "raise":
+        raise ValueError(msg + ", or add the missing axes explicitly")
+    import warnings
+    warnings.warn(msg, stacklevel=3)
+
+
 def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     """pyfunc mapped over the broadcast leading dimensions of its arguments, as
     JAX's vectorize: `excluded` names positions/keywords passed through unmapped,
@@ -1053,6 +1069,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
             _bind_dims(sizes, shape_of(a), dims, context, True)
         batch = broadcast_shapes(*[shape_of(a)[:len(shape_of(a)) - len(d)]
                                    for a, d in zip(dyn, in_dims)])
+        _check_ranks(dyn, in_dims, signature)
 
         def call(*vals):
             it = iter(vals)
