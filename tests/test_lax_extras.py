@@ -602,3 +602,34 @@ def test_jit_and_vmap(name):
     _same(jx.vmap(lambda v: fn(lax, v))(data), want, **tol)
     _same(jx.jit(jx.vmap(lambda v: fn(lax, v)))(data), want, **tol)
     _same(jx.jit(lambda v: fn(lax, v))(data[0]), want[0], **tol)
+
+
+@pytest.mark.parametrize("call,error", [
+    (lambda m: m.top_k(np.float32(1), 1), ValueError),
+    (lambda m: m.top_k(np.ones(3, np.float32), 4), ValueError),
+    (lambda m: m.associative_scan(lambda a, b: a, (np.ones(3), np.ones(4))), ValueError),
+    (lambda m: m.split(np.ones(4), (1, 2)), ValueError),
+    (lambda m: m.index_in_dim(np.ones(4), 4), IndexError),
+    (lambda m: m.slice_in_dim(np.ones(4), 0, 5), TypeError),
+    (lambda m: m.tile(np.ones(4), (1, 2)), TypeError),
+    (lambda m: m.reduce((np.ones(3), np.ones(3)), 0.0, lambda a, b: a, (0,)), ValueError),
+    (lambda m: m.reduce(np.ones(3, np.float32), 1, m.add, (0,)), TypeError),
+    (lambda m: m.collapse(np.ones((2, 3)), 2, 1), ValueError),
+    (lambda m: m.full((2,), np.ones(2)), TypeError),
+    (lambda m: m.integer_pow(np.ones(2), 2.5), TypeError),
+    (lambda m: m.stack([np.ones(2), np.ones(3)]), ValueError),
+    (lambda m: m.select_n(np.ones(2, bool), np.ones(2), np.ones(2), np.ones(2)), TypeError),
+])
+def test_argument_errors_as_jax(call, error):
+    with pytest.raises(error):
+        call(jlax)
+    with pytest.raises(error):
+        call(lax)
+
+
+def test_lenient_where_jax_is():
+    x = np.arange(3.0, dtype=np.float32)
+    for c in [lambda m: m.reduce(x, 0, m.add, (0,)), lambda m: m.integer_pow(x, 2.0),
+              lambda m: m.broadcast_to_rank(np.ones((2, 3), np.float32), 1),
+              lambda m: m.reduce(np.ones(3, np.int32), 0.0, m.add, (0,))]:
+        _same(c(lax), c(jlax))

@@ -115,6 +115,8 @@ def integer_pow(x, y: int):
     """x ** y for a static Python int y by repeated squaring (exact for integers,
     and its derivative is y * x ** (y - 1), never through log x)."""
     (a,) = operands("integer_pow", [x], ("int", "float"))
+    if isinstance(y, (float, np.floating)) and float(y).is_integer():
+        y = int(y)                                # JAX takes a whole float too
     if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
         raise TypeError(f"jx.lax.integer_pow: the exponent must be a Python int, got {y!r} "
                         "(use jx.lax.pow for array exponents)")

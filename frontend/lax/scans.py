@@ -44,7 +44,7 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     ax = canonical_axis(axis, len(shape_of(leaves[0])))
     lengths = {shape_of(v)[ax] if len(shape_of(v)) > ax else None for v in leaves}
     if len(lengths) != 1 or None in lengths:
-        raise ShapeError(f"jx.lax.associative_scan: every array of elems must have one "
+        raise ValueError(f"jx.lax.associative_scan: every array of elems must have one "
                          f"length along axis {axis}, got shapes "
                          f"{[shape_of(v) for v in leaves]}")
 
@@ -97,7 +97,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     x = _value(operand)
     s = shape_of(x)
     if not s:
-        raise ShapeError("jx.lax.top_k needs an operand of rank 1 or more")
+        raise ValueError("jx.lax.top_k needs an operand of rank 1 or more")
     ax = canonical_axis(axis, len(s))
     k = int(k)
     if not 0 <= k <= s[ax]:
@@ -245,18 +245,14 @@ def reduce(operands_, init_values, computation, dimensions, out_sharding=None):
     xs, td = tree.flatten(operands_)
     inits, itd = tree.flatten(init_values)
     if td != itd:
-        raise ShapeError(f"jx.lax.reduce: operands ({td}) and init_values ({itd}) must "
+        raise ValueError(f"jx.lax.reduce: operands ({td}) and init_values ({itd}) must "
                          "have one tree structure")
     xs = [_value(x) for x in xs]
     inits = [_value(i) for i in inits]
-    for x, i in zip(xs, inits):
+    for i in inits:
         if shape_of(i) != ():
             raise ShapeError(f"jx.lax.reduce: init values must be scalars, got shape "
                              f"{shape_of(i)}")
-        if np.dtype(x.dtype) != np.dtype(i.dtype):
-            raise ShapeError(f"jx.lax.reduce: each init value must have its operand's "
-                             f"dtype, got {np.dtype(i.dtype).name} for "
-                             f"{np.dtype(x.dtype).name}")
     shapes = {shape_of(x) for x in xs}
     if len(shapes) != 1:
         raise ShapeError(f"jx.lax.reduce: operands must have one shape, got {sorted(shapes)}")
@@ -272,6 +268,11 @@ def reduce(operands_, init_values, computation, dimensions, out_sharding=None):
             if np.asarray(init).item() == ident(xs[0].dtype) and \
                     not (name in ("and", "or") and dtypes.is_float(xs[0].dtype)):
                 return tree.unflatten(td, [reducer(xs[0], axes)])
+    for x, i in zip(xs, inits):        # (the monoids above take any identity, as JAX)
+        if np.dtype(x.dtype) != np.dtype(i.dtype):
+            raise ShapeError(f"jx.lax.reduce: each init value must have its operand's "
+                             f"dtype, got {np.dtype(i.dtype).name} for "
+                             f"{np.dtype(x.dtype).name} (Python scalars are int32/float32)")
 
     def combine(a, b):
         out = computation(tree.unflatten(td, a), tree.unflatten(td, b))

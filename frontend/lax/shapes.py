@@ -81,7 +81,7 @@ def stack(operands_, axis: int = 0):
         raise ValueError("jx.lax.stack needs at least one operand")
     shapes = {shape_of(v) for v in vals}
     if len(shapes) > 1:
-        raise ShapeError(f"jx.lax.stack: all operands must have one shape, got "
+        raise ValueError(f"jx.lax.stack: all operands must have one shape, got "
                          f"{sorted(shapes)}")
     ax = canonical_axis(axis, len(shape_of(vals[0])) + 1)
     return ops.concatenate([ops.expand_dims(v, (ax,)) for v in vals], ax)
@@ -175,9 +175,7 @@ def broadcast_to_rank(x, rank: int):
     """x with leading dimensions of size 1 added up to rank."""
     v = _value(x)
     nd = len(shape_of(v))
-    if rank < nd:
-        raise ShapeError(f"jx.lax.broadcast_to_rank: x has rank {nd}, above {rank}")
-    return v if nd == rank else ops.broadcast(v, (1,) * (rank - nd))
+    return v if rank <= nd else ops.broadcast(v, (1,) * (rank - nd))    # (JAX: x if above)
 
 
 def broadcast_shapes(*shapes):
