@@ -492,7 +492,10 @@ def test_custom_linear_solve(autodiff, symmetric):
     f, jf = _linear_problem(lax, jnp, symmetric), _linear_problem(jlax, jjnp, symmetric)
     _same(f(A, b), jf(A, b), rtol=1e-5)
     _same(jx.jit(f)(A, b), jf(A, b), rtol=1e-5)
-    for g, w in zip(jx.grad(f, argnums=(0, 1))(A, b), jax.grad(jf, argnums=(0, 1))(A, b)):
+    want = jax.grad(jf, argnums=(0, 1))(A, b)
+    for g, w in zip(jx.grad(f, argnums=(0, 1))(A, b), want):
+        _same(g, w, rtol=1e-4, atol=1e-6)
+    for g, w in zip(jx.jit(jx.grad(f, argnums=(0, 1)))(A, b), want):
         _same(g, w, rtol=1e-4, atol=1e-6)
     tA, tb = RNG.normal(size=(4, 4)).astype(np.float32), RNG.normal(size=4).astype(np.float32)
     for g, w in zip(jx.jvp(f, (A, b), (tA, tb)), jax.jvp(jf, (A, b), (tA, tb))):
@@ -547,6 +550,7 @@ def test_custom_root(autodiff):
     _same(jx.jit(f)(a), np.sqrt(a), rtol=1e-6)
     _same(jx.grad(lambda a: f(a).sum())(a), jax.grad(lambda a: jf(a).sum())(a), rtol=1e-5)
     _same(jx.grad(lambda a: f(a).sum())(a), 0.5 / np.sqrt(a), rtol=1e-5)
+    _same(jx.jit(jx.grad(lambda a: f(a).sum()))(a), 0.5 / np.sqrt(a), rtol=1e-5)
     _same(jx.vmap(jx.grad(lambda a: f(a).sum()))(a[:, None]), (0.5 / np.sqrt(a))[:, None],
           rtol=1e-5)
     for g, w in zip(jx.jvp(f, (a,), (np.ones_like(a),)), jax.jvp(jf, (a,), (np.ones_like(a),))):
