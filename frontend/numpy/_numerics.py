@@ -204,7 +204,8 @@ def digitize(x, bins, right=False, *, method=None):
     kw = {} if method is None else {"method": method}
     up = searchsorted(b, x, side=side, **kw)
     down = nb - searchsorted(mp.flip(b), x, side=side, **kw)
-    return uf.where(uf.greater_equal(b[-1], b[0]), up, down)
+    # int32 in both modes, as JAX's searchsorted
+    return uf.where(uf.greater_equal(b[-1], b[0]), up, down).astype(dtypes.int32)
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -555,7 +556,7 @@ def argpartition(a, kth, axis=-1):
     rank = argsort(order, axis=-1, stable=True)
     rest = argsort(uf.less_equal(rank, k), axis=-1, stable=True)    # unpicked, in order
     out = mp.concatenate([order[..., :k + 1], rest[..., :n - k - 1]], axis=-1)
-    return mp.moveaxis(out, -1, ax)
+    return mp.moveaxis(out, -1, ax).astype(dtypes.int32)     # top_k's int32, as JAX
 
 
 # -------------------------------------------------------------- products
