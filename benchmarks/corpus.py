@@ -43,17 +43,20 @@ def swap_imports(source: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def programs() -> list:
-    return sorted(p.stem for p in CORPUS.glob("*.py"))
+def programs(folder=CORPUS) -> list:
+    """The program names (file stems) in `folder`: the corpus unless told."""
+    return sorted(p.stem for p in pathlib.Path(folder).glob("*.py")
+                  if not p.stem.startswith("_"))
 
 
-def load(name: str, use_jx: bool) -> types.ModuleType:
-    """The corpus program as a fresh module, on jx (imports swapped) or on JAX."""
-    path = CORPUS / f"{name}.py"
+def load(name: str, use_jx: bool, folder=CORPUS) -> types.ModuleType:
+    """The program `name` of `folder` (the corpus unless told) as a fresh module, on jx
+    (imports swapped) or on JAX."""
+    path = pathlib.Path(folder) / f"{name}.py"
     source = path.read_text()
     if use_jx:
         source = swap_imports(source)
-    module = types.ModuleType(f"corpus_{name}")
+    module = types.ModuleType(f"{pathlib.Path(folder).name}_{name}")
     module.__file__ = str(path)
     exec(compile(source, str(path), "exec"), module.__dict__)
     return module

@@ -313,15 +313,16 @@ def register(main: click.Group, reports_errors) -> None:
                   metavar="DIR", help="The suite: folder for results.md and results.json "
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
-                                                "corpus", "array-api"]),
+                                                "corpus", "patterns", "array-api"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
                        "--target cuda), allreduce (pmap's psum against MPI; run under "
                        "mpirun for ranks), eager (lax loops called outside jit: "
                        "interpreted, compiled, JAX; --steps), corpus (the compatibility "
-                       "corpus' jitted steps, jx vs JAX), array-api (the array API "
-                       "conformance suite, whole, on jx.numpy and jax.numpy).")
+                       "corpus' jitted steps, jx vs JAX), patterns (issue 19's patterns of "
+                       "real programs, jx vs JAX, with roofline fractions), array-api (the "
+                       "array API conformance suite, whole, on jx.numpy and jax.numpy).")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
@@ -342,6 +343,13 @@ def register(main: click.Group, reports_errors) -> None:
                 os.makedirs(out_dir, exist_ok=True)
                 argv += ["--out", os.path.join(out_dir, "results-corpus.md")]
             raise SystemExit(_sub("corpus").main(argv))
+        if suite == "patterns":
+            argv = [] if min_time is None else ["--min-time", str(min_time)]
+            argv += [a for e in entries for a in ("--only", e)]
+            if out_dir is not None:
+                os.makedirs(out_dir, exist_ok=True)
+                argv += ["--out", os.path.join(out_dir, "results-patterns.md")]
+            raise SystemExit(_sub("patterns").main(argv))
         if suite == "array-api":
             argv = [a for e in entries for a in ("--only", e)]
             if out_dir is not None:
