@@ -349,14 +349,16 @@ def test_traced_forms_work_under_jit():
 
 def test_static_requirements_raise_clear_errors():
     x = np.arange(6.0, dtype=np.float32)
-    for fn, what in [(lambda c: jnp.compress(c, x), "size="),
-                     (lambda c: jnp.extract(c, x), "size="),
-                     (lambda i: jnp.delete(x, i), "assume_unique_indices"),
-                     (lambda i: jnp.choose(i, [x, x]), "mode='wrap'"),
-                     (lambda i: jnp.ravel_multi_index((i,), (6,)), "mode='wrap'"),
-                     (lambda c: jnp.trim_zeros(c), "static"),
-                     (lambda n: jnp.tril_indices(n), "static")]:
-        arg = np.array([1, 0, 1, 0, 1, 0], np.int32) if what != "static" or fn.__code__.co_varnames[0] == "c" else np.int32(3)
+    mask = np.array([1, 0, 1, 0, 1, 0], np.int32)
+    for fn, what, arg in [(lambda c: jnp.compress(c, x), "size=", mask),
+                          (lambda c: jnp.extract(c, x), "size=", mask),
+                          (lambda i: jnp.delete(x, i), "assume_unique_indices", mask),
+                          (lambda i: jnp.choose(i, [x, x]), "mode='wrap'", mask),
+                          (lambda i: jnp.ravel_multi_index((i,), (6,)), "mode='wrap'", mask),
+                          (lambda c: jnp.trim_zeros(c), "concrete", mask),
+                          (lambda n: jnp.tril_indices(n), "static", np.int32(3)),
+                          (lambda k: jnp.hsplit(x, k), "static", np.int32(2)),
+                          (lambda n: jnp.vander(x, n), "static", np.int32(2))]:
         with pytest.raises(TracerConversionError, match=what):
             jx.jit(fn)(arg)
 

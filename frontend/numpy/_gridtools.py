@@ -26,10 +26,11 @@ from .. import dtypes, flags, tree
 from ..core import Primitive, Tracer, bind, get_aval, trace
 from ..errors import ShapeError, TracerConversionError
 from ..prims import elementwise as ew
+from ..prims import structural as st
 from ..prims.control import scan_p
 from ._util import as_value, bind1, broadcast_shapes, canonical_axis, convert, dtype_weak, \
     has_tracer, promote_dtypes, shape_of
-from .creation import _wrap_public, arange, asarray, full, linspace, zeros
+from .creation import _wrap_public, arange, asarray, full, linspace
 from . import manipulation as mp
 from . import ufuncs as uf
 
@@ -191,15 +192,10 @@ def indices(dimensions, dtype=None, sparse=False):
     out = []
     for i, d in enumerate(dims):
         shape = (1,) * i + (d,) + (1,) * (len(dims) - i - 1) if sparse else dims
-        out.append(bind1(_iota(), dtype=dt, shape=shape, dimension=i))
+        out.append(bind1(st.iota, dtype=dt, shape=shape, dimension=i))
     if sparse:
         return tuple(out)
     return mp.stack(out, 0) if out else asarray(np.zeros((0,)), dt)
-
-
-def _iota():
-    from ..prims import structural as st
-    return st.iota
 
 
 def ix_(*args):
@@ -412,7 +408,7 @@ def vander(x, N=None, increasing=False):
     n = shape_of(x)[0] if N is None else _static_int(N, "vander N")
     if n < 0:
         raise ValueError(f"jx.numpy.vander: N must be nonnegative, got {n}")
-    powers = bind1(_iota(), dtype=np.dtype(x.dtype), shape=(n,), dimension=0)
+    powers = bind1(st.iota, dtype=np.dtype(x.dtype), shape=(n,), dimension=0)
     if not increasing:
         powers = uf.subtract(asarray(n - 1, x.dtype), powers)
     return uf.power(mp.expand_dims(x, 1), mp.expand_dims(powers, 0))
@@ -1269,7 +1265,8 @@ class _PyUfunc:
                              f"{shape_of(idx)}")
         if axis is None or isinstance(axis, (tuple, list)):
             raise ValueError("reduceat requires a single integer axis.")
-        dt = np.dtype(get_aval(x).dtype) if dtype is None else             dtypes.canonicalize(dtype, "reduceat dtype")
+        dt = np.dtype(get_aval(x).dtype) if dtype is None else \
+            dtypes.canonicalize(dtype, "reduceat dtype")
         axis = canonical_axis(axis, len(shape_of(x)))
         res = take(x, idx, axis=axis)
         n = shape_of(x)[axis]
