@@ -108,7 +108,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     idx = ops.broadcasted_iota(np.int32, s, ax)
     keys, pos = sort_along([ops.rev(x, (ax,)), ops.rev(idx, (ax,))], ax, 1, True)
     keys, pos = ops.rev(keys, (ax,)), ops.rev(pos, (ax,))
-    return slice_in_dim(keys, 0, k, 1, ax), slice_in_dim(pos, 0, k, 1, ax)
+    return [slice_in_dim(keys, 0, k, 1, ax), slice_in_dim(pos, 0, k, 1, ax)]   # a list, as JAX
 
 
 # ---------------------------------------------------------------- select_n
