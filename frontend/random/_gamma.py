@@ -98,65 +98,121 @@ def _gamma_flat(kw, a, dt, log_space: bool):
 
 # ---------------------------------------------------------------- gradient
 
-def _digamma_pos(x):
-    """psi(x) for x > 0: recurrence up to x >= 6, then the asymptotic series."""
+def _digamma_pos(y):
+    """psi(y) for y > 0: the recurrence up to y >= 8, then the asymptotic series."""
     j = c.jnp()
-    acc = j.zeros_like(x)
-    for _ in range(6):
-        small = j.less(x, 6.0)
-        acc = j.where(small, j.subtract(acc, j.reciprocal(x)), acc)
-        x = j.where(small, j.add(x, 1.0), x)
-    r2 = j.reciprocal(j.multiply(x, x))
+    acc = j.zeros_like(y)
+    for _ in range(8):
+        small = j.less(y, 8.0)
+        acc = j.where(small, j.subtract(acc, j.reciprocal(y)), acc)
+        y = j.where(small, j.add(y, 1.0), y)
+    return j.add(acc, j.add(j.log(y), _psi_minus_log(y)))
+
+
+def _psi_minus_log(y):
+    """psi(y) - log(y) for y >= 8 (asymptotic series, error below 1e-9 there)."""
+    j = c.jnp()
+    r = j.reciprocal(y)
+    r2 = j.multiply(r, r)
     tail = j.multiply(r2, j.subtract(1 / 12, j.multiply(r2, j.subtract(
         1 / 120, j.multiply(r2, j.subtract(1 / 252, j.multiply(r2, 1 / 240)))))))
-    return j.add(acc, j.subtract(j.subtract(j.log(x), j.divide(0.5, x)), tail))
+    return j.negative(j.add(j.multiply(r, 0.5), tail))
 
 
-def _lgamma_pos(x):
-    """log Gamma(x) for x >= 0.5 (Lanczos, g = 7, the coefficients XLA uses)."""
-    from ._discrete import lgamma_pos
-    return lgamma_pos(x)
+def _log_minus_psi(x, y):
+    """log(x) - psi(y), accurate when the two nearly cancel (x close to a large y)."""
+    j = c.jnp()
+    big = j.greater_equal(y, 8.0)
+    yb = j.where(big, y, j.full_like(y, 8.0))
+    rel = j.divide(j.subtract(x, yb), yb)
+    log_ratio = j.where(j.less(j.abs(rel), 0.5), j.log1p(rel),
+                        j.subtract(j.log(x), j.log(yb)))     # log1p(-1) when x << y
+    near = j.subtract(log_ratio, _psi_minus_log(yb))
+    return j.where(big, near, j.subtract(j.log(x), _digamma_pos(y)))
+
+
+def _grad_series(a, x):
+    """-dP/da / p for x < a + 1: P / p = sum_n w_n with w_n = prod_{i<=n} x / (a + i),
+    and d/da brings each term a factor log(x) - psi(a + n + 1) (all of one sign here)."""
+    j = c.jnp()
+    eps = float(dtypes.finfo(x.dtype).eps)
+
+    def going(total, last):
+        return j.greater(j.abs(last), j.multiply(eps, j.abs(total)))
+
+    def cond(s):
+        n, w, total, last = s
+        return j.logical_and(j.any(going(total, last)), j.less(n, 5000.0))
+
+    def body(s):
+        n, w, total, last = s
+        live = going(total, last)
+        n = j.add(n, 1.0)
+        w = j.multiply(w, j.divide(x, j.add(a, n)))
+        t = j.where(live, j.multiply(w, _log_minus_psi(x, j.add(a, j.add(n, 1.0)))), 0.0)
+        return n, w, j.add(total, t), t
+    w0 = j.divide(x, a)
+    t0 = j.multiply(w0, _log_minus_psi(x, j.add(a, 1.0)))
+    n0 = np.asarray(0.0, x.dtype)
+    return j.negative(while_loop(cond, body, (n0, w0, t0, t0))[2])
+
+
+def _grad_fraction(a, x):
+    """dQ/da / p for x >= a + 1, Q = p x h with h Legendre's continued fraction
+    1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)): x (h (log x -
+    psi(a)) + dh/da), h and dh/da from Wallis' recurrences (rescaled each step)."""
+    j = c.jnp()
+    eps = float(dtypes.finfo(x.dtype).eps)
+    one, zero = j.ones_like(x), j.zeros_like(x)
+
+    def cond(s):
+        n, A0, A1, B0, B1, dA0, dA1, dB0, dB1, h, dh, moving = s
+        return j.logical_and(j.any(moving), j.less(n, 5000.0))
+
+    def body(s):
+        n, A0, A1, B0, B1, dA0, dA1, dB0, dB1, h, dh, live = s
+        # term n: b = x + 2n - 1 - a (db/da = -1), a_n = -(n-1)(n-1-a) (da_n/da = n-1)
+        an = j.where(j.equal(n, 1.0), one, j.negative(j.multiply(
+            j.subtract(n, 1.0), j.subtract(j.subtract(n, 1.0), a))))
+        dan = j.where(j.equal(n, 1.0), zero, j.multiply(j.subtract(n, 1.0), one))
+        b = j.subtract(j.add(x, j.subtract(j.multiply(n, 2.0), 1.0)), a)
+        A2 = j.add(j.multiply(b, A1), j.multiply(an, A0))
+        B2 = j.add(j.multiply(b, B1), j.multiply(an, B0))
+        dA2 = j.add(j.add(j.subtract(j.multiply(b, dA1), A1), j.multiply(an, dA0)),
+                    j.multiply(dan, A0))
+        dB2 = j.add(j.add(j.subtract(j.multiply(b, dB1), B1), j.multiply(an, dB0)),
+                    j.multiply(dan, B0))
+        scale = j.reciprocal(B2)
+        A1, B1, dA1, dB1 = (j.multiply(v, scale) for v in (A1, B1, dA1, dB1))
+        A2, dA2, dB2 = (j.multiply(v, scale) for v in (A2, dA2, dB2))
+        h_new = A2                                       # A2 / B2 with B2 scaled to 1
+        dh_new = j.subtract(dA2, j.multiply(A2, dB2))
+        moving = j.logical_or(
+            j.greater(j.abs(j.subtract(h_new, h)), j.multiply(eps, j.abs(h_new))),
+            j.greater(j.abs(j.subtract(dh_new, dh)), j.multiply(eps, j.abs(dh_new))))
+        # converged elements stop: more steps only add rounding drift
+        new = (A1, A2, B1, one, dA1, dA2, dB1, dB2, h_new, dh_new)
+        new = tuple(j.where(live, v, o) for v, o in zip(new, s[1:11]))
+        return (j.add(n, 1.0),) + new + (j.logical_and(live, moving),)
+    n0 = np.asarray(1.0, x.dtype)
+    init = (n0, one, zero, zero, one, zero, zero, zero, zero, zero, zero,
+            j.ones(u.shape_of(x), bool))
+    out = while_loop(cond, body, init)
+    h, dh = out[9], out[10]
+    return j.multiply(x, j.add(j.multiply(h, _log_minus_psi(x, a)), dh))
 
 
 def gamma_grad(a, x):
-    """dx/da of a Gamma(a) sample x: -dP(a, x)/da over the density.
-
-    dP/da is the term-wise derivative of P = sum_n x^(a+n) e^-x / Gamma(a+n+1):
-    sum_n T_n (log x - psi(a+n+1)). It runs until the terms have peaked (n past
-    x - a) and fallen below eps of the running sum.
-    """
+    """dx/da of a Gamma(a) sample x with its CDF level held fixed: -(dP/da) / p.
+    P's series below x = a + 1, Q's continued fraction above, each evaluated on
+    inputs moved into its own domain so both loops end."""
     j = c.jnp()
     dt = x.dtype
-    eps = float(dtypes.finfo(dt).eps)
-    x = j.maximum(x, _c(dtypes.finfo(dt).tiny, dt))
-    lx = j.log(x)
-    log_t0 = j.subtract(j.subtract(j.multiply(a, lx), x), _lgamma_pos(j.add(a, 1.0)))
-    psi0 = _digamma_pos(j.add(a, 1.0))
-    n_min = j.add(j.subtract(x, a), 2.0)
-
-    def term(n, psi, log_t):
-        return j.multiply(j.exp(log_t), j.subtract(lx, psi))
-
-    def cond(s):
-        n, psi, log_t, total, last = s
-        going = j.logical_or(j.less(n, n_min), j.greater(
-            j.abs(last), j.multiply(eps, j.abs(total))))
-        return j.logical_and(j.any(going), j.less(j.max(n), 1e5))
-
-    def body(s):
-        n, psi, log_t, total, last = s
-        an = j.add(a, j.add(n, 1.0))
-        log_t = j.add(log_t, j.subtract(lx, j.log(an)))
-        psi = j.add(psi, j.reciprocal(an))
-        t = term(n, psi, log_t)
-        return j.add(n, 1.0), psi, log_t, j.add(total, t), t
-    t0 = term(0, psi0, log_t0)
-    init = (j.zeros_like(x), psi0, log_t0, t0, t0)
-    dp = while_loop(cond, body, init)[3]
-    # log Gamma(a) as lgamma(a + 1) - log(a): a may be below the Lanczos range
-    lg_a = j.subtract(_lgamma_pos(j.add(a, 1.0)), j.log(a))
-    log_pdf = j.subtract(j.subtract(j.multiply(j.subtract(a, 1.0), lx), x), lg_a)
-    return j.negative(j.divide(dp, j.exp(log_pdf)))
+    x = j.maximum(x, np.asarray(dtypes.finfo(dt).tiny, dt))
+    use_series = j.less(x, j.add(a, 1.0))
+    xs = j.where(use_series, x, j.zeros_like(x))
+    xc = j.where(use_series, j.add(a, 2.0), x)
+    return j.where(use_series, _grad_series(a, xs), _grad_fraction(a, xc))
 
 
 def _identity(log_space, a, sample):
