@@ -625,3 +625,14 @@ def test_vectorize_rank_promotion_setting():
     np.testing.assert_array_equal(np.asarray(out), a * 2)
     out = jnp.vectorize(lambda a, b: a if b is None else a + b)(a, None)
     np.testing.assert_array_equal(np.asarray(out), a)
+
+
+def test_piecewise_functions_see_elements():
+    jax = pytest.importorskip("jax")
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    # a function that is not elementwise: under JAX's vmap it sees one element
+    got = jnp.piecewise(x, [x > 2], [lambda v: jnp.sum(v) + 1, lambda v: v * jnp.ones(())])
+    want = jax.numpy.piecewise(x, [x > 2], [lambda v: jax.numpy.sum(v) + 1, lambda v: v])
+    _same(got, want)
+    _same(jx.jit(lambda v: jnp.piecewise(v, [v > 2], [lambda e: jnp.sum(e) + 1, 0.5]))(x),
+          np.where(x > 2, x + 1, 0.5).astype(np.float32), weak=False)

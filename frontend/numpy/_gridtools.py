@@ -570,9 +570,9 @@ def select(condlist, choicelist, default=0):
 
 def piecewise(x, condlist, funclist, *args, **kw):
     """funclist[i](x) where condlist[i] holds (the last such i winning), else the
-    extra last function (or 0); constants in funclist stand for themselves. The
-    functions are evaluated on the whole x, so they must act elementwise (as
-    NumPy's and JAX's piecewise assume)."""
+    extra last function (or 0); constants in funclist stand for themselves. Each
+    function sees one element at a time, as under JAX's vmap of a switch (an
+    elementwise function runs once on the whole x)."""
     x = x if isinstance(x, Tracer) else asarray(x)
     nc, nf = len(condlist), len(funclist)
     if nf == nc + 1:
@@ -587,8 +587,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
     def value(f):
         if callable(f):
-            return mp.broadcast_to(convert(_strong(as_value(f(x, *args, **kw))), dt),
-                                   shape_of(x))
+            each = vectorize(lambda v: convert(_strong(as_value(f(v, *args, **kw))), dt))
+            return mp.broadcast_to(each(x), shape_of(x))
         return mp.broadcast_to(asarray(f, dt), shape_of(x))
     out = value(funclist[0])
     for i, f in enumerate(funclist[1:]):
