@@ -79,12 +79,15 @@ def _fake(name, jx_s, jax_s=None, agrees=True):
 
 
 def test_report_with_jax():
-    text = runner.report([_fake("heat_3d", 0.1, 0.2), _fake("nbody", 0.2, 0.05, False)],
-                         LIMITS, "jx bench --suite patterns")
+    probe = {**_fake("dispatch", 1e-5, 1e-3), "in_geomean": False}
+    text = runner.report([_fake("heat_3d", 0.1, 0.2), _fake("nbody", 0.2, 0.05, False),
+                          probe], LIMITS, "jx bench --suite patterns")
     assert "| heat_3d | 100 ms | 200 ms | 2.00x | 20 (20%) | 1 (2.5%) | 20% (compute) |" \
         in text
     assert "| nbody | 200 ms | 50 ms | 0.25x |" in text and "| NO |" in text
-    assert "Geometric-mean speedup of jx over JAX: 0.71x (2 patterns)." in text
+    assert "Geometric-mean speedup of jx over JAX: 0.71x (2 patterns; dispatch left " \
+        "out)." in text
+    assert "| dispatch | 10 µs | 1 ms | 100.00x |" in text
     assert "Local devices (pmap): jx 2, JAX 1." in text
     assert "- nbody: jx['x']: 3 of 4 elements differ" in text
 

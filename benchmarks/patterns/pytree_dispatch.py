@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 
 LEAVES, SIZE = 20, 8
+IN_GEOMEAN = False          # an overhead probe, not one of the program patterns
 
 
 @jax.jit
