@@ -11,6 +11,7 @@ from .. import dtypes
 from ..core import bind_like
 from ..numpy import _util as u
 from ..prims import random_bits as rb
+from ._core import _bits_to_unit, _float_bits, _scale_unit, _word_bits, erfinv
 
 
 def jnp():
@@ -97,7 +98,6 @@ def split_words(kw, num: int) -> list:
 
 def scalar_bits(kw, width: int):
     """The bits of a shape-() draw under each per-element key: counter 0."""
-    from ._core import _word_bits
     k0, k1 = kw
     zero = _fill(k0, 0)
     return _word_bits(*threefry_words(k0, k1, zero, zero), width)
@@ -105,14 +105,12 @@ def scalar_bits(kw, width: int):
 
 def scalar_uniform(kw, dt, lo=0.0, hi=1.0):
     """uniform(k, (), dt, lo, hi) under each per-element key."""
-    from ._core import _bits_to_unit, _float_bits, _scale_unit
     f = _bits_to_unit(scalar_bits(kw, _float_bits(dt)), dt)
     return _scale_unit(f, np.asarray(lo, dt), np.asarray(hi, dt))
 
 
 def scalar_normal(kw, dt):
     """normal(k, (), dt) under each per-element key."""
-    from ._core import erfinv
     lo = np.nextafter(np.asarray(-1.0, dt), np.asarray(0.0, dt))
     v = scalar_uniform(kw, dt, lo, 1.0)
     return jnp().multiply(np.asarray(np.sqrt(2.0), dt), erfinv(v))

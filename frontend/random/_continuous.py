@@ -7,26 +7,13 @@ import numpy as np
 from .. import dtypes
 from ..numpy import _util as u
 from . import _common as c
+from ._core import _check_key, _split2, exponential, normal, split, uniform
+from ._discrete import rademacher
+from ._gamma import gamma, loggamma
 
 
 def _k(name, key):
-    from ._core import _check_key
     return _check_key(key, name)
-
-
-def _uniform(kk, shape, dt, lo=0.0, hi=1.0):
-    from ._core import uniform
-    return uniform(kk, shape, dt, lo, hi)
-
-
-def _normal(kk, shape, dt):
-    from ._core import normal
-    return normal(kk, shape, dt)
-
-
-def _split2(kk):
-    from ._core import _split2 as s2
-    return s2(kk)
 
 
 # ---------------------------------------------------------------- location/scale free
@@ -35,7 +22,7 @@ def cauchy(key, shape=(), dtype=None):
     """Standard Cauchy: tan(pi * (u - 1/2)), u uniform in [eps, 1)."""
     kk, dt = _k("cauchy", key), c.float_dtype(dtype, "cauchy")
     j = c.jnp()
-    v = _uniform(kk, c.shape_tuple(shape), dt, float(dtypes.finfo(dt).eps), 1.0)
+    v = uniform(kk, c.shape_tuple(shape), dt, float(dtypes.finfo(dt).eps), 1.0)
     return j.tan(j.multiply(np.asarray(np.pi, dt), j.subtract(v, np.asarray(0.5, dt))))
 
 
@@ -44,7 +31,7 @@ def laplace(key, shape=(), dtype=None):
     kk, dt = _k("laplace", key), c.float_dtype(dtype, "laplace")
     j = c.jnp()
     lo = -1.0 + float(dtypes.finfo(dt).epsneg)
-    v = _uniform(kk, c.shape_tuple(shape), dt, lo, 1.0)
+    v = uniform(kk, c.shape_tuple(shape), dt, lo, 1.0)
     return j.multiply(j.sign(v), j.log1p(j.negative(j.abs(v))))
 
 
@@ -52,7 +39,7 @@ def logistic(key, shape=(), dtype=None):
     """Standard logistic: log(u) - log1p(-u), u uniform in [tiny, 1)."""
     kk, dt = _k("logistic", key), c.float_dtype(dtype, "logistic")
     j = c.jnp()
-    x = _uniform(kk, c.shape_tuple(shape), dt, float(dtypes.finfo(dt).tiny), 1.0)
+    x = uniform(kk, c.shape_tuple(shape), dt, float(dtypes.finfo(dt).tiny), 1.0)
     return j.subtract(j.log(x), j.log1p(j.negative(x)))
 
 
@@ -60,7 +47,7 @@ def maxwell(key, shape=(), dtype=None):
     """Maxwell: the length of a 3-d standard normal vector."""
     kk, dt = _k("maxwell", key), c.float_dtype(dtype, "maxwell")
     j = c.jnp()
-    z = _normal(kk, c.shape_tuple(shape) + (3,), dt)
+    z = normal(kk, c.shape_tuple(shape) + (3,), dt)
     return j.sqrt(j.sum(j.multiply(z, z), axis=-1))
 
 
@@ -68,7 +55,6 @@ def maxwell(key, shape=(), dtype=None):
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto with shape b (scale 1): exp(exponential / b)."""
-    from ._core import exponential
     kk, dt = _k("pareto", key), c.float_dtype(dtype, "pareto")
     shape = c.param_shape("pareto", shape, b)
     j = c.jnp()
@@ -80,7 +66,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     kk, dt = _k("lognormal", key), c.float_dtype(dtype, "lognormal")
     shape = c.param_shape("lognormal", shape, sigma)
     j = c.jnp()
-    return j.exp(j.multiply(_normal(kk, shape, dt), c.param(sigma, dt)))
+    return j.exp(j.multiply(normal(kk, shape, dt), c.param(sigma, dt)))
 
 
 def rayleigh(key, scale, shape=None, dtype=None):
@@ -88,7 +74,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     kk, dt = _k("rayleigh", key), c.float_dtype(dtype, "rayleigh")
     shape = c.param_shape("rayleigh", shape, scale)
     j = c.jnp()
-    v = _uniform(kk, shape, dt)
+    v = uniform(kk, shape, dt)
     s = c.param(scale, dt, shape)
     return j.multiply(s, j.sqrt(j.multiply(j.log(v), np.asarray(-2, dt))))
 
@@ -100,8 +86,8 @@ def wald(key, mean, shape=None, dtype=None):
     j = c.jnp()
     k1, k2 = _split2(kk)
     m = c.param(mean, dt, shape)
-    v = _normal(k1, shape, dt)
-    z = _uniform(k2, shape, dt)
+    v = normal(k1, shape, dt)
+    z = uniform(k2, shape, dt)
     y = j.multiply(v, v)
     m2 = j.multiply(m, m)
     root = j.sqrt(j.add(j.multiply(j.multiply(4, m), y), j.multiply(m2, j.multiply(y, y))))
@@ -113,7 +99,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """Weibull: scale * (-log1p(-u)) ** (1 / concentration)."""
     kk, dt = _k("weibull_min", key), c.float_dtype(dtype, "weibull_min")
     j = c.jnp()
-    v = _uniform(kk, c.shape_tuple(shape), dt)
+    v = uniform(kk, c.shape_tuple(shape), dt)
     inv = j.divide(1.0, u.as_value(concentration))
     return j.multiply(j.power(j.negative(j.log1p(j.negative(v))), inv), u.as_value(scale))
 
@@ -125,7 +111,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     j = c.jnp()
     lo, md, hi = (c.param(v, dt, shape) for v in (left, mode, right))
     fc = j.divide(j.subtract(md, lo), j.subtract(hi, lo))
-    v = _uniform(kk, shape, dt)
+    v = uniform(kk, shape, dt)
     out1 = j.add(lo, j.sqrt(j.multiply(j.multiply(v, j.subtract(hi, lo)), j.subtract(md, lo))))
     out2 = j.subtract(hi, j.sqrt(j.multiply(j.multiply(j.subtract(1, v), j.subtract(hi, lo)),
                                             j.subtract(hi, md))))
@@ -135,7 +121,6 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     """loc + scale * (random sign) * maxwell. As JAX, the result shape is
     shape + broadcast(loc, scale) (shape alone when the parameters are scalars)."""
-    from ._discrete import rademacher
     kk, dt = _k("double_sided_maxwell", key), c.float_dtype(dtype, "double_sided_maxwell")
     j = c.jnp()
     loc, scale = u.as_value(loc), u.as_value(scale)
@@ -152,9 +137,6 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
 
 def generalized_normal(key, p, shape=(), dtype=None):
     """Density proportional to exp(-|x|^p): sign * Gamma(1/p) ** (1/p)."""
-    from ._core import split
-    from ._discrete import rademacher
-    from ._gamma import gamma
     kk, dt = _k("generalized_normal", key), c.float_dtype(dtype, "generalized_normal")
     shape = c.shape_tuple(shape)
     j = c.jnp()
@@ -167,7 +149,6 @@ def generalized_normal(key, p, shape=(), dtype=None):
 
 def ball(key, d, p=2, shape=(), dtype=None):
     """Uniform points in the d-dimensional unit p-ball (Barthe et al.)."""
-    from ._core import exponential, split
     kk, dt = _k("ball", key), c.float_dtype(dtype, "ball")
     shape = c.shape_tuple(shape)
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
@@ -183,12 +164,11 @@ def ball(key, d, p=2, shape=(), dtype=None):
 
 def t(key, df, shape=None, dtype=None):
     """Student's t: normal * sqrt((df / 2) / Gamma(df / 2))."""
-    from ._gamma import gamma
     kk, dt = _k("t", key), c.float_dtype(dtype, "t")
     shape = c.param_shape("t", shape, df)
     j = c.jnp()
     kn, kg = _split2(kk)
-    n = _normal(kn, shape, dt)
+    n = normal(kn, shape, dt)
     half = j.divide(c.param(df, dt), np.asarray(2, dt))
     g = gamma(kg, half, shape, dt)
     return j.multiply(n, j.sqrt(j.divide(half, g)))
@@ -196,7 +176,6 @@ def t(key, df, shape=None, dtype=None):
 
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square: 2 * Gamma(df / 2), drawn in log space."""
-    from ._gamma import loggamma
     kk, dt = _k("chisquare", key), c.float_dtype(dtype, "chisquare")
     shape = c.param_shape("chisquare", shape, df)
     j = c.jnp()
@@ -218,7 +197,6 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) from two log-gammas, normalized without overflow."""
-    from ._gamma import loggamma
     kk, dt = _k("beta", key), c.float_dtype(dtype, "beta")
     shape = c.param_shape("beta", shape, a, b)
     j = c.jnp()

@@ -1,4 +1,4 @@
-"""jx.random: JAX's counter-based PRNG on the threefry2x32 primitive.
+"""jx.random's core: JAX's counter-based PRNG on the threefry2x32 primitive.
 
 A key is a uint32[2] array (JAX's raw keys): PRNGKey(0) is [0, 0]. Functions
 are pure: the same key always gives the same numbers, and a fresh stream comes

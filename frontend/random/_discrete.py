@@ -15,6 +15,7 @@ from .. import dtypes
 from ..lax.control_flow import while_loop
 from ..numpy import _util as u
 from . import _common as c
+from ._core import _check_key, _split2, bernoulli, split, uniform
 
 # XLA's lgamma: Lanczos with g = 7 and these coefficients
 _LANCZOS_G = 7.0
@@ -43,21 +44,11 @@ def lgamma_pos(x):
     return j.add(j.add(k(0.5 * math.log(2 * math.pi)), body), j.log(s))
 
 
-def _split2(kk):
-    from ._core import _split2 as s2
-    return s2(kk)
-
 
 def _split3(kk):
-    from ._core import split
     j = c.jnp()
     ks = split(kk, 3)
     return tuple(j.take(ks, i, axis=0) for i in range(3))
-
-
-def _uniform(kk, shape, dt):
-    from ._core import uniform
-    return uniform(kk, shape, dt)
 
 
 # ---------------------------------------------------------------- poisson
@@ -74,7 +65,7 @@ def _poisson_knuth(kk, lam, shape):
         kk, k0, k1, log_prod = s
         kk, sub = _split2(kk)
         k0 = j.where(j.greater(log_prod, neg_lam), j.add(k0, np.float32(1)), k0)
-        return kk, k0, k1, j.add(log_prod, j.log(_uniform(sub, shape, f32)))
+        return kk, k0, k1, j.add(log_prod, j.log(uniform(sub, shape, f32)))
     init = (kk, j.zeros(shape, f32), j.zeros(shape, f32), j.zeros(shape, f32))
     return j.subtract(while_loop(cond, body, init)[1], np.float32(1))
 
@@ -91,8 +82,8 @@ def _poisson_rejection(kk, lam, shape):
     def body(s):
         kk, k_out, accepted = s
         kk, s0, s1 = _split3(kk)
-        uu = j.subtract(_uniform(s0, shape, lam.dtype), f(0.5))
-        v = _uniform(s1, shape, lam.dtype)
+        uu = j.subtract(uniform(s0, shape, lam.dtype), f(0.5))
+        v = uniform(s1, shape, lam.dtype)
         us = j.subtract(f(0.5), j.abs(uu))
         k = j.floor(j.add(j.add(j.multiply(j.add(j.divide(j.multiply(f(2), a), us), b), uu),
                                 lam), f(0.43)))
@@ -116,7 +107,6 @@ def _poisson_rejection(kk, lam, shape):
 
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) counts (lam >= 0), computed in float32 as JAX does."""
-    from ._core import _check_key
     kk = _check_key(key, "poisson")
     dt = c.int_dtype(dtype, "poisson")
     j = c.jnp()
@@ -170,7 +160,7 @@ def _binomial_inversion(kk, count, prob, shape):
         kk, num, total = s
         sub, kk = _split2(kk)
         num = j.where(j.less_equal(total, count), j.add(num, 1), num)
-        geom = j.ceil(j.divide(j.log(_uniform(sub, shape, dt)), log1mp))
+        geom = j.ceil(j.divide(j.log(uniform(sub, shape, dt)), log1mp))
         return kk, num, j.add(total, geom)
     init = (kk, j.zeros(shape, dt), j.zeros(shape, dt))
     return j.subtract(while_loop(cond, body, init)[1], 1)
@@ -194,8 +184,8 @@ def _btrs(kk, count, prob, shape):
     def body(s):
         kk, k_out, accepted = s
         kk, s0, s1 = _split3(kk)
-        uu = j.subtract(_uniform(s0, shape, dt), 0.5)
-        v = _uniform(s1, shape, dt)
+        uu = j.subtract(uniform(s0, shape, dt), 0.5)
+        v = uniform(s1, shape, dt)
         us = j.subtract(0.5, j.abs(uu))
         accept1 = j.logical_and(j.greater_equal(us, 0.07), j.less_equal(v, v_r))
         k = j.floor(j.add(j.multiply(j.add(j.divide(j.multiply(2, a), us), b), uu), cc))
@@ -220,7 +210,6 @@ def _btrs(kk, count, prob, shape):
 
 def binomial(key, n, p, shape=None, dtype=None):
     """Binomial(n, p) counts as floats: inversion (n * min(p, 1-p) <= 10) or BTRS."""
-    from ._core import _check_key
     kk = _check_key(key, "binomial")
     dt = c.float_dtype(dtype, "binomial")
     j = c.jnp()
@@ -252,7 +241,6 @@ def binomial(key, n, p, shape=None, dtype=None):
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     """Counts of n draws over the categories of p's last axis: a binomial per
     category on what the earlier ones left, with JAX's per-category keys."""
-    from ._core import _check_key, split
     kk = _check_key(key, "multinomial")
     del unroll      # a scan's unrolling: the categories are a static loop here
     j = c.jnp()
@@ -280,7 +268,6 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
 def geometric(key, p, shape=None, dtype=None):
     """Trials up to the first success: floor(log(u) / log1p(-p)) + 1."""
-    from ._core import _check_key, uniform
     kk = _check_key(key, "geometric")
     dt = c.int_dtype(dtype, "geometric")
     j = c.jnp()
@@ -295,7 +282,6 @@ def geometric(key, p, shape=None, dtype=None):
 
 def rademacher(key, shape=(), dtype=None):
     """-1 or +1 with equal probability."""
-    from ._core import _check_key, bernoulli
     kk = _check_key(key, "rademacher")
     dt = dtypes.canonicalize(int if dtype is None else dtype)
     j = c.jnp()

@@ -20,6 +20,7 @@ from ..lax.control_flow import while_loop
 from ..lax.ops import stop_gradient
 from ..numpy import _util as u
 from . import _common as c
+from ._core import _check_key, split
 
 
 def _c(v, dt):
@@ -239,7 +240,6 @@ def _attach_grad_jvp(log_space, primals, tangents):
 # ---------------------------------------------------------------- public
 
 def _gamma(key, a, shape, dtype, name: str, log_space: bool):
-    from ._core import _check_key, split
     k = _check_key(key, name)
     dt = c.float_dtype(dtype, name)
     av = u.as_value(a)

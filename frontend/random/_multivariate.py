@@ -7,20 +7,16 @@ from .. import dtypes
 from ..lax.ops import stop_gradient
 from ..numpy import _util as u
 from . import _common as c
+from ._core import _check_key, normal
+from ._gamma import loggamma
 from ._factor import cholesky, orthonormal_columns
 
 _METHODS = ("svd", "eigh", "cholesky")
 
 
-def _normal(kk, shape, dt):
-    from ._core import normal
-    return normal(kk, shape, dt)
-
-
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """mean + factor @ z, z standard normal and factor @ factor.T == cov (a Cholesky
     factor, or U sqrt(s) / V sqrt(w) from an SVD / eigendecomposition)."""
-    from ._core import _check_key
     kk = _check_key(key, "multivariate_normal")
     j = c.jnp()
     mean, cov = u.promote_dtypes(u.as_value(mean), u.as_value(cov), to_float=True)
@@ -61,15 +57,13 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         raise NotImplementedError(
             f"multivariate_normal(method={method!r}) needs jx.numpy.linalg.{method}, which "
             "jx does not have yet; use method='cholesky' (cov positive definite)") from e
-    z = _normal(kk, shape + (n,), dt)
+    z = normal(kk, shape + (n,), dt)
     return j.add(mean, j.squeeze(j.matmul(factor, j.expand_dims(z, -1)), -1))
 
 
 def dirichlet(key, alpha, shape=None, dtype=None):
     """Dirichlet(alpha) over alpha's last axis: normalized gammas, drawn in log space
     (a softmax of log-gammas) so small alpha keeps its precision."""
-    from ._core import _check_key
-    from ._gamma import loggamma
     kk = _check_key(key, "dirichlet")
     dt = c.float_dtype(dtype, "dirichlet")
     j = c.jnp()
@@ -90,7 +84,6 @@ def dirichlet(key, alpha, shape=None, dtype=None):
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """Haar-random n x m matrices with orthonormal columns (or rows when n < m):
     the Q of a QR of a normal matrix, its columns' signs fixed by R's diagonal."""
-    from ._core import _check_key
     kk = _check_key(key, "orthogonal")
     dt = c.float_dtype(dtype, "orthogonal")
     for name, v in (("n", n), ("m", m)):
@@ -99,6 +92,6 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     n = int(n)
     m = n if m is None else int(m)
     j = c.jnp()
-    z = _normal(kk, c.shape_tuple(shape) + (max(n, m), min(n, m)), dt)
+    z = normal(kk, c.shape_tuple(shape) + (max(n, m), min(n, m)), dt)
     x = orthonormal_columns(z)
     return j.swapaxes(x, -1, -2) if n < m else x
