@@ -107,6 +107,17 @@ def test_vmap_over_keys_matches_jax():
     np.testing.assert_allclose(got, want, rtol=2e-6)
 
 
+def test_vmap_over_parameters_matches_jax():
+    """A shared key under vmap: each row draws what the unbatched call would."""
+    jax = pytest.importorskip("jax")
+    a = np.array([[0.5, 2.0, 7.0], [1.5, 3.0, 0.2]], np.float32)
+    for name, f in (("gamma", lambda r, k, a: r.gamma(k, a)),
+                    ("poisson", lambda r, k, a: r.poisson(k, 5 * a, (3,)))):
+        want = np.asarray(jax.vmap(lambda a: f(jax.random, jax.random.PRNGKey(1), a))(a))
+        got = np.asarray(jx.vmap(lambda a: f(jr, jr.PRNGKey(1), a))(a))
+        np.testing.assert_allclose(got, want, rtol=2e-6, err_msg=name)
+
+
 # ---------------------------------------------------------------- distributions
 
 N = 4000
@@ -245,6 +256,16 @@ def test_gamma_gradient_matches_jax():
             jax.random.PRNGKey(1), a).sum())(a))
         got = np.asarray(jx.jit(jx.grad(lambda a: getattr(jr, name)(jr.PRNGKey(1), a).sum()))(a))
         np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_gamma_gradient_x64_matches_jax():
+    jax = pytest.importorskip("jax")
+    a = np.array([0.3, 2.0, 50.0])
+    with jax.enable_x64(True), jx.enable_x64():
+        want = np.asarray(jax.grad(lambda a: jax.random.gamma(jax.random.PRNGKey(0), a).sum())(a))
+        got = np.asarray(jx.grad(lambda a: jr.gamma(jr.PRNGKey(0), a).sum())(a))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
 def test_beta_and_dirichlet_are_differentiable():
