@@ -268,6 +268,37 @@ def test_gamma_gradient_x64_matches_jax():
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
+PARAM = np.array([0.7, 2.0, 4.0], np.float32)
+TRACED = {   # samplers of a traced parameter a, under jx.jit, and their gradients in a
+    "pareto": lambda r, k, a: r.pareto(k, a),
+    "lognormal": lambda r, k, a: r.lognormal(k, a),
+    "rayleigh": lambda r, k, a: r.rayleigh(k, a),
+    "wald": lambda r, k, a: r.wald(k, a),
+    "weibull_min": lambda r, k, a: r.weibull_min(k, a, a, (3,)),
+    "triangular": lambda r, k, a: r.triangular(k, a - 1, a, a + 1),
+    "double_sided_maxwell": lambda r, k, a: r.double_sided_maxwell(k, a, a),
+    "t": lambda r, k, a: r.t(k, a),
+    "chisquare": lambda r, k, a: r.chisquare(k, a),
+    "f": lambda r, k, a: r.f(k, a, a),
+    "beta": lambda r, k, a: r.beta(k, a, a),
+    "dirichlet": lambda r, k, a: r.dirichlet(k, a),
+    "multivariate_normal": lambda r, k, a: r.multivariate_normal(k, a[:2], COV[:2, :2] * a[0]),
+    "ball": lambda r, k, a: r.ball(k, 3, 1.5) * a,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACED))
+def test_traced_parameters_and_gradients_match_jax(name):
+    jax = pytest.importorskip("jax")
+    f = TRACED[name]
+    got = np.asarray(jx.jit(lambda k, a: f(jr, k, a))(jr.PRNGKey(3), PARAM))
+    want = np.asarray(f(jax.random, jax.random.PRNGKey(3), PARAM))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    g = np.asarray(jx.grad(lambda a: f(jr, jr.PRNGKey(3), a).sum())(PARAM))
+    gw = np.asarray(jax.grad(lambda a: f(jax.random, jax.random.PRNGKey(3), a).sum())(PARAM))
+    np.testing.assert_allclose(g, gw, rtol=1e-3)
+
+
 def test_beta_and_dirichlet_are_differentiable():
     g = jx.grad(lambda a: jr.beta(jr.PRNGKey(0), a, 2.0, (8,)).sum())(np.float32(1.5))
     assert np.isfinite(np.asarray(g))
