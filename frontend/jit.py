@@ -17,12 +17,14 @@ from .array import Array
 from .api import (clear_registered_caches, leaf_aval, make_jaxpr, merge_static,
                   register_caches, split_static, _static_key)
 from .core import Tracer, forget_known
+from .dispatch import MISS, make_plan
 from .errors import JxError, MaskedArrayError, reject_masked
 from .staging import stage
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
 # scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array) and
 # jx.Arrays (traced strongly typed too, see api.leaf_aval).
+_MAX_PLANS = 8            # signatures per jitted function with a specialised call path
 _FAST_TYPES = frozenset({np.ndarray, Array} | {t for t in np.sctypeDict.values()
                                                if issubclass(t, np.generic)})
 
@@ -118,8 +120,15 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
     quick: dict = {}          # calls with static or keyword arguments -> compiled
     static_at: dict = {}      # number of positional args -> static positions
 
+    plans: list = []          # call plans specialised to signatures seen (jx.dispatch)
+    planned: set = set()      # the cache keys they were made for
+
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
+        for plan in plans:                         # pytrees, Python scalars, statics
+            out = plan(args, kwargs)
+            if out is not MISS:
+                return out
         if not state.special:
             if not kwargs and not argnums:         # the fast path: plain NumPy arrays
                 try:
@@ -209,6 +218,13 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
                tuple(sorted((k, _static_kw_key(k, v)) for k, v in static_kw.items())),
                in_tree, avals)
         compiled = cache.get(key) or compile_for(args, kwargs, static_kw, key)
+        if len(planned) < _MAX_PLANS and key not in planned and backend == "cpu" and \
+                not state.special:
+            planned.add(key)
+            plan = make_plan(compiled.fn, in_tree, leaves, static, static_kw, len(args),
+                             tuple(kwargs) + tuple(static_kw), compiled.out_tree, state.mode)
+            if plan is not None:
+                plans.append(plan)
         return compiled, leaves, None
 
     def lower(*args, **kwargs):
@@ -230,7 +246,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
 
     jitted.lower, jitted.trace, jitted.eval_shape = lower, trace, eval_shape
     jitted._cache = cache
-    register_caches(jitted, cache, quick)
+    register_caches(jitted, cache, quick, plans, planned)
     return jitted
 
 

@@ -9,6 +9,7 @@ composition (grad of grad, vmap of grad, jit of either) is just nesting.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Callable, Sequence
 
 import numpy as np
@@ -241,3 +242,8 @@ def jacrev(f: Callable, argnums=0) -> Callable:
 
 def hessian(f: Callable, argnums=0) -> Callable:
     return jacfwd(jacrev(f, argnums), argnums)
+
+
+# lax's implicit-differentiation solvers (a lower layer) differentiate through these
+from .lax import solvers as _solvers  # noqa: E402
+_solvers.AUTODIFF = sys.modules[__name__]

@@ -112,6 +112,13 @@ class CompiledFunction:
 
         return call
 
+    def plan_parts(self) -> dict:
+        """What a call plan specialised to one signature needs (jx.dispatch)."""
+        return {"in_avals": self.in_avals, "fn": self.fn, "data_ptr": data_ptr,
+                "out_specs": tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs),
+                "out_weak": self.out_weak, "status_error": self._status_error,
+                "out_memory_error": self._output_memory_error}
+
     def __call__(self, *args) -> list:
         return self._call(*args)
 
