@@ -135,8 +135,55 @@ SCALAR["min"] = _extremum(False)
 def _pow(b, args, dt, out_dt):
     a, c = args
     if is_float(dt):
+        v = c.constant if isinstance(c, ir.Constant) else None
+        if isinstance(v, float) and _pow_by_products(v, dt):
+            return _const_pow(b, a, v, dt)
         return mathlib.emit_binary(b, "pow", a, c, _math_dtype(dt))
     return _int_pow(b, a, c, dt)
+
+
+def _pow_by_products(v: float, dt) -> bool:
+    """Whether x ** v (v a constant) is computed from products, a square root and a
+    division instead of exp(v * log x): whole and half-integer exponents, as many as
+    keep the rounding within the general pow's (float32 works in double, where a
+    few products round far below float32's half ulp; float64 allows two)."""
+    twice = 2 * v
+    if twice != int(twice):
+        return False
+    limit = 4 if np.dtype(dt) == np.float64 else 16     # |2v|: float64 up to x ** +-2
+    return abs(twice) <= limit
+
+
+def _const_pow(b, x, v: float, dt):
+    """x ** v for a whole or half-integer constant v, with IEEE pow's special values:
+    x ** 0 = 1 (nan too), (-0) ** v and (-inf) ** v by v's sign and parity, negative
+    x with a half-integer v gives nan (the square root's), 1 / 0 = inf."""
+    t = x.type
+    wide = compute_type(np.float64) if np.dtype(_math_dtype(dt)) == np.float32 else t
+    xd = b.fpext(x, wide) if wide != t else x
+    one = ir.Constant(wide, 1.0)
+    if v == 0:
+        return ir.Constant(t, 1.0)
+    n2 = int(abs(2 * v))
+    half = n2 % 2 == 1
+    if half:      # |sqrt|: sqrt(-0) is -0, but (-0) ** 0.5 is +0
+        base = _intrinsic(b, "llvm.fabs", _intrinsic(b, "llvm.sqrt", xd))
+        k = n2
+    else:
+        base, k = xd, n2 // 2
+    acc = None
+    while k:      # base ** k by squaring
+        if k & 1:
+            acc = base if acc is None else b.fmul(acc, base)
+        k >>= 1
+        if k:
+            base = b.fmul(base, base)
+    if v < 0:
+        acc = b.fdiv(one, acc)
+    if half:      # (-inf) ** v: the square root made it nan; IEEE gives inf or +0
+        ninf = b.fcmp_ordered("==", xd, ir.Constant(wide, float("-inf")))
+        acc = b.select(ninf, ir.Constant(wide, float("inf") if v > 0 else 0.0), acc)
+    return b.fptrunc(acc, t) if wide != t else acc
 
 
 def _int_pow(b, a, c, dt):
