@@ -341,6 +341,12 @@ def test_errors_name_the_problem():
         jr.orthogonal(k, 2.5)
     with pytest.raises(TypeError, match="uint32"):
         jr.gamma(np.zeros(3, np.uint32), 1.0)
+    # as JAX: a strongly typed parameter must convert to dtype without losing precision
+    assert jr.pareto(k, 2.0, dtype=np.float16).dtype == np.float16
+    with pytest.raises(ValueError, match="cannot safely cast argument of type float32"):
+        jr.pareto(k, np.float32(2.0), dtype=np.float16)
+    with jx.enable_x64(), pytest.raises(ValueError, match="In arguments to beta"):
+        jr.beta(k, np.ones(2), 1.0, dtype=np.float32)
 
 
 def test_key_utilities():

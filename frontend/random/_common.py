@@ -66,6 +66,17 @@ def param_shape(name: str, shape, *params) -> tuple:
     return shape
 
 
+def check_safe_cast(name: str, dt, *args) -> None:
+    """JAX's check that each parameter converts to dt without losing its kind or
+    precision: a float64 array with dtype=float32 (x64 on), a complex parameter."""
+    for a in args:
+        src, weak = u.dtype_weak(a)
+        if dtypes.result_type((src, weak), (dt, False))[0] != dt:
+            raise dtypes.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type {src} to "
+                f"{dt}; cast it first (x.astype({dt})) or pass dtype={src}")
+
+
 def param(x, dt, shape=None):
     """A parameter as an array of dtype dt (broadcast to shape when given)."""
     v = u.convert(u.as_value(x), dt)

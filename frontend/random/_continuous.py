@@ -57,6 +57,7 @@ def pareto(key, b, shape=None, dtype=None):
     """Pareto with shape b (scale 1): exp(exponential / b)."""
     kk, dt = _k("pareto", key), c.float_dtype(dtype, "pareto")
     shape = c.param_shape("pareto", shape, b)
+    c.check_safe_cast("pareto", dt, b)
     j = c.jnp()
     return j.exp(j.divide(exponential(kk, shape, dt), c.param(b, dt)))
 
@@ -65,6 +66,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """exp(sigma * normal)."""
     kk, dt = _k("lognormal", key), c.float_dtype(dtype, "lognormal")
     shape = c.param_shape("lognormal", shape, sigma)
+    c.check_safe_cast("lognormal", dt, sigma)
     j = c.jnp()
     return j.exp(j.multiply(normal(kk, shape, dt), c.param(sigma, dt)))
 
@@ -73,6 +75,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """scale * sqrt(-2 log u)."""
     kk, dt = _k("rayleigh", key), c.float_dtype(dtype, "rayleigh")
     shape = c.param_shape("rayleigh", shape, scale)
+    c.check_safe_cast("rayleigh", dt, scale)
     j = c.jnp()
     v = uniform(kk, shape, dt)
     s = c.param(scale, dt, shape)
@@ -83,6 +86,7 @@ def wald(key, mean, shape=None, dtype=None):
     """Inverse Gaussian (Wald) with the given mean and unit shape (Michael et al.)."""
     kk, dt = _k("wald", key), c.float_dtype(dtype, "wald")
     shape = c.param_shape("wald", shape, mean)
+    c.check_safe_cast("wald", dt, mean)
     j = c.jnp()
     k1, k2 = _split2(kk)
     m = c.param(mean, dt, shape)
@@ -108,6 +112,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular on [left, right] peaking at mode (inverse CDF)."""
     kk, dt = _k("triangular", key), c.float_dtype(dtype, "triangular")
     shape = c.param_shape("triangular", shape, left, mode, right)
+    c.check_safe_cast("triangular", dt, left, mode, right)
     j = c.jnp()
     lo, md, hi = (c.param(v, dt, shape) for v in (left, mode, right))
     fc = j.divide(j.subtract(md, lo), j.subtract(hi, lo))
@@ -166,6 +171,7 @@ def t(key, df, shape=None, dtype=None):
     """Student's t: normal * sqrt((df / 2) / Gamma(df / 2))."""
     kk, dt = _k("t", key), c.float_dtype(dtype, "t")
     shape = c.param_shape("t", shape, df)
+    c.check_safe_cast("t", dt, df)
     j = c.jnp()
     kn, kg = _split2(kk)
     n = normal(kn, shape, dt)
@@ -178,6 +184,7 @@ def chisquare(key, df, shape=None, dtype=None):
     """Chi-square: 2 * Gamma(df / 2), drawn in log space."""
     kk, dt = _k("chisquare", key), c.float_dtype(dtype, "chisquare")
     shape = c.param_shape("chisquare", shape, df)
+    c.check_safe_cast("chisquare", dt, df)
     j = c.jnp()
     half = j.divide(c.param(df, dt), np.asarray(2, dt))
     return j.multiply(j.exp(loggamma(kk, half, shape, dt)), np.asarray(2, dt))
@@ -187,6 +194,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     """F distribution: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
     kk, dt = _k("f", key), c.float_dtype(dtype, "f")
     shape = c.param_shape("f", shape, dfnum, dfden)
+    c.check_safe_cast("f", dt, dfnum, dfden)
     j = c.jnp()
     dn, dd = c.param(dfnum, dt), c.param(dfden, dt)
     k_den, k_num = _split2(kk)
@@ -199,6 +207,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) from two log-gammas, normalized without overflow."""
     kk, dt = _k("beta", key), c.float_dtype(dtype, "beta")
     shape = c.param_shape("beta", shape, a, b)
+    c.check_safe_cast("beta", dt, a, b)
     j = c.jnp()
     ka, kb = _split2(kk)
     la = loggamma(ka, c.param(a, dt, shape), shape, dt)
