@@ -532,3 +532,44 @@ def test_weak_types_follow_jax():
         got = getattr(jnp, name)(*args)
         want = getattr(jax.numpy, name)(*args)
         assert got.dtype == want.dtype, name
+
+
+def test_gradients_match_jax():
+    jax = _jax()
+    m, y, p = rand((3, 6)), rand((7,)), rand((4,))
+    xp = np.sort(rand((6,)))
+    fns = {
+        "cov": lambda n, m: n.cov(m, aweights=np.linspace(0.5, 1.5, 6, dtype=np.float32)),
+        "corrcoef": lambda n, m: n.corrcoef(m),
+        "trapezoid": lambda n, m: n.trapezoid(m, xp, axis=1),
+        "gradient": lambda n, m: n.gradient(m, axis=1),
+        "unwrap": lambda n, m: n.unwrap(m * 4),
+        "polyval": lambda n, m: n.polyval(m[0], m[1]),
+        "polydiv": lambda n, m: n.polydiv(m[0], m[1, :3])[1],
+        "polyint": lambda n, m: n.polyint(m[0], 2, k=m[1, :2]),
+        "correlate": lambda n, m: n.correlate(m[0], m[1, :3], "same"),
+        "histogram": lambda n, m: n.histogram(m, 4, range=(-3.0, 3.0), weights=m * m)[0],
+        "nanvar": lambda n, m: n.nanvar(m, axis=0, ddof=1),
+        "modf": lambda n, m: n.modf(m)[0],
+        "ldexp": lambda n, m: n.ldexp(m, 3),
+        "kaiser": lambda n, m: n.kaiser(5, m[0, 0] + 4),
+        "interp": lambda n, m: n.interp(m[0], xp, m[1], period=2.5),
+    }
+    for name, f in fns.items():
+        got = jx.grad(lambda m: (f(jnp, m) ** 2).sum())(m)
+        want = jax.grad(lambda m: (f(jax.numpy, m) ** 2).sum())(m)
+        try:
+            close(got, want, rtol=2e-4, atol=2e-5)
+        except AssertionError as e:
+            raise AssertionError(f"grad of {name}: {e}") from None
+
+
+def test_vmap_and_jit_of_sized_results():
+    x = rand((4, 10), np.int32, 0, 6)
+    got = jx.vmap(lambda r: jnp.bincount(r, length=7))(x)
+    close(got, np.stack([np.bincount(r, minlength=7) for r in x]).astype(np.int32))
+    f = jx.jit(lambda a, b: jnp.setdiff1d(a, b, size=6, fill_value=-1))
+    close(f(x[0], x[1]), np.pad(np.setdiff1d(x[0], x[1]), (0, 6))[:6] * 0 - 1 + np.pad(
+        np.setdiff1d(x[0], x[1]) + 1, (0, 6))[:6])
+    h = jx.vmap(lambda r: jnp.histogram(r, 3, range=(0.0, 6.0))[0])(x.astype(np.float32))
+    close(h, np.stack([np.histogram(r, 3, range=(0, 6))[0] for r in x]).astype(np.float32))

@@ -57,9 +57,19 @@ def lcm(x1, x2):
 # --------------------------------------------------------- float anatomy
 
 
+def _pow2(k, dt, fi):
+    """2.0**k in dt for int k in the normal exponent range, built from its bits."""
+    ut = _uint_of(dt)
+    field = (k + (1 - int(fi.minexp))).astype(ut)
+    return bind1(bc.bitcast_convert_type, uf.left_shift(field, np.array(int(fi.nmant), ut)),
+                 new_dtype=dt)
+
+
 def frexp(x, /):
     """(mantissa, exponent) with x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
-    (x itself and exponent 0 for 0, inf and NaN); exponent is int32."""
+    (x itself and exponent 0 for 0, inf and NaN); exponent is int32. The exponent
+    is read off the bits; the mantissa is x scaled by 2**-exponent (exact), so its
+    derivative is 2**-exponent, as JAX's."""
     (x,) = promote_dtypes(x, to_float=True)
     x = asarray(x)
     dt = x.dtype
@@ -69,15 +79,14 @@ def frexp(x, /):
     # subnormals: scale into the normal range first, and count the scaling back
     sub = uf.logical_and(uf.less(uf.abs(x), float(fi.tiny)), uf.not_equal(x, 0))
     xs = uf.where(sub, x * float(2.0 ** nmant), x)
-    bits = _bits(xs)
     field = np.array((1 << int(fi.nexp)) - 1, ut)
-    expo = uf.bitwise_and(uf.right_shift(bits, np.array(nmant, ut)), field)
-    e = expo.astype(dtypes.int32) - (bias - 1) - uf.where(sub, nmant, 0)
-    keep = np.array(~(int(field) << nmant) & int(np.iinfo(ut).max), ut)
-    mbits = uf.bitwise_or(uf.bitwise_and(bits, keep), np.array((bias - 1) << nmant, ut))
-    m = bind1(bc.bitcast_convert_type, mbits, new_dtype=dt)
+    expo = uf.bitwise_and(uf.right_shift(_bits(xs), np.array(nmant, ut)), field)
     special = uf.logical_or(uf.logical_not(uf.isfinite(x)), uf.equal(x, 0))
-    return uf.where(special, x, m), uf.where(special, 0, e).astype(dtypes.int32)
+    e = uf.where(special, 0, expo.astype(dtypes.int32) - (bias - 1) - uf.where(sub, nmant, 0))
+    # two factors: 2**-e alone leaves the float range at the extremes
+    half = uf.right_shift(-e, np.int32(1))
+    m = x * _pow2(half, dt, fi) * _pow2(-e - half, dt, fi)
+    return uf.where(special, x, m), e.astype(dtypes.int32)
 
 
 def ldexp(x1, x2, /):
@@ -146,8 +155,9 @@ def i0(x):
     dt = x.dtype
     if not dtypes.is_float(dt):
         raise TypeError(f"i0: unsupported input dtype {dt}")
-    work = dtypes.float32 if dtypes.is_half(dt) else dt
-    x = x.astype(work)
+    half = dtypes.is_half(dt)           # summed in float32: the terms overflow 16 bits
+    if half:
+        x = x.astype(dtypes.float32)
     ax = uf.abs(x)
     big = uf.greater(ax, _I0_SPLIT)
     xs = uf.where(big, 0, x)
@@ -162,7 +172,8 @@ def i0(x):
         term = term * float((2 * k - 1) ** 2) / (8.0 * k * xa)
         asym = asym + term
     asym = uf.exp(xa) / uf.sqrt(2 * np.pi * xa) * asym
-    return uf.where(big, asym, total).astype(dt)
+    out = uf.where(big, asym, total)
+    return out.astype(dt) if half else out
 
 
 # ---------------------------------------------------------------- bits
