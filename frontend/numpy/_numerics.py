@@ -7,6 +7,7 @@ end. Data-dependent sizes take JAX's static arguments (bincount's length=,
 histogram's integer bins); without them they need concrete values."""
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -79,7 +80,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
                                   "supported (as in JAX); pass an int or the edges")
     arr = asarray(a)
     dt = dtypes.inexact(arr.dtype)
-    if np.ndim(bins) == 1 or len(shape_of(bins)) == 1:
+    if len(shape_of(bins)) == 1:
         return asarray(bins, dtype=dt)
     n = _static_int(bins, "histogram: bins (a count; or pass the edges as a 1-d array)")
     if n < 1:
@@ -146,14 +147,14 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
                              "give one per dimension (or one int for all)")
     from ._sets import searchsorted
     edges, flat, sizes = [], 0, []
-    for i in builtins_range(d):
+    for i in builtins.range(d):      # (range is the argument here)
         col = sample[:, i]
         e = histogram_bin_edges(col, per_dim[i], None if range is None else range[i])
         edges.append(e)
         sizes.append(shape_of(e)[0] + 1)
     # bin index per dim (0 and len(e) are the outside bins), flattened row-major
     stride = 1
-    for i in reversed(builtins_range(d)):
+    for i in reversed(builtins.range(d)):
         col = sample[:, i]
         idx = searchsorted(edges[i], col, side="right")
         idx = uf.clip(uf.where(uf.equal(col, edges[i][-1]), idx - 1, idx), 0, sizes[i] - 1)
@@ -170,8 +171,6 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
             hist = hist / mp.reshape(mp.diff(e), tuple(shape))
     return hist, edges
 
-
-builtins_range = range
 
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
@@ -369,7 +368,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     a, *spacing = _inexact(f, *varargs)
     nd = len(shape_of(a))
     if axis is None:
-        axes = tuple(builtins_range(nd))
+        axes = tuple(range(nd))
     else:
         axes = tuple(canonical_axis(i, nd) for i in (axis if isinstance(axis, (tuple, list))
                                                      else (axis,)))
