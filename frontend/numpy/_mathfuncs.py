@@ -3,8 +3,6 @@ decompositions (frexp, ldexp, modf, spacing), sinc and i0, and the bit counts
 and packing (bitwise_count, packbits, unpackbits)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import dtypes
@@ -259,11 +257,10 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         if count > n:
             bits = mp.pad(bits, [(0, 0)] * (len(shape_of(bits)) - 1) + [(0, count - n)])
         else:
-            bits = bits[..., :count] if count >= 0 else bits[..., :count]
+            bits = bits[..., :count]
     return mp.swapaxes(bits, axis, -1)
 
 
 __all__ = ["gcd", "lcm", "frexp", "ldexp", "modf", "spacing", "sinc", "i0", "bitwise_count",
            "packbits", "unpackbits"]
 _wrap_public(globals(), __all__)
-del math

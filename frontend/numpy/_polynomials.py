@@ -205,5 +205,6 @@ def poly(seq_of_zeros):
     return a
 
 
-__all__ = ["convolve", "correlate", "polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "poly"]
+__all__ = ["convolve", "correlate", "polyval", "polyadd", "polysub", "polymul", "polydiv",
+           "polyder", "polyint", "poly"]
 _wrap_public(globals(), __all__)
