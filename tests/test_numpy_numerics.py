@@ -573,3 +573,20 @@ def test_vmap_and_jit_of_sized_results():
         np.setdiff1d(x[0], x[1]) + 1, (0, 6))[:6])
     h = jx.vmap(lambda r: jnp.histogram(r, 3, range=(0.0, 6.0))[0])(x.astype(np.float32))
     close(h, np.stack([np.histogram(r, 3, range=(0, 6))[0] for r in x]).astype(np.float32))
+
+
+def test_static_arguments_are_named_when_traced():
+    x = np.arange(5, dtype=np.float32)
+    for fn, what in [(lambda k: jnp.partition(x, k), "kth"),
+                     (lambda m: jnp.polyder(x, m), "m"),
+                     (lambda n: jnp.hanning(n), "M"),
+                     (lambda n: jnp.bincount(x.astype(np.int32), length=n), "length"),
+                     (lambda n: jnp.union1d(x, x, size=n), "size")]:
+        with pytest.raises(TypeError, match=what):
+            jx.jit(fn)(3)
+    with pytest.raises(jx.ShapeError, match="xp and fp"):
+        jnp.interp(x, x, x[:3])
+    with pytest.raises(jx.ShapeError, match="1-d"):
+        jnp.convolve(x.reshape(1, 5), x)
+    with pytest.raises(ValueError, match="range"):
+        jnp.histogram(x, 3, range=(1.0, 2.0, 3.0))
