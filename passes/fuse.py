@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from jx.ir import Eqn, Graph, Literal, Var
 
+from .matvec import matvec_as_reduction
+
 # Primitives computed inside loops: index-mapped reads plus scalar math.
 FUSIBLE = frozenset({
     "neg", "abs", "sign", "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2",
@@ -88,6 +90,7 @@ def _expands(eqn: Eqn) -> bool:
 
 
 def fuse(graph: Graph) -> Program:
+    graph = matvec_as_reduction(graph, FUSIBLE)
     producer = {id(v): e for e in graph.eqns for v in e.outputs}
     uses = _uses(graph)
     mat = {id(v) for v in graph.inputs}
@@ -128,7 +131,8 @@ def fuse(graph: Graph) -> Program:
                 continue
             n_roots = len(roots.get(id(v), ()))
             expanded = any(_expands(u) for u in uses.get(id(v), ()))
-            if (n_roots > 1 and cost(v) > CHEAP_LIMIT) or (expanded and cost(v) > 1):
+            if (n_roots > 1 and cost(v) > CHEAP_LIMIT) or \
+                    (expanded and (cost(v) > 1 or _strided(v, producer, mat))):
                 mat.add(id(v))
                 changed = True
 
@@ -151,6 +155,34 @@ def fuse(graph: Graph) -> Program:
         kind = "reduce" if eqn.prim.name in REDUCTIONS else "loop"
         kernels.append(Kernel(kind, eqn, body, inputs, list(eqn.outputs)))
     return Program(graph, kernels, mat)
+
+
+_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "convert_element_type",
+                    "stop_gradient"})
+
+
+def _strided(v, producer: dict, mat: set) -> bool:
+    """Whether fused reads of v go across memory with a stride (a transposed or
+    column-sliced operand): under an expanding broadcast such reads repeat for
+    every element of the larger output, so a contiguous copy (the size of the
+    smaller operand) pays for itself. `x[:, 0:1].T - x` reads the column once."""
+    while isinstance(v, Var) and id(v) not in mat and id(v) in producer:
+        e = producer[id(v)]
+        name = e.prim.name
+        if name == "transpose":
+            return True
+        if name == "slice":
+            shape = e.inputs[0].aval.shape
+            start, limit = e.params["start_indices"], e.params["limit_indices"]
+            strides = e.params.get("strides") or (1,) * len(shape)
+            partial = [limit[d] - start[d] < shape[d] for d in range(len(shape))]
+            first = next((d for d, p in enumerate(partial) if p), len(shape))
+            if any(st != 1 for st in strides) or any(partial[first + 1:]):
+                return True
+        elif name not in _VIEWS:
+            return False
+        v = e.inputs[0]
+    return False
 
 
 def _pull(root: Eqn, producer: dict, mat: set) -> list:

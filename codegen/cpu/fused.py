@@ -226,11 +226,65 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     em = FusedEmitter(b, kernel, buffers, consts, reuse)
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
         shape[-1] >= TILE and shape[-2] >= TILE
+    if not transposing and not fixed and _plain_pad(kernel.root):
+        _emit_pad_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
+        return
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
         U.loop_nest(b, shape, outer=outer, fixed=fixed, hint=_interleave(b, kernel))
     with nest as idx:
         v = em.value(out, idx)
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
+
+
+def _plain_pad(eqn) -> bool:
+    """A root pad with edges only (no interior padding, no cropping)."""
+    if eqn.prim.name != "pad" or 0 in eqn.inputs[0].aval.shape:
+        return False
+    return all(lo >= 0 and hi >= 0 and interior == 0
+               for lo, hi, interior in eqn.params["padding_config"])
+
+
+def _emit_pad_root(b, em, kernel, ptr, outer, hint) -> None:
+    """out = pad(x) as rows: a row through x's interior is [pad | x | pad], each
+    part its own loop, so the interior loop reads x (stencils: shifted slices) at
+    affine addresses and vectorises; the per-element select and clamped address
+    the generic pad rule needs are gone. Rows outside the interior are filled."""
+    root = kernel.root
+    x, pv = root.inputs
+    (out,) = kernel.outputs
+    shape, dt = out.aval.shape, out.aval.dtype
+    lows = [lo for lo, _, _ in root.params["padding_config"]]
+    inner = x.aval.shape
+    padval = em.value(pv, [])          # a scalar, before the loops: it dominates them
+    last = len(shape) - 1
+
+    def fill(idx_outer, lo, hi):
+        if lo < hi:
+            with U.for_between(b, lo, hi, "pad") as k:
+                U.store(b, padval, ptr, U.linear(b, idx_outer + [k], shape), dt)
+
+    def row(idx_outer):
+        lo, n = lows[last], inner[last]
+        fill(idx_outer, 0, lo)
+        src = [b.sub(i, U.i64(l)) if l else i for i, l in zip(idx_outer, lows)]
+        with U.for_between(b, lo, lo + n, "interior", hint) as k:
+            v = em.value(x, src + [b.sub(k, U.i64(lo)) if lo else k])
+            U.store(b, v, ptr, U.linear(b, idx_outer + [k], shape), dt)
+        fill(idx_outer, lo + n, shape[last])
+
+    with U.loop_nest(b, shape[:-1], "p", outer=outer) as idx:
+        inside = None
+        for i, lo, n in zip(idx, lows, inner):
+            ok = b.and_(b.icmp_signed(">=", i, U.i64(lo)), b.icmp_signed("<", i, U.i64(lo + n)))
+            inside = ok if inside is None else b.and_(inside, ok)
+        if inside is None:
+            row(list(idx))
+        else:
+            with b.if_else(inside) as (then, otherwise):
+                with then:
+                    row(list(idx))
+                with otherwise:
+                    fill(list(idx), 0, shape[last])
 
 
 TILE = 16

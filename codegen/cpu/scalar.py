@@ -166,11 +166,9 @@ def _const_pow(b, x, v: float, dt):
         return ir.Constant(t, 1.0)
     n2 = int(abs(2 * v))
     half = n2 % 2 == 1
-    if half:      # |sqrt|: sqrt(-0) is -0, but (-0) ** 0.5 is +0
-        base = _intrinsic(b, "llvm.fabs", _intrinsic(b, "llvm.sqrt", xd))
-        k = n2
-    else:
-        base, k = xd, n2 // 2
+    # x ** (k + 1/2) = |x| ** k * |sqrt(x)|: one rounding per product, and the signs
+    # of -0 drop out ((-0) ** 1.5 is +0; negative x is nan through the square root)
+    base, k = (_intrinsic(b, "llvm.fabs", xd) if half else xd), n2 // 2
     acc = None
     while k:      # base ** k by squaring
         if k & 1:
@@ -178,6 +176,9 @@ def _const_pow(b, x, v: float, dt):
         k >>= 1
         if k:
             base = b.fmul(base, base)
+    if half:
+        root = _intrinsic(b, "llvm.fabs", _intrinsic(b, "llvm.sqrt", xd))
+        acc = root if acc is None else b.fmul(acc, root)
     if v < 0:
         acc = b.fdiv(one, acc)
     if half:      # (-inf) ** v: the square root made it nan; IEEE gives inf or +0

@@ -1,0 +1,141 @@
+"""Rewrites for real programs' shapes (issue 19): constant-exponent powers, column
+products of computed matrices as fused reductions, strided operands of expanding
+broadcasts, and root pads as [pad | interior | pad] rows. Each against NumPy (and
+JAX's special values where NumPy differs), at edges and odd sizes; no timings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx import lax
+
+RNG = np.random.default_rng(19)
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.7, -2.5, np.inf, -np.inf, np.nan, 1e-30, 1e30,
+            3e38, 1.17e-38, 1e-45, 7.0]
+EXPONENTS = [-8.0, -4.5, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 7.5, 8.0]
+
+
+def _ieee_pow(x, e):
+    """NumPy's power, except x ** 0.5, which NumPy computes as sqrt (sqrt(-inf) is
+    nan, sqrt(-0) is -0) where IEEE pow and JAX give inf and +0."""
+    with np.errstate(all="ignore"):
+        want = np.power(x, x.dtype.type(e))
+    if e == 0.5:
+        want = np.where(x == -np.inf, np.inf, np.where(x == 0, 0.0, want)).astype(x.dtype)
+    return want
+
+
+def _ulps(a, b):
+    it = np.int32 if a.dtype == np.float32 else np.int64
+    return np.abs(a.view(it).astype(np.int64) - b.view(it).astype(np.int64))
+
+
+@pytest.mark.parametrize("e", EXPONENTS)
+def test_constant_power_special_values(e):
+    x = np.array(SPECIALS, np.float32)
+    got = np.asarray(jx.jit(lambda x: x ** e)(x))
+    want = _ieee_pow(x, e)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    close = np.isfinite(want) & (_ulps(got, want) <= 1)
+    assert np.all(same | close), (x[~(same | close)], got[~(same | close)], want[~(same | close)])
+    assert np.array_equal(np.signbit(got[got == 0]), np.signbit(want[got == 0]))
+    try:
+        import jax
+    except ImportError:
+        return
+    j = np.asarray(jax.jit(lambda x: x ** e)(x))
+    tiny = (np.abs(x) < 1.2e-38) | (np.abs(want) < 1.2e-38)   # JAX flushes subnormals
+    ok = (j == got) | (np.isnan(j) & np.isnan(got)) | (_ulps(j, got) <= 1) | tiny
+    assert np.all(ok), (x[~ok], got[~ok], j[~ok])
+
+
+@pytest.mark.parametrize("dtype,e,tol", [(np.float32, -1.5, 0), (np.float32, 2.5, 0),
+                                         (np.float32, -7.5, 0), (np.float32, 8.0, 0),
+                                         (np.float64, -1.5, 2), (np.float64, 2.0, 1),
+                                         (np.float64, -0.5, 1), (np.float64, 1.5, 2)])
+def test_constant_power_accuracy(dtype, e, tol):
+    with jx.enable_x64(dtype == np.float64):
+        x = RNG.uniform(0, 50, 100_001).astype(dtype)
+        got = np.asarray(jx.jit(lambda x: x ** e)(x))
+        want = np.power(x.astype(np.longdouble), e).astype(dtype)
+        assert _ulps(got, want).max() <= max(tol, 1)
+
+
+def test_constant_power_gradient_and_weak_exponent():
+    f = jx.jit(jx.grad(lambda x: (x ** -1.5).sum()))
+    x = RNG.uniform(0.5, 3, 7).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), -1.5 * x ** -2.5, rtol=2e-6)
+    y = np.arange(1, 5, dtype=np.float16)
+    out = jx.jit(lambda y: y ** -1.5)(y)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(np.asarray(out), (y.astype(np.float32) ** -1.5).astype(np.float16))
+
+
+def _kernels(f, *args):
+    return [k.root.prim.name for k in jx.jit(f).lower(*args).kernels]
+
+
+@pytest.mark.parametrize("n,k", [(1, 5), (2, 3), (33, 17), (130, 257)])
+def test_column_product_of_a_computed_matrix(n, k):
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, 1)).astype(np.float32)
+    v = RNG.standard_normal(k).astype(np.float32)
+
+    def f(a, b, v):
+        m = jnp.tanh(a) * 2.0
+        return m @ b, m @ v, a @ b
+    got = jx.jit(f)(a, b, v)
+    m = np.tanh(a) * 2
+    for g, w in zip(got, (m @ b, m @ v, a @ b)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=2e-5, atol=2e-5)
+    names = _kernels(f, a, b, v)
+    if n >= 2:      # the computed matrix's products are reductions; the input's stays a product
+        assert names.count("dot_general") == 1 and "reduce_sum" in names
+
+
+def test_pairwise_forces_match_numpy():
+    n = 37
+    pos = RNG.standard_normal((n, 3)).astype(np.float32)
+    mass = RNG.uniform(0.5, 1.5, (n, 1)).astype(np.float32)
+
+    def acc(pos, mass):
+        x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+        dx, dy, dz = x.T - x, y.T - y, z.T - z
+        inv = (dx ** 2 + dy ** 2 + dz ** 2 + 1e-2) ** -1.5
+        return jnp.hstack([(dx * inv) @ mass, (dy * inv) @ mass, (dz * inv) @ mass])
+    p64 = pos.astype(np.float64)
+    d = p64[None, :, :] - p64[:, None, :]
+    inv = ((d ** 2).sum(-1) + 1e-2) ** -1.5
+    want = np.einsum("ijc,ij,j->ic", d, inv, mass[:, 0].astype(np.float64))
+    np.testing.assert_allclose(np.asarray(jx.jit(acc)(pos, mass)), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,pads", [((5,), [(2, 3)]), ((4, 6), [(1, 1), (0, 2)]),
+                                        ((3, 4, 5), [(1, 1)] * 3), ((1, 1), [(3, 2), (0, 1)]),
+                                        ((3, 4, 5), [(0, 0), (2, 0), (0, 3)]),
+                                        ((64, 40, 33), [(1, 1)] * 3)])
+def test_root_pad_rows(shape, pads):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    f = jx.jit(lambda x, c: jnp.pad(jnp.sin(x) * 2 + 1, pads, constant_values=c))
+    np.testing.assert_allclose(np.asarray(f(x, -3.0)),
+                               np.pad(np.sin(x) * 2 + 1, pads, constant_values=-3.0), rtol=1e-6,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [3, 12, 31])
+def test_stencil_in_a_loop_matches_numpy(n):
+    u = RNG.standard_normal((n, n, n)).astype(np.float32)
+
+    def lap(u):
+        c = u[1:-1, 1:-1, 1:-1]
+        return (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1]
+                + u[1:-1, :-2, 1:-1] + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * c)
+
+    def evolve(u, a):
+        return lax.fori_loop(0, 4, lambda _, u: jnp.pad(u[1:-1, 1:-1, 1:-1] + a * lap(u), 1), u)
+    want = u.copy()
+    for _ in range(4):
+        want = np.pad(want[1:-1, 1:-1, 1:-1] + np.float32(0.1) * lap(want), 1)
+    np.testing.assert_allclose(np.asarray(jx.jit(evolve)(u, 0.1)), want, rtol=1e-5, atol=1e-5)
