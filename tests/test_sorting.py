@@ -137,3 +137,14 @@ def test_shape_errors():
     with pytest.raises(jx.ShapeError, match="axis=None"):
         jnp.sort(np.float32(1.0))
     np.testing.assert_array_equal(jnp.sort(np.float32(1.0), axis=None), [1.0])
+
+
+def test_searchsorted_is_int32_in_both_modes():
+    """As JAX: searchsorted's indices are int32 even with x64 on."""
+    for x64 in (False, True):
+        with jx.enable_x64(x64):
+            a = jnp.arange(10.0)
+            assert jnp.searchsorted(a, 3.5).dtype == np.int32
+            assert jx.jit(jnp.searchsorted)(a, jnp.arange(3.0)).dtype == np.int32
+            np.testing.assert_array_equal(np.asarray(jnp.searchsorted(a, [0.5, 9.5, -1.0])),
+                                          [1, 10, 0])

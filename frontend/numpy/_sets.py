@@ -196,7 +196,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         before = uf.less_equal(a, col)
         if dtypes.is_float(a.dtype):
             before = uf.logical_or(before, uf.isnan(col))
-    return sum(before, axis=-1, dtype=_index_dtype())
+    # int32 in both modes (as JAX), unless a is longer than int32 counts
+    n = shape_of(a)[0]
+    return sum(before, axis=-1, dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
 
 
 __all__ = ["nonzero", "flatnonzero", "argwhere", "unique", "unique_all", "unique_counts",
