@@ -90,7 +90,7 @@ def _expands(eqn: Eqn) -> bool:
 
 
 def fuse(graph: Graph) -> Program:
-    graph = matvec_as_reduction(graph, FUSIBLE)
+    graph = matvec_as_reduction(graph)
     producer = {id(v): e for e in graph.eqns for v in e.outputs}
     uses = _uses(graph)
     mat = {id(v) for v in graph.inputs}
