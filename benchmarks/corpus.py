@@ -117,10 +117,12 @@ def report(results: list, cpu: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="jx bench --suite corpus")
+def parse_args(argv, suite: str, report: str):
+    """The options the program suites share (corpus, patterns), and whether JAX is
+    here to time against."""
+    p = argparse.ArgumentParser(prog=f"jx bench --suite {suite}")
     p.add_argument("--min-time", type=float, default=0.5)
-    p.add_argument("--out", default=os.path.join(HERE, "results-corpus.md"),
+    p.add_argument("--out", default=os.path.join(HERE, report),
                    help="markdown report (a .json beside it holds the raw numbers)")
     p.add_argument("--only", action="append", default=[])
     args = p.parse_args(argv)
@@ -129,6 +131,11 @@ def main(argv=None) -> int:
         with_jax = True
     except ImportError:
         with_jax = False
+    return args, with_jax
+
+
+def main(argv=None) -> int:
+    args, with_jax = parse_args(argv, "corpus", "results-corpus.md")
     t0 = time.perf_counter()
     results = []
     for name in programs():

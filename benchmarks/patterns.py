@@ -19,7 +19,6 @@ bandwidth, from machine.limits: measured once, cached).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -29,7 +28,7 @@ import time
 import numpy as np
 
 from . import machine, measure
-from .corpus import _t, _timed, load, programs
+from .corpus import _t, _timed, load, parse_args, programs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATTERNS = pathlib.Path(HERE) / "patterns"
@@ -144,17 +143,7 @@ def report(results: list, limits: dict, command: str) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="jx bench --suite patterns")
-    p.add_argument("--min-time", type=float, default=0.5)
-    p.add_argument("--out", default=os.path.join(HERE, "results-patterns.md"),
-                   help="markdown report (a .json beside it holds the raw numbers)")
-    p.add_argument("--only", action="append", default=[])
-    args = p.parse_args(argv)
-    try:
-        import jax  # noqa: F401
-        with_jax = True
-    except ImportError:
-        with_jax = False
+    args, with_jax = parse_args(argv, "patterns", "results-patterns.md")
     limits = machine.limits()
     t0 = time.perf_counter()
     results = []

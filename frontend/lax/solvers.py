@@ -59,6 +59,33 @@ class _Closed:
         return eval_graph(self.graph, *consts, *xs)
 
 
+class _UserMap:
+    """A user's function of one pytree (matvec, f) closed over flat leaves: `avals`
+    of the argument's leaves, `unflat`, the closed function (`closed`, its consts'
+    avals `const_avals`) and `at(consts)`, the pytree function again."""
+
+    def __init__(self, fn: Callable, like, who: str, name: str, like_name: str):
+        leaves, self.tree = tree.flatten(like)
+        self.leaves = [as_value(v) for v in leaves]
+        self.avals = _avals(self.leaves)
+
+        def flat(*x):
+            out_leaves, out_tree = tree.flatten(fn(self.unflat(x)))
+            if out_tree != self.tree:
+                raise JxError(f"jx.lax.{who}: {name} must return a pytree like {like_name} "
+                              f"({self.tree}), got {out_tree}")
+            return out_leaves
+        self.closed = _Closed(flat, self.avals, name)
+        self.n_consts = len(self.closed.consts)
+        self.const_avals = [v.aval for v in self.closed.graph.inputs[:self.n_consts]]
+
+    def unflat(self, xs):
+        return tree.unflatten(self.tree, list(xs))
+
+    def at(self, consts):
+        return lambda x: self.unflat(self.closed(consts, *tree.flatten(x)[0]))
+
+
 def _zeros_like(v):
     from .. import numpy as jnp
     return jnp.zeros_like(v)
@@ -122,25 +149,10 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve=No
     structure), with implicit derivatives: tangents through solve, cotangents
     through transpose_solve(vecmat, ct) (solve itself when symmetric)."""
     from ..custom import custom_jvp
-    b_leaves, b_tree = tree.flatten(b)
-    b_leaves = [as_value(v) for v in b_leaves]
-    avals, nb = _avals(b_leaves), len(b_leaves)
-
-    def unflat(xs):
-        return tree.unflatten(b_tree, list(xs))
-
-    def flat_matvec(*x):
-        out_leaves, out_tree = tree.flatten(matvec(unflat(x)))
-        if out_tree != b_tree:
-            raise JxError(f"jx.lax.custom_linear_solve: matvec must return a pytree like b "
-                          f"({b_tree}), got {out_tree}")
-        return out_leaves
-    mv = _Closed(flat_matvec, avals, "matvec")
-    nm = len(mv.consts)
-    m_avals = [v.aval for v in mv.graph.inputs[:nm]]
-
-    def matvec_at(mc):
-        return lambda x: unflat(mv(mc, *tree.flatten(x)[0]))
+    um = _UserMap(matvec, b, "custom_linear_solve", "matvec", "b")
+    b_leaves, b_tree, avals, nb = um.leaves, um.tree, um.avals, len(um.leaves)
+    unflat, mv, nm, m_avals, matvec_at = um.unflat, um.closed, um.n_consts, \
+        um.const_avals, um.at
     solution = _Solution(has_aux, b_tree, "custom_linear_solve", "b")
     sv = _Closed(lambda *a: solution(solve(matvec_at(a[:nm]), unflat(a[nm:]))),
                  m_avals + avals, "solve")
@@ -198,25 +210,9 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
     g the linearisation of f in x at the solution (tangent_solve(g, y) solves
     g(x) = y and must be linear in y)."""
     from ..custom import custom_jvp
-    g_leaves, g_tree = tree.flatten(initial_guess)
-    g_leaves = [as_value(v) for v in g_leaves]
-    avals, n = _avals(g_leaves), len(g_leaves)
-
-    def unflat(xs):
-        return tree.unflatten(g_tree, list(xs))
-
-    def flat_f(*x):
-        out_leaves, out_tree = tree.flatten(f(unflat(x)))
-        if out_tree != g_tree:
-            raise JxError(f"jx.lax.custom_root: f must return a pytree like initial_guess "
-                          f"({g_tree}), got {out_tree}")
-        return out_leaves
-    fv = _Closed(flat_f, avals, "f")
-    nf = len(fv.consts)
-    f_avals = [v.aval for v in fv.graph.inputs[:nf]]
-
-    def f_at(fc):
-        return lambda x: unflat(fv(fc, *tree.flatten(x)[0]))
+    uf = _UserMap(f, initial_guess, "custom_root", "f", "initial_guess")
+    g_leaves, g_tree, avals, n = uf.leaves, uf.tree, uf.avals, len(uf.leaves)
+    unflat, fv, nf, f_avals, f_at = uf.unflat, uf.closed, uf.n_consts, uf.const_avals, uf.at
     solution = _Solution(has_aux, g_tree, "custom_root", "initial_guess")
     sv = _Closed(lambda *a: solution(solve(f_at(a[:nf]), unflat(a[nf:]))), f_avals + avals,
                  "solve")
