@@ -317,7 +317,7 @@ def test_out_of_memory_in_loop_body_is_reported(rng):
     def f(x, n):
         def body(c):
             big = jnp.broadcast_to(c[1], (1 << 30, 1 << 30))    # materialised (dot operand)
-            return c[0] + 1, c[1] + jnp.sum(big @ jnp.broadcast_to(c[1], (1 << 30,)))
+            return c[0] + 1, c[1] + jnp.sum(big @ big)
         return lax.while_loop(lambda c: c[0] < n, body, (jnp.int32(0), x))
 
     g = jx.jit(f)

@@ -10,9 +10,11 @@ chosen here:
          into a scratch bool, then the body from the output buffers into scratch
          buffers, and copies those back: one sub-program run never reads and
          writes the same buffer.
-  scan   as while for the carry; step t (counting down when reversed) reads
-         x slices at `xs + t * slice_bytes` (the scanned axis is outermost, so a
-         slice is contiguous) and writes ys slices in place the same way.
+  scan   the carry alternates between the output buffers and scratch buffers
+         (even steps read the outputs, odd steps the scratch; an odd length ends
+         with one copy back); step t (counting down when reversed) reads x slices
+         at `xs + t * slice_bytes` (the scanned axis is outermost, so a slice is
+         contiguous) and writes ys slices in place the same way.
 
 Scratch memory is one malloc per kernel call, freed on every exit. A failed
 allocation inside a sub-program propagates as the kernel's status.
@@ -162,8 +164,14 @@ def _scan(ctx, kernel):
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i
         x_slices = [_byte_offset(b, x, t, s) for x, s in zip(xs, x_step)]
         y_slices = [_byte_offset(b, y, t, s) for y, s in zip(ys, y_step)]
-        ctx.module.emit_program(b, prog, consts + carry + x_slices,
-                                scratch.pieces + y_slices, scratch.fail)
-        _copy(ctx, carry, scratch.pieces, carry_vars)
+        # the carry ping-pongs between the outputs and the scratch (even steps read
+        # the outputs): no copy of a large carry (a stencil's grid) per step
+        odd = b.trunc(i, ir.IntType(1))
+        src = [b.select(odd, s_, c) for s_, c in zip(scratch.pieces, carry)]
+        dst = [b.select(odd, c, s_) for s_, c in zip(scratch.pieces, carry)]
+        ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices,
+                                scratch.fail)
         _stop_if_cancelled(ctx, scratch)
+    if length % 2:          # the last step wrote the scratch
+        _copy(ctx, carry, scratch.pieces, carry_vars)
     scratch.release()
