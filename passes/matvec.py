@@ -42,16 +42,27 @@ def _vector_product(eqn: Eqn):
     else:
         return None
     shape, dt = mat.aval.shape, la.dtype
-    k, kept = shape[axis], shape[1 - axis]
+    k = shape[axis]
+    # the product reshaped (a free index map) so that the reduction writes the
+    # output's shape itself: out.shape with K inserted first (axis 0) or last
+    at = 0 if axis == 0 else 2
+    deep = out.aval.shape[:at] + (k,) + out.aval.shape[at:]
     flat, wide = Var(ShapedArray((k,), dt)), Var(ShapedArray(shape, dt))
-    prod, sums = Var(ShapedArray(shape, dt)), Var(ShapedArray((kept,), dt))
+    prod = Var(ShapedArray(shape, dt))
     src = eqn.source
-    return [Eqn(st.reshape, (vec,), {"new_sizes": (k,)}, (flat,), src),
+    eqns = [Eqn(st.reshape, (vec,), {"new_sizes": (k,)}, (flat,), src),
             Eqn(st.broadcast_in_dim, (flat,), {"shape": shape, "broadcast_dimensions": (axis,)},
                 (wide,), src),
-            Eqn(ew.mul, (mat, wide), {}, (prod,), src),
-            Eqn(red.reduce_sum, (prod,), {"axes": (axis,)}, (sums,), src),
-            Eqn(st.reshape, (sums,), {"new_sizes": out.aval.shape}, (out,), src)]
+            Eqn(ew.mul, (mat, wide), {}, (prod,), src)]
+    if at == 0 and deep[-1] == 1:
+        # a column sum into a trailing unit dim runs slower than into a vector (the
+        # row-wise accumulation wants the kept dims contiguous): reduce, then reshape
+        sums = Var(ShapedArray((shape[1],), dt))
+        return eqns + [Eqn(red.reduce_sum, (prod,), {"axes": (0,)}, (sums,), src),
+                       Eqn(st.reshape, (sums,), {"new_sizes": out.aval.shape}, (out,), src)]
+    prod3 = Var(ShapedArray(deep, dt))
+    return eqns + [Eqn(st.reshape, (prod,), {"new_sizes": deep}, (prod3,), src),
+                   Eqn(red.reduce_sum, (prod3,), {"axes": (at,)}, (out,), src)]
 
 
 RULES = {"dot_general": _vector_product}
