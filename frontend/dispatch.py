@@ -62,8 +62,9 @@ def _walk_in(w: _Writer, node, src: str, leaves: list, kinds: list) -> None:
     if kind is type(None):
         w.emit(f"if {src} is not None: return MISS")
         return
-    if kind in (tuple, list):
-        w.emit(f"if type({src}) is not {kind.__name__} or len({src}) != {len(node.children)}:"
+    if kind in (tuple, list) or tree._is_namedtuple_type(kind):
+        k = kind.__name__ if kind in (tuple, list) else w.const(kind, "T")
+        w.emit(f"if type({src}) is not {k} or len({src}) != {len(node.children)}:"
                " return MISS")
         for i, child in enumerate(node.children):
             v = w.fresh("n")
@@ -106,6 +107,8 @@ def _build_out(w: _Writer, node, names: list) -> str:
         return "(" + "".join(p + ", " for p in parts) + ")"
     if kind is list:
         return "[" + ", ".join(parts) + "]"
+    if tree._is_namedtuple_type(kind):
+        return f"{w.const(kind, 'T')}({', '.join(parts)})"
     if kind is dict:
         return "{" + ", ".join(f"{w.const(k)}: {p}" for k, p in zip(node.aux, parts)) + "}"
     rebuild = w.const(lambda children, node=node: tree.unflatten(

@@ -149,6 +149,12 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def _is_namedtuple_type(t) -> bool:
+    """A namedtuple class not registered as a node of its own (flattened by field)."""
+    return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields") and \
+        t not in _REGISTRY
+
+
 def _node_of(x):
     """(kind, aux, children) for an internal node, or None for a leaf."""
     t = type(x)

@@ -119,6 +119,11 @@ def test_nested_outputs_namedtuple_and_none():
         assert isinstance(out, State) and none is None
         np.testing.assert_allclose(np.asarray(out.pos), 1 + np.float32(dt) * 2, rtol=1e-6)
         assert float(tot) == 3.0
+    (plan,) = _plans(step)                   # a namedtuple state takes the plan
+    out, _, _ = plan((s, 0.5), {})
+    assert isinstance(out, State) and float(out.pos[0]) == 2.0
+    Other = collections.namedtuple("Other", "pos vel")
+    assert plan((Other(*s), 0.5), {}) is MISS and plan((tuple(s), 0.5), {}) is MISS
 
 
 def test_mode_change_misses_the_plan():
