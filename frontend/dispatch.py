@@ -53,7 +53,7 @@ class _Writer:
         self.lines.append("    " * depth + line)
 
 
-def _walk_in(w: _Writer, node, src: str, leaves: list, kinds: list) -> None:
+def _walk_in(w: _Writer, node, src: str, leaves: list) -> None:
     """Code that checks the object `src` has node's structure and binds its leaves
     in flatten order (dict children by sorted key, as tree.flatten gives them)."""
     if node.kind is None:
@@ -70,19 +70,22 @@ def _walk_in(w: _Writer, node, src: str, leaves: list, kinds: list) -> None:
         for i, child in enumerate(node.children):
             v = w.fresh("n")
             w.emit(f"{v} = {src}[{i}]")
-            _walk_in(w, child, v, leaves, kinds)
+            _walk_in(w, child, v, leaves)
         return
     if kind is dict:
-        keys = node.aux
-        w.emit(f"if type({src}) is not dict or len({src}) != {len(keys)}: return MISS")
-        for k, child in zip(keys, node.children):
-            v = w.fresh("n")
-            kc = w.const(k)
-            w.emit(f"{v} = {src}.get({kc}, MISS)")
-            w.emit(f"if {v} is MISS: return MISS")
-            _walk_in(w, child, v, leaves, kinds)
+        w.emit(f"if type({src}) is not dict or len({src}) != {len(node.aux)}: return MISS")
+        _walk_keys(w, node, src, leaves)
         return
     raise _Unplannable(kind)
+
+
+def _walk_keys(w: _Writer, node, src: str, leaves: list) -> None:
+    """A dict node's children by key (the caller checked the dict's size)."""
+    for k, child in zip(node.aux or (), node.children):
+        v, kc = w.fresh("n"), w.const(k)
+        w.emit(f"{v} = {src}.get({kc}, MISS)")
+        w.emit(f"if {v} is MISS: return MISS")
+        _walk_in(w, child, v, leaves)
 
 
 def _leaf_kind(x, aval) -> str:
@@ -158,17 +161,12 @@ def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_t
                " return MISS")
     dyn_tree, kw_tree = in_tree.children
     names: list = []
-    kinds: list = []
     dyn_pos = [i for i in range(n_args) if i not in static]
     for pos, child in zip(dyn_pos, dyn_tree.children):
         v = w.fresh("n")
         w.emit(f"{v} = args[{pos}]")
-        _walk_in(w, child, v, names, kinds)
-    for k, child in zip(kw_tree.aux or (), kw_tree.children):   # the set was checked by len
-        v, kc = w.fresh("n"), w.const(k)
-        w.emit(f"{v} = kwargs.get({kc}, MISS)")
-        w.emit(f"if {v} is MISS: return MISS")
-        _walk_in(w, child, v, names, kinds)
+        _walk_in(w, child, v, names)
+    _walk_keys(w, kw_tree, "kwargs", names)   # (the keyword count was checked above)
     if len(names) != len(leaves) or len(leaves) != len(avals):
         raise _Unplannable("leaf count")
     # leaves: arrays by pointer, Python scalars through the table's ctypes cells

@@ -115,16 +115,9 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
 def _weak_like(primal, ct):
     """The cotangent has its primal's type, weakness included (JAX: grad at a
     Python float is a weak float32)."""
-    from .array import Array
-    from .core import Tracer, bind_like
+    from jx.passes.interpreters import as_weak
     from .numpy._util import dtype_weak
-    from .prims import elementwise as ew
-    if not dtype_weak(primal)[1] or dtype_weak(ct)[1]:
-        return ct
-    if isinstance(ct, Tracer):
-        return bind_like((ct,), ew.convert_element_type, ct, new_dtype=ct.dtype,
-                         weak_type=True)[0]
-    return Array(np.asarray(ct._value if isinstance(ct, Array) else ct), True)
+    return as_weak(ct) if dtype_weak(primal)[1] else ct
 
 
 def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:

@@ -90,7 +90,11 @@ def _expands(eqn: Eqn) -> bool:
 
 
 def fuse(graph: Graph) -> Program:
-    graph = matvec_as_reduction(graph)
+    # matrix-vector products become reductions first, in every nested body at once
+    return _fuse(matvec_as_reduction(graph))
+
+
+def _fuse(graph: Graph) -> Program:
     producer = {id(v): e for e in graph.eqns for v in e.outputs}
     uses = _uses(graph)
     mat = {id(v) for v in graph.inputs}
@@ -141,10 +145,10 @@ def fuse(graph: Graph) -> Program:
         if not any(id(v) in mat for v in eqn.outputs):
             continue
         if _is_opaque(eqn):
-            subs = {k: fuse(g) for k, g in eqn.params.items() if isinstance(g, Graph)}
+            subs = {k: _fuse(g) for k, g in eqn.params.items() if isinstance(g, Graph)}
             for k, g in eqn.params.items():
                 if isinstance(g, tuple) and any(isinstance(x, Graph) for x in g):
-                    subs[k] = tuple(fuse(x) for x in g)
+                    subs[k] = tuple(_fuse(x) for x in g)
             kernels.append(Kernel("opaque", eqn, [eqn],
                                   [a for a in eqn.inputs if isinstance(a, Var)],
                                   list(eqn.outputs), subs))

@@ -69,17 +69,25 @@ def as_traced(x, aval):
     return x
 
 
+def as_weak(v):
+    """v weakly typed, its dtype kept: a concrete value as a weak jx.Array, a
+    tracer through a no-op conversion that marks it weak."""
+    from jx.array import Array
+    from jx.prims import elementwise as ew
+    if isinstance(v, core.Tracer):
+        return v if v.weak_type else core.bind_like(
+            (v,), ew.convert_element_type, v, new_dtype=v.dtype, weak_type=True)[0]
+    if type(v) is Array and v._weak:
+        return v
+    return Array(np.asarray(v._value if type(v) is Array else v), True)
+
+
 def with_weak(values: Sequence, avals: Sequence) -> list:
     """Concrete results with the weak types their graph gave them (an evaluation
-    on NumPy data drops them; JAX's jvp/vjp at a Python float return weak floats)."""
-    from jx.array import Array
-    out = []
-    for v, av in zip(values, avals):
-        if av.weak_type and not isinstance(v, core.Tracer) and v is not None and \
-                not (type(v) is Array and v._weak):
-            v = Array(np.asarray(v._value if type(v) is Array else v), True)
-        out.append(v)
-    return out
+    on NumPy data drops them; JAX's jvp/vjp at a Python float return weak floats).
+    Tracers carry their graph's avals already."""
+    return [as_weak(v) if av.weak_type and v is not None and not isinstance(v, core.Tracer)
+            else v for v, av in zip(values, avals)]
 
 
 class NotDifferentiable:

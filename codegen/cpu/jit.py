@@ -49,6 +49,8 @@ class CompiledFunction:
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
+        # (allocate, shape, dtype) per output, the allocator chosen once by size
+        self.out_allocs = tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
         # the traced outputs' weak types (simplification may forward a strong input)
         self.out_weak = tuple(out_weak) if out_weak is not None else \
             tuple(a.aval.weak_type for a in g.outputs)
@@ -58,7 +60,7 @@ class CompiledFunction:
     def _make_call(self, arrays: bool):
         """The per-call closure, constants bound as locals (see runtime/entry.py)."""
         in_checks = tuple((a.shape, a.dtype) for a in self.in_avals)
-        out_specs = tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
+        out_specs = self.out_allocs
         n_in = len(in_checks)
         table_type = ctypes.c_void_p * max(1, n_in + len(out_specs))
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
@@ -115,7 +117,7 @@ class CompiledFunction:
     def plan_parts(self) -> dict:
         """What a call plan specialised to one signature needs (jx.dispatch)."""
         return {"in_avals": self.in_avals, "fn": self.fn, "data_ptr": data_ptr,
-                "out_specs": tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs),
+                "out_specs": self.out_allocs,
                 "out_weak": self.out_weak, "status_error": self._status_error,
                 "out_memory_error": self._output_memory_error}
 

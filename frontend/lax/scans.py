@@ -34,6 +34,17 @@ def _interleave(evens, odds, axis):
     return slice_in_dim(merged, 0, ne + no, 1, axis)
 
 
+def _flat_combine(fn, td, who: str, like: str):
+    """fn on two pytrees of td's structure, as a function of flat leaf lists."""
+    def combine(a, b):
+        flat, out_td = tree.flatten(fn(tree.unflatten(td, a), tree.unflatten(td, b)))
+        if out_td != td:
+            raise ShapeError(f"jx.lax.{who} must return a pytree like {like} ({td}), "
+                             f"got {out_td}")
+        return [_value(v) for v in flat]
+    return combine
+
+
 def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     """Inclusive scan of elems (a pytree of arrays of one length along axis) with
     the associative fn(a, b) -> c on pytrees like elems, applied to whole slices."""
@@ -48,13 +59,7 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
                          f"length along axis {axis}, got shapes "
                          f"{[shape_of(v) for v in leaves]}")
 
-    def combine(a, b):
-        out = fn(tree.unflatten(td, a), tree.unflatten(td, b))
-        flat, out_td = tree.flatten(out)
-        if out_td != td:
-            raise ShapeError(f"jx.lax.associative_scan: fn must return a pytree like "
-                             f"elems ({td}), got {out_td}")
-        return [_value(v) for v in flat]
+    combine = _flat_combine(fn, td, "associative_scan: fn", "elems")
 
     def sl(xs, start, stop, stride=1):
         return [slice_in_dim(x, start, stop, stride, ax) for x in xs]
@@ -274,13 +279,7 @@ def reduce(operands_, init_values, computation, dimensions, out_sharding=None):
                              f"dtype, got {np.dtype(i.dtype).name} for "
                              f"{np.dtype(x.dtype).name} (Python scalars are int32/float32)")
 
-    def combine(a, b):
-        out = computation(tree.unflatten(td, a), tree.unflatten(td, b))
-        flat, out_td = tree.flatten(out)
-        if out_td != td:
-            raise ShapeError(f"jx.lax.reduce: computation must return a pytree like the "
-                             f"operands ({td}), got {out_td}")
-        return [_value(v) for v in flat]
+    combine = _flat_combine(computation, td, "reduce: computation", "the operands")
     return tree.unflatten(td, _tree_reduce(combine, xs, axes, inits))
 
 
