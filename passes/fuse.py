@@ -12,7 +12,9 @@ not recomputed for every element of the larger output.
 
 A kernel is a root equation plus the fused equations it pulls in:
   loop    – map over the root's output shape (elementwise and layout ops)
-  reduce  – loop over the kept dims, accumulate over the reduced dims
+  reduce  – loop over the kept dims, accumulate over the reduced dims; sibling
+            reductions over one domain share a kernel, one output each
+            (passes/siblings.py), so the values they share are computed once
   opaque  – one primitive with its own lowering (dot_general, gather, ...)
 Control-flow kernels hold the Programs of their sub-graphs.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from jx.ir import Eqn, Graph, Literal, Var
 
 from .matvec import matvec_as_reduction
+from .siblings import order_kernels, sibling_groups
 
 # Primitives computed inside loops: index-mapped reads plus scalar math.
 FUSIBLE = frozenset({
@@ -52,10 +55,17 @@ class Kernel:
     subprograms: dict = field(default_factory=dict)   # param name -> Program (control flow)
     epilogue: "Kernel | None" = None   # a loop kernel applied to an opaque root's result
                                        # in place (the CPU backend's output fusion)
+    siblings: list = field(default_factory=list)   # a reduce kernel's further roots,
+                                       # over root's domain (outputs: one per root)
+
+    @property
+    def roots(self) -> list:
+        return [self.root, *self.siblings]
 
     @property
     def name(self) -> str:
-        return f"{self.kind}_{self.root.prim.name}"
+        return f"{self.kind}_{self.root.prim.name}" + \
+            (f"_x{len(self.siblings) + 1}" if self.siblings else "")
 
 
 @dataclass(eq=False)
@@ -107,6 +117,9 @@ def _fuse(graph: Graph) -> Program:
         if len(eqn.outputs) > 1:
             mat |= {id(v) for v in eqn.outputs}
 
+    # sibling reductions become one kernel: the values they share have one consumer
+    groups = sibling_groups(graph, lambda e: _pull(e, producer, mat), mat)
+    rep = {id(e): id(g[0]) for g in groups for e in g}
     cost_memo: dict = {}
 
     def cost(v) -> int:
@@ -126,7 +139,7 @@ def _fuse(graph: Graph) -> Program:
     while changed:
         changed = False
         cost_memo.clear()
-        roots = _consumer_roots(graph, mat, uses)
+        roots = _consumer_roots(graph, mat, uses, rep)
         for eqn in graph.eqns:
             if eqn.prim.name not in FUSIBLE:
                 continue
@@ -140,9 +153,14 @@ def _fuse(graph: Graph) -> Program:
                 mat.add(id(v))
                 changed = True
 
+    last = {id(g[-1]): g for g in groups}
     kernels = []
     for eqn in graph.eqns:
         if not any(id(v) in mat for v in eqn.outputs):
+            continue
+        if id(eqn) in rep:               # a merged reduction: at its last member
+            if id(eqn) in last:
+                kernels.append(_merged(last[id(eqn)], graph, producer, mat))
             continue
         if _is_opaque(eqn):
             subs = {k: _fuse(g) for k, g in eqn.params.items() if isinstance(g, Graph)}
@@ -158,7 +176,17 @@ def _fuse(graph: Graph) -> Program:
                          if isinstance(a, Var) and id(a) in mat])
         kind = "reduce" if eqn.prim.name in REDUCTIONS else "loop"
         kernels.append(Kernel(kind, eqn, body, inputs, list(eqn.outputs)))
-    return Program(graph, kernels, mat)
+    return Program(graph, order_kernels(kernels) if groups else kernels, mat)
+
+
+def _merged(members: list, graph: Graph, producer: dict, mat: set) -> Kernel:
+    """One reduce kernel for sibling reductions (members, in graph order)."""
+    pos = {id(e): i for i, e in enumerate(graph.eqns)}
+    body = {id(e): e for m in members for e in _pull(m, producer, mat)}
+    body = sorted(body.values(), key=lambda e: pos[id(e)])
+    inputs = _dedup([a for e in body for a in e.inputs if isinstance(a, Var) and id(a) in mat])
+    return Kernel("reduce", members[0], body, inputs, [m.outputs[0] for m in members],
+                  siblings=list(members[1:]))
 
 
 _VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "convert_element_type",
@@ -214,8 +242,9 @@ def _dedup(vs: list) -> list:
     return out
 
 
-def _consumer_roots(graph: Graph, mat: set, uses: dict) -> dict:
-    """For each fused value, the set of kernels (root eqn ids) that will compute it."""
+def _consumer_roots(graph: Graph, mat: set, uses: dict, rep: dict) -> dict:
+    """For each fused value, the set of kernels (root eqn ids; a merged reduction's
+    first member, rep) that will compute it."""
     roots: dict = {}
     for eqn in reversed(graph.eqns):
         for v in eqn.outputs:
@@ -225,7 +254,7 @@ def _consumer_roots(graph: Graph, mat: set, uses: dict) -> dict:
             for u in uses.get(id(v), ()):
                 if any(id(o) in mat for o in u.outputs) or u.prim.name in REDUCTIONS \
                         or _is_opaque(u):
-                    acc.add(id(u))
+                    acc.add(rep.get(id(u), id(u)))
                 else:
                     acc |= roots.get(id(u.outputs[0]), set())
             roots[id(v)] = acc

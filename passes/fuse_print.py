@@ -20,7 +20,8 @@ def _program_lines(program, names, stats: bool) -> list:
     lines = [f"program({', '.join(_binder(v, names) for v in g.inputs)}) {{"]
     for i, k in enumerate(program.kernels):
         reads = ", ".join(names(v) for v in k.inputs) or "-"
-        head = f"  kernel {i} {k.kind} {k.root.prim.name}: reads {reads}"
+        roots = "+".join(r.prim.name for r in getattr(k, "roots", [k.root]))
+        head = f"  kernel {i} {k.kind} {roots}: reads {reads}"
         if stats:
             from .cost import kernel_cost
             c = kernel_cost(k)

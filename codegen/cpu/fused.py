@@ -345,25 +345,30 @@ def _combine(b, name, acc, x, dt):
     return SCALAR["max" if name == "reduce_max" else "min"](b, [acc, x], dt, dt)
 
 
-def _reduce_over(b, em, x, name, at, red_shape, outer=None, spill=None) -> ir.Value:
-    """x reduced over red_shape; at(ridx) is x's full index for reduced index ridx.
+def _reduce_over(b, em, xs, names, at, red_shape, outer=None, spill=None) -> list:
+    """Each xs[r] reduced by names[r] over red_shape (one list per merged kernel's
+    roots, operands of one shape and dtype: their shared values are computed once
+    per element); at(ridx) is the operands' full index for reduced index ridx.
     outer=(lo, hi) restricts the first reduced dim (a parallel part)."""
-    dt = x.aval.dtype
+    dt = xs[0].aval.dtype
     if 0 in red_shape:
-        return U.const(dt, _REDUCE_INIT[name](dt))
+        return [U.const(dt, _REDUCE_INIT[n](dt)) for n in names]
     if not red_shape:                       # over no dims: the element itself
-        return _element(b, em, x, at([]), spill)
+        return _elements(b, em, xs, at([]), spill)
     n = red_shape[-1]
     span = n if len(red_shape) > 1 or outer is None else -(-n // reduce_parts_of(n))
     if U.is_float(dt) and span >= _vector_lanes(b, dt):
-        return _float_reduction(b, em, x, name, at, red_shape, outer, spill, span)
+        return _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span)
     # In order: integers are associative (LLVM vectorises this loop itself), and a
     # short float row unrolls into straight code, vectorised across the kept dims.
-    acc = U.alloca_entry(b, U.compute_type(dt), "acc")
-    b.store(_start(name, dt), acc)
+    accs = []
+    for name in names:
+        accs.append(U.alloca_entry(b, U.compute_type(dt), "acc"))
+        b.store(_start(name, dt), accs[-1])
     with U.loop_nest(b, red_shape, "r", outer=outer) as ridx:
-        b.store(_combine(b, name, b.load(acc), _element(b, em, x, at(ridx), spill), dt), acc)
-    return _finish(b, name, b.load(acc), dt)
+        for acc, name, v in zip(accs, names, _elements(b, em, xs, at(ridx), spill)):
+            b.store(_combine(b, name, b.load(acc), v, dt), acc)
+    return [_finish(b, name, b.load(acc), dt) for acc, name in zip(accs, names)]
 
 
 def _start(name, dt):
@@ -381,12 +386,13 @@ def _finish(b, name, acc, dt):
     return acc
 
 
-def _element(b, em, x, full, spill):
-    v = em.value(x, full)
+def _elements(b, em, xs, full, spill) -> list:
+    """The operands' elements at one index (spill stores the first's)."""
+    vs = [em.value(x, full) for x in xs]
     if spill is not None:
-        U.store(b, v, spill, U.linear(b, full, x.aval.shape), x.aval.dtype)
+        U.store(b, vs[0], spill, U.linear(b, full, xs[0].aval.shape), xs[0].aval.dtype)
     em.memo.clear()           # values at inner indices do not outlive them
-    return v
+    return vs
 
 
 # Float reductions keep ACCUMULATORS vectors of partial results, so that several
@@ -411,26 +417,30 @@ def _lane_count(b, dt, span: int) -> int:
     return k
 
 
-def _float_reduction(b, em, x, name, at, red_shape, outer, spill, span) -> ir.Value:
+def _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span) -> list:
     """Element i of the innermost reduced dim goes to partial result i mod K (K lanes
     in an array the loop vectoriser turns into K/W vector registers: its inner loop
     over the lanes is elementwise, so needs no permission to reorder); the lanes
-    combine pairwise at the end. This fixed order is the only reassociation."""
-    dt = x.aval.dtype
+    combine pairwise at the end. This fixed order is the only reassociation.
+    Merged roots keep one lane array each."""
+    dt = xs[0].aval.dtype
     ct = U.compute_type(dt)
     *lead, n = red_shape
     inner = outer if not lead and outer is not None else None
     k = _lane_count(b, dt, span)
     vec = ir.VectorType(ct, k)
-    acc = U.alloca_entry(b, vec, "acc")
-    b.store(ir.Constant(vec, [_start(name, dt)] * k), acc)
-    lanes = b.bitcast(acc, ct.as_pointer())
+    accs, lanes = [], []
+    for name in names:
+        accs.append(U.alloca_entry(b, vec, "acc"))
+        b.store(ir.Constant(vec, [_start(name, dt)] * k), accs[-1])
+        lanes.append(b.bitcast(accs[-1], ct.as_pointer()))
 
     def block(lead_idx, base, count):
         with U.for_between(b, U.i64(0), count, "lane") as j:
-            lane = b.gep(lanes, [j], source_etype=ct)
-            v = _element(b, em, x, at(lead_idx + [b.add(base, j)]), spill)
-            b.store(_combine(b, name, b.load(lane, typ=ct), v, dt), lane)
+            vs = _elements(b, em, xs, at(lead_idx + [b.add(base, j)]), spill)
+            for arr, name, v in zip(lanes, names, vs):
+                lane = b.gep(arr, [j], source_etype=ct)
+                b.store(_combine(b, name, b.load(lane, typ=ct), v, dt), lane)
 
     with U.loop_nest(b, lead, "r", outer=outer if lead else None) as lead_idx:
         lo, hi = inner if inner is not None else (U.i64(0), U.i64(n))
@@ -438,7 +448,8 @@ def _float_reduction(b, em, x, name, at, red_shape, outer, spill, span) -> ir.Va
         with U.for_step(b, lo, stop, k, "blk") as base:
             block(lead_idx, base, U.i64(k))
         block(lead_idx, stop, b.sub(hi, stop))                 # the last n mod k
-    return _finish(b, name, _combine_lanes(b, name, b.load(acc, typ=vec), k, dt), dt)
+    return [_finish(b, name, _combine_lanes(b, name, b.load(acc, typ=vec), k, dt), dt)
+            for acc, name in zip(accs, names)]
 
 
 def _combine_lanes(b, name, v, k, dt):
@@ -455,33 +466,46 @@ def _lane_range(first: int, count: int) -> ir.Constant:
     return ir.Constant(ir.VectorType(U.I32, count), list(range(first, first + count)))
 
 
+def _axes(root) -> tuple:
+    return root.params["axes"] if "axes" in root.params else (root.params["axis"],)
+
+
+def _roots(kernel) -> tuple:
+    """(operands, primitive names, outputs) of a reduce kernel's roots."""
+    roots = getattr(kernel, "roots", [kernel.root])
+    return ([r.inputs[0] for r in roots], [r.prim.name for r in roots],
+            [r.outputs[0] for r in roots])
+
+
 def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
                 spill=None) -> None:
-    """Loops over the kept dims, accumulating over the reduced ones. spill=(ptr)
-    also stores each reduced element there (for a later kernel of the row group)."""
+    """Loops over the kept dims, accumulating over the reduced ones (each root of a
+    merged kernel into its own output). spill=(ptr) also stores each reduced
+    element there (for a later kernel of the row group; single roots only)."""
     root = kernel.root
-    (x,) = root.inputs
-    (out,) = root.outputs
-    name = root.prim.name
-    axes = root.params["axes"] if "axes" in root.params else (root.params["axis"],)
+    xs, names, outs = _roots(kernel)
+    x, out, name = xs[0], outs[0], names[0]
+    axes = _axes(root)
     kept = [d for d in range(x.aval.ndim) if d not in axes]
     red_shape = [x.aval.shape[d] for d in axes]
     out_shape = out.aval.shape
     if 0 in out_shape:
         return
     em = FusedEmitter(b, kernel, buffers, consts)
-    dt = x.aval.dtype
-    if _by_rows(b, x, out, name, axes, fixed, spill):
-        return _emit_by_rows(b, em, x, out, name, kept, axes, buffers[id(out)], outer)
+    if all(_by_rows(b, x, o, n, axes, fixed, spill) for o, n in zip(outs, names)):
+        return _emit_by_rows(b, em, xs, names, [buffers[id(o)] for o in outs], kept, axes,
+                             out_shape, outer)
     with U.loop_nest(b, out_shape, "o", outer=outer, fixed=fixed) as oidx:
         if name in ("argmax", "argmin"):
-            res = convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
-                          np.int64, out.aval.dtype)
+            res = [convert(b, _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name),
+                           np.int64, out.aval.dtype)]
         else:
-            res = _reduce_over(b, em, x, name,
+            res = _reduce_over(b, em, xs, names,
                                lambda ridx: _merge(kept, oidx, axes, ridx, x.aval.ndim),
                                red_shape, spill=spill)
-        U.store(b, res, buffers[id(out)], U.linear(b, oidx, out_shape), out.aval.dtype)
+        off = U.linear(b, oidx, out_shape)
+        for v, o in zip(res, outs):
+            U.store(b, v, buffers[id(o)], off, o.aval.dtype)
 
 
 def _by_rows(b, x, out, name, axes, fixed, spill) -> bool:
@@ -496,30 +520,35 @@ def _by_rows(b, x, out, name, axes, fixed, spill) -> bool:
             and x.aval.shape[-1] >= _vector_lanes(b, dt))
 
 
-def _emit_by_rows(b, em, x, out, name, kept, axes, ptr, outer) -> None:
+def _emit_by_rows(b, em, xs, names, ptrs, kept, axes, out_shape, outer) -> None:
     """out[..., j] = init, then out[..., j] = combine(out[..., j], x[..., r, ..., j])
     for each reduced index r in order: every step a contiguous, vectorisable row
-    update, and each column reduced in NumPy's order."""
+    update, and each column reduced in NumPy's order (each root into its output)."""
+    x = xs[0]
     dt = x.aval.dtype
-    *lead, m = out.aval.shape
+    *lead, m = out_shape
     red_shape = [x.aval.shape[d] for d in axes]
     cols = outer if outer is not None and not lead else (U.i64(0), U.i64(m))
 
     def columns(body):
         with U.for_between(b, cols[0], cols[1], "col") as j:
             oidx = lidx + [j]
-            body(oidx, U.linear(b, oidx, out.aval.shape))
+            body(oidx, U.linear(b, oidx, out_shape))
 
     def init(oidx, off):
-        U.store(b, U.const(dt, _REDUCE_INIT[name](dt)), ptr, off, dt)
+        for ptr, name in zip(ptrs, names):
+            U.store(b, U.const(dt, _REDUCE_INIT[name](dt)), ptr, off, dt)
 
     with U.loop_nest(b, lead, "o", outer=outer if lead else None) as lidx:
         columns(init)
         if 0 not in red_shape:
             with U.loop_nest(b, red_shape, "r") as ridx:
                 def step(oidx, off):
-                    v = _element(b, em, x, _merge(kept, oidx, axes, ridx, x.aval.ndim), None)
-                    U.store(b, _combine(b, name, U.load(b, ptr, off, dt), v, dt), ptr, off, dt)
+                    vs = _elements(b, em, xs, _merge(kept, oidx, axes, ridx, x.aval.ndim),
+                                   None)
+                    for ptr, name, v in zip(ptrs, names, vs):
+                        U.store(b, _combine(b, name, U.load(b, ptr, off, dt), v, dt),
+                                ptr, off, dt)
                 columns(step)
 
 
@@ -578,32 +607,34 @@ def reduce_parts_of(first: int) -> int:
 
 def emit_reduce_part(b: ir.IRBuilder, kernel, buffers, consts, lo, hi, parts: int,
                      partials) -> None:
-    """partials[c] = the reduction over chunk c of the first reduced axis, c in [lo, hi)."""
+    """partials[r * parts + c] = root r's reduction over chunk c of the first reduced
+    axis, c in [lo, hi)."""
     root = kernel.root
-    (x,) = root.inputs
-    name = root.prim.name
+    xs, names, _ = _roots(kernel)
+    x = xs[0]
     axes = root.params["axes"]
     red_shape = [x.aval.shape[d] for d in axes]
-    dt = x.aval.dtype
     n0 = red_shape[0]
     em = FusedEmitter(b, kernel, buffers, consts)
-    ct = U.compute_type(dt)
+    ct = U.compute_type(x.aval.dtype)
     with U.for_between(b, lo, hi, "c") as c:
         start = b.udiv(b.mul(c, U.i64(n0)), U.i64(parts))
         stop = b.udiv(b.mul(b.add(c, U.i64(1)), U.i64(n0)), U.i64(parts))
-        res = _reduce_over(b, em, x, name, lambda ridx: _merge([], [], axes, ridx, x.aval.ndim),
+        res = _reduce_over(b, em, xs, names,
+                           lambda ridx: _merge([], [], axes, ridx, x.aval.ndim),
                            red_shape, outer=(start, stop))
-        b.store(res, b.gep(partials, [c], source_etype=ct))
+        for r, v in enumerate(res):
+            slot = b.add(c, U.i64(r * parts)) if r else c
+            b.store(v, b.gep(partials, [slot], source_etype=ct))
 
 
 def emit_reduce_combine(b: ir.IRBuilder, kernel, buffers, parts: int, partials) -> None:
-    root = kernel.root
-    (x,) = root.inputs
-    (out,) = root.outputs
-    dt = x.aval.dtype
+    xs, names, outs = _roots(kernel)
+    dt = xs[0].aval.dtype
     ct = U.compute_type(dt)
-    acc = b.load(b.gep(partials, [U.i64(0)], source_etype=ct))
-    for c in range(1, parts):
-        acc = _combine(b, root.prim.name, acc, b.load(b.gep(partials, [U.i64(c)],
-                                                             source_etype=ct)), dt)
-    U.store(b, acc, buffers[id(out)], U.i64(0), out.aval.dtype)
+    for r, (name, out) in enumerate(zip(names, outs)):
+        acc = b.load(b.gep(partials, [U.i64(r * parts)], source_etype=ct))
+        for c in range(1, parts):
+            acc = _combine(b, name, acc, b.load(b.gep(partials, [U.i64(r * parts + c)],
+                                                       source_etype=ct)), dt)
+        U.store(b, acc, buffers[id(out)], U.i64(0), out.aval.dtype)

@@ -305,8 +305,8 @@ class ModuleBuilder:
         bb.ret_void()
         slots = list(args)
         partials = None
-        if parts:
-            partials = b.alloca(ct, U.i64(parts))
+        if parts:      # one chunk partial per root (merged reductions have several)
+            partials = b.alloca(ct, U.i64(parts * len(kernel.roots)))
             slots.append(partials)
         self._run_parallel(b, body, slots, chunks)
         if parts:

@@ -42,13 +42,14 @@ def _reads(kernel, nrow: int, targets=None) -> dict:
     root = kernel.root
     out = root.outputs[0]
     if kernel.kind == "reduce":
-        (x,) = root.inputs
-        axes = root.params["axes"] if "axes" in root.params else (root.params["axis"],)
-        kept = [d for d in range(x.aval.ndim) if d not in axes]
-        idx = [OTHER] * x.aval.ndim
-        for i, d in enumerate(kept):
-            idx[d] = _row(i) if i < nrow else OTHER
-        visit(x, idx)
+        for r in kernel.roots:          # merged siblings: one domain, several operands
+            (x,) = r.inputs
+            axes = r.params["axes"] if "axes" in r.params else (r.params["axis"],)
+            kept = [d for d in range(x.aval.ndim) if d not in axes]
+            idx = [OTHER] * x.aval.ndim
+            for i, d in enumerate(kept):
+                idx[d] = _row(i) if i < nrow else OTHER
+            visit(x, idx)
     else:
         visit(out, [_row(d) if d < nrow else OTHER for d in range(out.aval.ndim)])
     return reads
@@ -84,7 +85,8 @@ def _operand_indices(eqn, idx):
 
 
 def _fits(kernel, rows: tuple) -> bool:
-    if kernel.kind not in ("loop", "reduce") or len(kernel.outputs) != 1:
+    if kernel.kind not in ("loop", "reduce") or \
+            (len(kernel.outputs) != 1 and not kernel.siblings):
         return False
     out = kernel.outputs[0].aval.shape
     if tuple(out[:len(rows)]) != rows:
@@ -145,7 +147,7 @@ def spill_plan(members: list) -> dict:
     plan: dict = {}
     taken: set = set()
     for i, r in enumerate(members):
-        if r.kind != "reduce" or r.root.prim.name not in (
+        if r.kind != "reduce" or r.siblings or r.root.prim.name not in (
                 "reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
             continue
         x = r.root.inputs[0]
