@@ -13,7 +13,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from . import mathlib
+from . import mathlib, pow32
 from . import irutil as U
 from .irutil import compute_type, const, is_float, is_signed
 
@@ -159,6 +159,8 @@ def _const_pow(b, x, v: float, dt):
     x ** 0 = 1 (nan too), (-0) ** v and (-inf) ** v by v's sign and parity, negative
     x with a half-integer v gives nan (the square root's), 1 / 0 = inf."""
     t = x.type
+    if np.dtype(dt) == np.float32 and v in pow32.EXPONENTS and pow32.available(b):
+        return pow32.const_pow_f32(b, x, v)      # float32 with exact error terms
     wide = compute_type(np.float64) if np.dtype(_math_dtype(dt)) == np.float32 else t
     xd = b.fpext(x, wide) if wide != t else x
     one = ir.Constant(wide, 1.0)
