@@ -76,9 +76,10 @@ class _DTypeSpecMaker:
 def leaf_aval(x) -> ShapedArray:
     """Abstract value of one argument leaf: a spec (as declared), a tracer or a
     concrete value in the mode's dtypes. A Python scalar traces weakly typed, as in
-    JAX (jit(f)(2.0) multiplies an f16 array as f16); a jx.Array strongly."""
+    JAX (jit(f)(2.0) multiplies an f16 array as f16); a jx.Array with its own
+    weak type (jnp.full(3, 2.0) stays weak through jit, as in JAX)."""
     if type(x) is Array:
-        return ShapedArray(x.shape, x.dtype)
+        return ShapedArray(x.shape, x.dtype, x._weak)
     if isinstance(x, ShapeDtypeStruct):
         return x.aval
     if isinstance(x, Tracer):

@@ -47,7 +47,8 @@ class Array(metaclass=abc.ABCMeta):
     # _value: the NumPy array. Read-only, except a fresh buffer jx.jit wraps
     # (setting the flag costs a fraction of a small call): _exposed makes it
     # read-only before anything outside jx sees it.
-    __slots__ = ("_value", "_weak")
+    # _sig/_ptr: set by jit's call plans (jx.dispatch.signature), absent until then
+    __slots__ = ("_value", "_weak", "_sig", "_ptr")
     __array_priority__ = 1000   # np_array + jx_array is jx's operator (JAX's promotion)
 
     def __init__(self, value, weak_type: bool = False):

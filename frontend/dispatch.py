@@ -15,10 +15,13 @@ argument costs one store instead of an array conversion.
 from __future__ import annotations
 
 import ctypes
+import struct
 
 import numpy as np
 
 from . import tree
+from jx.runtime.entry import _C_CONTIGUOUS_ALIGNED as _ALIGNED_C, _data_ptr
+
 from .array import Array
 
 MISS = object()
@@ -53,9 +56,10 @@ class _Writer:
         self.lines.append("    " * depth + line)
 
 
-def _walk_in(w: _Writer, node, src: str, leaves: list) -> None:
+def _walk_in(w: _Writer, node, src: str, leaves: list, obj) -> None:
     """Code that checks the object `src` has node's structure and binds its leaves
-    in flatten order (dict children by sorted key, as tree.flatten gives them)."""
+    in flatten order (dict children by sorted key, as tree.flatten gives them).
+    obj: the value seen when the plan was made (a dict's insertion order)."""
     if node.kind is None:
         leaves.append(src)
         return
@@ -67,25 +71,39 @@ def _walk_in(w: _Writer, node, src: str, leaves: list) -> None:
         k = kind.__name__ if kind in (tuple, list) else w.const(kind, "T")
         w.emit(f"if type({src}) is not {k} or len({src}) != {len(node.children)}:"
                " return MISS")
-        for i, child in enumerate(node.children):
-            v = w.fresh("n")
-            w.emit(f"{v} = {src}[{i}]")
-            _walk_in(w, child, v, leaves)
+        names = [w.fresh("n") for _ in node.children]
+        if names:
+            w.emit(f"{', '.join(names)}, = {src}")
+        for v, child, o in zip(names, node.children, obj):
+            _walk_in(w, child, v, leaves, o)
         return
     if kind is dict:
         w.emit(f"if type({src}) is not dict or len({src}) != {len(node.aux)}: return MISS")
-        _walk_keys(w, node, src, leaves)
+        _walk_keys(w, node, src, leaves, obj)
         return
     raise _Unplannable(kind)
 
 
-def _walk_keys(w: _Writer, node, src: str, leaves: list) -> None:
-    """A dict node's children by key (the caller checked the dict's size)."""
-    for k, child in zip(node.aux or (), node.children):
-        v, kc = w.fresh("n"), w.const(k)
-        w.emit(f"{v} = {src}.get({kc}, MISS)")
-        w.emit(f"if {v} is MISS: return MISS")
-        _walk_in(w, child, v, leaves)
+def _walk_keys(w: _Writer, node, src: str, leaves: list, obj: dict) -> None:
+    """A dict node's children by key (the caller checked the dict's size). A dict
+    built the same way as the one seen is unpacked in one step (its keys in the
+    same insertion order); any other order is looked up key by key."""
+    keys = tuple(node.aux or ())
+    names = {k: w.fresh("n") for k in keys}
+    order = tuple(obj)
+    if keys and set(order) == set(keys):
+        w.emit(f"if tuple({src}) == {w.const(order, 'O')}:")
+        w.emit(f"{', '.join(names[k] for k in order)}, = {src}.values()", 2)
+        w.emit("else:")
+        depth = 2
+    else:
+        depth = 1
+    for k in keys:
+        v = names[k]
+        w.emit(f"{v} = {src}.get({w.const(k)}, MISS)", depth)
+        w.emit(f"if {v} is MISS: return MISS", depth)
+    for k, child in zip(keys, node.children):
+        _walk_in(w, child, names[k], leaves, obj[k])
 
 
 def _leaf_kind(x, aval) -> str:
@@ -121,11 +139,12 @@ def _build_out(w: _Writer, node, names: list) -> str:
 
 
 def make_plan(cf, in_tree, leaves: list, static: dict, static_kw: dict, n_args: int,
-              kw_names: tuple, out_tree, mode):
+              kw_names: tuple, out_tree, mode, objs: tuple):
     """The specialised call for this signature, or None where it does not apply.
     cf: the backend's CompiledFunction (its plan_parts); in_tree/leaves: the
-    flattened (dynamic args, dynamic kwargs); static/static_kw: the static values
-    by position and name; kw_names: every keyword given."""
+    flattened (dynamic args, dynamic kwargs) and objs those two unflattened;
+    static/static_kw: the static values by position and name; kw_names: every
+    keyword given."""
     if len(leaves) > _MAX_LEAVES or not hasattr(cf, "plan_parts"):
         return None
     parts = cf.plan_parts()
@@ -139,12 +158,70 @@ def make_plan(cf, in_tree, leaves: list, static: dict, static_kw: dict, n_args: 
         return None
     try:
         return _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names,
-                         out_tree, mode)
+                         out_tree, mode, objs)
     except _Unplannable:
         return None
 
 
-def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_tree, mode):
+_SIGNATURES: dict = {}
+
+
+def signature(shape: tuple, dtype, weak: bool):
+    """The token a jx.Array carries (`_sig`, with its data pointer `_ptr`) once a
+    plan has checked that its buffer is C-contiguous and aligned with this shape,
+    dtype and weak type: later plans check the token by identity instead of
+    inspecting the buffer. Arrays are immutable, so the facts stay true."""
+    key = (tuple(shape), np.dtype(dtype), bool(weak))
+    tok = _SIGNATURES.get(key)
+    if tok is None:
+        tok = _SIGNATURES.setdefault(key, _Signature(key))
+    return tok
+
+
+class _Signature:
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"signature{self.key}"
+
+
+def _checked_ptr(x, sig):
+    """The data pointer of an array leaf matching sig, or None (the first use of
+    an Array, or a NumPy array: the full check, remembered on the Array)."""
+    t = type(x)
+    shape, dtype, weak = sig.key
+    if t is Array:
+        v = x._value
+        if x._weak is not weak:
+            return None
+    elif t is np.ndarray:
+        if weak:
+            return None
+        v = x
+    else:
+        return None
+    if v.shape != shape or v.dtype != dtype or v.flags.num & _ALIGNED_C != _ALIGNED_C:
+        return None
+    p = _data_ptr(v)
+    if t is Array:
+        x._sig, x._ptr = sig, p
+    return p
+
+
+def _out_groups(specs) -> list:
+    """Outputs by (shape, dtype): each group of two or more is allocated as one
+    array and handed out as its rows (one allocation, views made in C)."""
+    groups: dict = {}
+    for k, (_, shape, dt) in enumerate(specs):
+        groups.setdefault((tuple(shape), np.dtype(dt)), []).append(k)
+    return list(groups.items())
+
+
+def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_tree, mode,
+              objs):
     w = _Writer()
     avals = parts["in_avals"]
     w.emit(f"if state.special or state.mode != MODE or len(args) != {n_args} or "
@@ -160,26 +237,26 @@ def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_t
         w.emit(f"if a is not {c} and (type(a) is not type({c}) or (a == {c}) is not True):"
                " return MISS")
     dyn_tree, kw_tree = in_tree.children
+    dyn_objs, kw_objs = objs
     names: list = []
     dyn_pos = [i for i in range(n_args) if i not in static]
-    for pos, child in zip(dyn_pos, dyn_tree.children):
+    for pos, child, o in zip(dyn_pos, dyn_tree.children, dyn_objs):
         v = w.fresh("n")
         w.emit(f"{v} = args[{pos}]")
-        _walk_in(w, child, v, names)
-    _walk_keys(w, kw_tree, "kwargs", names)   # (the keyword count was checked above)
+        _walk_in(w, child, v, names, o)
+    _walk_keys(w, kw_tree, "kwargs", names, kw_objs)   # (the keyword count was checked)
     if len(names) != len(leaves) or len(leaves) != len(avals):
         raise _Unplannable("leaf count")
-    # leaves: arrays by pointer, Python scalars through the table's ctypes cells
-    cells = []
+    # array leaves: the signature token and pointer an Array carries, checked by
+    # identity; on the first use of an Array (or a NumPy leaf) the full check
+    ptr, arrays, cells = {}, [], []
     for j, (name, x, aval) in enumerate(zip(names, leaves, avals)):
         kind = _leaf_kind(x, aval)
         if kind == "array":
-            shape, dt = w.const(tuple(aval.shape), "SH"), w.const(np.dtype(aval.dtype), "DT")
-            w.emit(f"t = type({name})")
-            w.emit(f"if t is Array: {name} = {name}._value")
-            w.emit("elif t is not ndarray: return MISS")
-            w.emit(f"if {name}.shape != {shape} or ({name}.dtype is not {dt} and "
-                   f"{name}.dtype != {dt}) or not {name}.flags.c_contiguous: return MISS")
+            # (the weak type the cache keyed on: the leaf's own, not the graph input's)
+            sig = signature(aval.shape, aval.dtype, type(x) is Array and x._weak)
+            arrays.append((j, name, w.const(sig, "G")))
+            ptr[j] = f"p{j}"
         else:
             dt = np.dtype(aval.dtype)
             w.emit(f"if type({name}) is not {kind}: return MISS")
@@ -188,56 +265,72 @@ def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_t
                 if lo is None:
                     raise _Unplannable(dt)
                 w.emit(f"if not {lo} <= {name} <= {hi}: return MISS")
-            cells.append((j, _CELL[dt]))
-    n_in, n_out = len(avals), len(parts["out_specs"])
-    cell_of = {j: c for c, (j, _) in enumerate(cells)}
+            cells.append((j, name, _CELL[dt]))
+    if arrays:
+        w.emit("try:")
+        cond = " or ".join(f"{n}._sig is not {g}" for _, n, g in arrays)
+        w.emit(f"if {cond}: raise AttributeError", 2)
+        for j, n, _ in arrays:
+            w.emit(f"p{j} = {n}._ptr", 2)
+        w.emit("except AttributeError:")
+        for j, n, g in arrays:
+            w.emit(f"p{j} = checked({n}, {g})", 2)
+            w.emit(f"if p{j} is None: return MISS", 2)
+    n_in, specs = len(avals), parts["out_specs"]
     # the call: a pointer table (with its scalar cells) owned by this call
     w.emit("tb = tables.pop() if tables else new_table()")
-    w.emit("table = tb[0]")
-    for j, name in enumerate(names):
-        if j in cell_of:
-            w.emit(f"tb[{cell_of[j] + 1}].value = {name}")
-        else:
-            w.emit(f"table[{j}] = dp({name})")
-    outs = []
+    w.emit(f"table, base, {''.join(f'c{c}, ' for c in range(len(cells)))}"
+           f"{''.join(f'ca{c}, ' for c in range(len(cells)))}= tb")
+    for c, (j, name, _) in enumerate(cells):
+        w.emit(f"c{c}.value = {name}")
+        ptr[j] = f"ca{c}"
     w.emit("try:")
-    for k, (alloc, shape, dt) in enumerate(parts["out_specs"]):
-        al, sh, d = w.const(alloc, "AL"), w.const(tuple(shape), "SH"), w.const(dt, "DT")
-        o = f"o{k}"
-        outs.append(o)
-        w.emit(f"{o} = {al}({sh}, {d})", 2)
-        w.emit(f"table[{n_in + k}] = dp({o})", 2)
-    if not outs:
-        w.emit("pass", 2)
+    out_ptr, results = {}, {}
+    for (shape, dt), ks in _out_groups(specs):
+        sh, d = w.const((len(ks),) + shape if len(ks) > 1 else shape, "SH"), w.const(dt, "DT")
+        if len(ks) == 1:
+            w.emit(f"o{ks[0]} = empty({sh}, {d})", 2)
+            w.emit(f"q{ks[0]} = dp(o{ks[0]})", 2)
+        else:
+            g = w.fresh("g")
+            w.emit(f"{g} = empty({sh}, {d})", 2)
+            w.emit(f"{''.join(f'o{k}, ' for k in ks)}= {g}", 2)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            w.emit(f"q{ks[0]} = dp({g})", 2)
+            for i, k in enumerate(ks[1:], 1):
+                w.emit(f"q{k} = q{ks[0]} + {i * nbytes}", 2)
+        for k in ks:
+            out_ptr[k] = f"q{k}"
+            results[k] = w.const(signature(shape, dt, parts["out_weak"][k]), "G")
     w.emit("except MemoryError:")
     w.emit("tables.append(tb)", 2)
     w.emit("raise out_memory_error() from None", 2)
-    w.emit("base = addressof(table)")
+    slots = [ptr[j] for j in range(n_in)] + [out_ptr[k] for k in range(len(specs))]
+    if slots:
+        w.emit(f"pack(table, 0, {', '.join(slots)})")
     w.emit(f"status = fn(base, base + {n_in * ctypes.sizeof(ctypes.c_void_p)})")
     w.emit("tables.append(tb)")
     w.emit("if status: raise status_error(status)")
-    results = []
-    for k, (o, weak) in enumerate(zip(outs, parts["out_weak"])):
+    outs = []
+    for k, weak in enumerate(parts["out_weak"]):
         r = f"r{k}"
-        results.append(r)
-        w.emit(f"{r} = new(Array); {r}._value = {o}; {r}._weak = {bool(weak)}")
-    w.emit(f"return {_build_out(w, out_tree, results)}")
+        outs.append(r)
+        w.emit(f"{r} = new(Array); {r}._value = o{k}; {r}._weak = {bool(weak)}; "
+               f"{r}._sig = {results[k]}; {r}._ptr = q{k}")
+    w.emit(f"return {_build_out(w, out_tree, outs)}")
 
-    table_type = ctypes.c_void_p * max(1, n_in + n_out)
-    cell_types = [c for _, c in cells]
-    slots = [j for j, _ in cells]
+    table_type = ctypes.c_void_p * max(1, n_in + len(specs))
+    cell_types = [c for _, _, c in cells]
 
     def new_table():
         table = table_type()
         cs = [c() for c in cell_types]
-        for j, c in zip(slots, cs):
-            table[j] = ctypes.addressof(c)
-        return (table, *cs)
+        return (table, ctypes.addressof(table), *cs, *map(ctypes.addressof, cs))
 
     from . import flags
     env = dict(w.consts, MISS=MISS, MODE=mode, state=flags.STATE, Array=Array,
-               ndarray=np.ndarray, tables=[], new_table=new_table, dp=parts["data_ptr"],
-               addressof=ctypes.addressof, fn=parts["fn"],
+               tables=[], new_table=new_table, dp=parts["data_ptr"], checked=_checked_ptr,
+               empty=np.empty, fn=parts["fn"], pack=struct.Struct(f"{len(slots)}Q").pack_into,
                status_error=parts["status_error"], new=Array.__new__,
                out_memory_error=parts["out_memory_error"])
     source = "def plan(args, kwargs):\n" + "\n".join(w.lines) + "\n"

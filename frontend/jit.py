@@ -222,7 +222,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
                 not state.special:
             planned.add(key)
             plan = make_plan(compiled.fn, in_tree, leaves, static, static_kw, len(args),
-                             tuple(kwargs) + tuple(static_kw), compiled.out_tree, state.mode)
+                             tuple(kwargs) + tuple(static_kw), compiled.out_tree, state.mode,
+                             (dynamic, kwargs))
             if plan is not None:
                 plans.append(plan)
         return compiled, leaves, None

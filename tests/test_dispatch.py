@@ -164,3 +164,54 @@ def test_weak_output_of_the_plan():
     for _ in range(2):
         x, s2 = f(d, 3.0)
         assert s2.weak_type and not x.weak_type and float(s2) == 6.0
+
+
+def test_weak_and_strong_array_leaves_keep_their_own_plans():
+    f = jx.jit(lambda d, s: {k: v * s for k, v in d.items()})
+    strong = {"a": jnp.ones(3), "b": jnp.arange(3.0)}
+    weak = {"a": jnp.full(3, 1.0), "b": jnp.arange(3.0)}      # full of a Python float: weak
+    assert weak["a"].weak_type and not strong["a"].weak_type
+    for _ in range(2):
+        assert not f(strong, 2.0)["a"].weak_type
+        assert f(weak, 2.0)["a"].weak_type
+    plans = _plans(f)
+    assert len(plans) == 2
+    assert plans[0]((weak, 2.0), {}) is MISS and plans[1]((strong, 2.0), {}) is MISS
+
+
+def test_dicts_in_another_insertion_order_and_grouped_outputs():
+    @jx.jit
+    def step(p, lr):
+        return {k: v - lr * v ** 3 for k, v in p.items()}
+    p = _params(12, 5)
+    out = step(p, 0.1)
+    out2 = step(out, 0.1)                            # plan outputs as plan inputs
+    shuffled = {k: out[k] for k in reversed(list(out))}
+    out3 = step(shuffled, 0.1)
+    for k in p:
+        x = np.asarray(p[k])
+        y = x - np.float32(0.1) * x ** 3
+        z = y - np.float32(0.1) * y ** 3
+        np.testing.assert_allclose(np.asarray(out[k]), y, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(out2[k]), z, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(out3[k]), z, rtol=1e-6)
+    # outputs sharing one allocation are still separate, read-only arrays
+    vals = [np.asarray(out2[k]) for k in sorted(out2)]
+    assert len({v.ctypes.data for v in vals}) == len(vals)
+    assert not any(v.flags.writeable for v in vals)
+    assert len(_plans(step)) == 1
+
+
+def test_copied_pickled_and_noncontiguous_leaves():
+    import copy
+    import pickle
+    f = jx.jit(lambda d, s: {k: v + s for k, v in d.items()})
+    d = {"x": jnp.arange(6.0).reshape(2, 3), "y": jnp.ones((2, 3))}
+    out = f(f(d, 1.0), 1.0)                          # carries the plan's tokens
+    for again in (pickle.loads(pickle.dumps(out)), copy.deepcopy(out), copy.copy(out)):
+        res = f(again, 1.0)
+        np.testing.assert_array_equal(np.asarray(res["x"]), np.arange(6.0).reshape(2, 3) + 3)
+    t = np.arange(6, dtype=np.float32).reshape(3, 2).T          # a transposed view
+    res = f({"x": t, "y": np.ones((2, 3), np.float32)}, 1.0)
+    np.testing.assert_array_equal(np.asarray(res["x"]), t + 1)
+    assert _plans(f)[0](({"x": t, "y": np.ones((2, 3), np.float32)}, 1.0), {}) is MISS
