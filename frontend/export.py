@@ -32,6 +32,8 @@ class Entry:
     args: list                 # one pytree of ShapeDtypeStruct per traced argument
     static: dict = field(default_factory=dict)
     source: str = ""
+    bake_sources: dict = field(default_factory=dict)   # arg -> arrays or a callable (jx.bake)
+    baked: list = field(default_factory=list)          # manifest records of applied bakes
 
     def call_args(self) -> tuple:
         """(positional args, static_argnums) to trace fn with."""
@@ -97,9 +99,13 @@ def _check_name(name, src: str) -> None:
                      "@jx.export(..., name='predict')")
 
 
-def export(*specs, static: dict | None = None, name: str | None = None, **kw_specs):
-    """Declare an entry function with the shapes/dtypes of its arguments."""
+def export(*specs, static: dict | None = None, name: str | None = None,
+           bake: dict | None = None, **kw_specs):
+    """Declare an entry function with the shapes/dtypes of its arguments. bake:
+    argument name -> its arrays (or a zero-argument callable returning them), stored
+    inside the artifact by `jx compile` (the entry then takes the other arguments)."""
     static = dict(static or {})
+    bake = dict(bake or {})
 
     def decorate(fn: Callable) -> Callable:
         entry_name = name or fn.__name__
@@ -129,8 +135,12 @@ def export(*specs, static: dict | None = None, name: str | None = None, **kw_spe
                 raise EntryError(f"entry {entry_name!r}: static {k!r} is not an argument")
         for n in traced:
             _check_specs(entry_name, n, by_name[n])
+        for k in bake:
+            if k not in traced:
+                raise EntryError(f"entry {entry_name!r}: bake names {k!r}, which is not a "
+                                 f"traced argument (arguments: {', '.join(traced)})")
         fn.__jx_entry__ = Entry(entry_name, fn, names, [by_name[n] for n in traced],
-                                static, src)
+                                static, src, bake)
         return fn
     return decorate
 

@@ -26,7 +26,7 @@ LAYERS = {
     "jx.passes": 3,                                             # transformations, passes
     "jx.codegen": 4,                                            # backends
     "jx": 5, "jx.transforms": 5, "jx.vmap": 5, "jx.pmap": 5,   # the API that orchestrates
-    "jx.jit": 5, "jx.dispatch": 5, "jx.export": 5, "jx.autotune": 5, "jx.staging": 5,
+    "jx.jit": 5, "jx.dispatch": 5, "jx.export": 5, "jx.bake": 5, "jx.autotune": 5, "jx.staging": 5,
     "jx._namespace": 5, "jx.eager": 5, "jx.nan_checks": 5, "jx.experimental": 5, "jx.example_libraries": 5,
     "jx.test_util": 5,
     "jx.cli": 6, "jx.benchmarks": 6, "jx.fuzz": 6,             # tools
