@@ -72,13 +72,17 @@ def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch:
     loading.apply_shapes(selected, shapes)
     shown = loading.display_path(model)
     # Trace everything first: an error in the last entry leaves stdout empty.
-    results = [(e, *dump.trace_entry(e, shown, stage, batch)) for e in selected]
-    if stage.split(",")[-1] == pipeline.FINAL:
-        from jx.passes.fuse import fuse
-        from jx.passes.fuse_print import format_program
-        results = [(e, traced, format_program(fuse(program), stats=stats),
-                    counts + [(pipeline.FINAL, len(fuse(program).kernels))])
-                   for e, traced, program, counts in results]
+    results = []
+    for e in selected:
+        traced, program, counts = dump.trace_entry(e, shown, stage, batch)
+        sig = dump.signature(e, traced, program)     # of the graph printed, not the traced
+        if stage.split(",")[-1] == pipeline.FINAL:
+            from jx.passes.fuse import fuse
+            from jx.passes.fuse_print import format_program
+            fused = fuse(program)
+            program = format_program(fused, stats=stats)
+            counts = counts + [(pipeline.FINAL, len(fused.kernels))]
+        results.append((e, sig, str(program), counts))
     _print_results(results, stage)
 
 
@@ -87,18 +91,18 @@ def _print_results(results: list, stage: str) -> None:
         from rich.console import Console   # only for terminals: pipes get plain text
         from rich.text import Text
         console = Console(highlight=False)
-        for i, (entry, traced, program, counts) in enumerate(results):
+        for i, (entry, sig, program, counts) in enumerate(results):
             if i:
                 console.print()
             console.rule(Text(entry.name, style="bold cyan"), align="left")
             console.print(Text(f"{entry.source}  (after {stage})", style="dim"))
             console.print(Text(dump.counts_line(counts), style="dim"))
             # soft_wrap: long IR lines stay whole lines when copied from the terminal
-            console.print(Text(dump.signature(entry, traced), style="green"), soft_wrap=True)
-            console.print(Text(str(program)), soft_wrap=True)
+            console.print(Text(sig, style="green"), soft_wrap=True)
+            console.print(Text(program), soft_wrap=True)
         return
-    blocks = ["\n".join(dump.header_lines(entry, traced, stage, counts) + [str(program)])
-              for entry, traced, program, counts in results]
+    blocks = ["\n".join(dump.header_lines(entry, sig, stage, counts) + [program])
+              for entry, sig, program, counts in results]
     click.echo("\n\n".join(blocks))
 
 
@@ -107,6 +111,8 @@ from . import compile as _compile  # noqa: E402
 _compile.register(main, _reports_errors)
 from . import bench as _bench  # noqa: E402
 _bench.register(main, _reports_errors)
+from . import inspect as _inspect  # noqa: E402
+_inspect.register(main, _reports_errors)
 
 
 if __name__ == "__main__":
