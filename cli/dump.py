@@ -1,7 +1,7 @@
 """Trace one entry through the pipeline and format what `jx dump-ir` prints."""
 from __future__ import annotations
 
-from jx import tree
+from jx import dtypes, tree
 from jx.api import trace_pytree
 from jx.errors import JxError, ShapeError, VerifyError
 from jx.export import Entry
@@ -9,7 +9,7 @@ from jx.ir import Graph
 from jx.passes import pipeline
 from jx.verify import verify
 
-from .errors import DEBUG_HINT, CliError, describe, ensure_period, model_location
+from .errors import CliError, describe, ensure_period, model_location
 
 _FIX_HINT = ("Fix the model code at that line (jx traces entries with abstract shapes "
              "and dtypes, not values).")
@@ -25,7 +25,7 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
         where = model_location(e, model_file) or entry.source
         hint = _hint(e, entry)
         raise CliError(f"tracing entry {entry.name!r} failed: {ensure_period(describe(e))}"
-                       f"{hint} {DEBUG_HINT}", where=where) from e
+                       f"{hint}", where=where, debug_hint=True) from e
     assert not consts, "a top-level trace captures no outer values"
     try:
         verify(graph, where=f"entry {entry.name!r}")
@@ -34,8 +34,8 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
     except VerifyError as e:
         # The user cannot cause this: it is a jx bug, but still no traceback by default.
         raise CliError(f"internal error: {ensure_period(str(e))} This is a bug in jx; "
-                       f"please report it with the model file. {DEBUG_HINT}",
-                       where=entry.source) from e
+                       "please report it with the model file.", where=entry.source,
+                       debug_hint=True) from e
     except JxError as e:
         raise CliError(f"entry {entry.name!r}: {ensure_period(str(e))}",
                        where=entry.source) from e
@@ -70,23 +70,44 @@ def format_tree(treedef, leaves) -> str:
     return rec(treedef)
 
 
-def _spec_text(value) -> str:
-    leaves, td = tree.flatten(value)
-    return format_tree(td, [str(x) for x in leaves])
-
-
-def signature(entry: Entry, graph: Graph) -> str:
-    """predict(params: {...}, x: f32[128,784]) -> f32[128,10]; statics as name=value."""
+def _arg_texts(entry: Entry, leaf_texts: list) -> list:
+    """`name: tree` per argument (statics as name=value), leaves drawn in order from
+    leaf_texts; a leaf given as None is shown as `-`."""
+    it = iter(leaf_texts)
     specs = iter(entry.args)
     parts = []
     for name in entry.arg_names:
         if name in entry.static:
             parts.append(f"{name}={entry.static[name]!r}")
-        else:
-            parts.append(f"{name}: {_spec_text(next(specs))}")
-    outs = [str(a) for a in graph.out_avals]
-    result = format_tree(graph.out_tree, outs) if graph.out_tree is not None else \
-        ", ".join(outs)
+            continue
+        leaves, td = tree.flatten(next(specs))
+        texts = [next(it) for _ in leaves]
+        parts.append(f"{name}: {format_tree(td, ['-' if t is None else t for t in texts])}")
+    return parts
+
+
+def signature(entry: Entry, graph: Graph, program: Graph | None = None) -> str:
+    """predict(params: {...}, x: f32[128,784]) -> f32[128,10]; statics as name=value.
+
+    The signature of `program` (the graph printed below it: after vmap its inputs and
+    outputs carry the batch axis, after grad it returns the value and the gradients),
+    laid out with the entry's argument names and trees from the traced `graph`."""
+    program = graph if program is None else program
+    ins = program.in_avals if len(program.inputs) == len(graph.inputs) else graph.in_avals
+    parts = _arg_texts(entry, [str(a) for a in ins])
+    outs = [str(a) for a in program.out_avals]
+    if len(outs) == len(graph.out_avals):
+        result = format_tree(graph.out_tree, outs) if graph.out_tree is not None else \
+            ", ".join(outs)
+    elif len(outs) == 1 + sum(map(dtypes.is_float, (a.dtype for a in ins))):
+        # value_and_grad (--after grad): the value, then one gradient per float input
+        grads = iter(outs[1:])
+        per_leaf = [next(grads) if dtypes.is_float(a.dtype) else None for a in ins]
+        diffable = [p for p, name in zip(_arg_texts(entry, per_leaf), entry.arg_names)
+                    if name not in entry.static and p != f"{name}: -"]
+        result = f"({outs[0]}, grad: ({', '.join(diffable)}))"
+    else:
+        result = ", ".join(outs)
     return f"{entry.name}({', '.join(parts)}) -> {result}"
 
 
@@ -95,6 +116,7 @@ def counts_line(counts: list) -> str:
     return "# ops: " + " -> ".join(f"{name} {n}" for name, n in counts)
 
 
-def header_lines(entry: Entry, graph: Graph, stage: str, counts: list) -> list:
-    return [f"# {entry.name}  {entry.source}  (after {stage})",
-            f"# {signature(entry, graph)}", counts_line(counts)]
+def header_lines(entry: Entry, sig: str, stage: str, counts: list) -> list:
+    """The three comment lines above an entry's IR; sig from signature()."""
+    return [f"# {entry.name}  {entry.source}  (after {stage})", f"# {sig}",
+            counts_line(counts)]

@@ -19,16 +19,23 @@ class CliError(Exception):
     """A failure caused by the user's input (model file, options), reported plainly.
 
     Raise it `from` the original exception so --debug shows both tracebacks.
+    debug_hint=True ends the plain report with DEBUG_HINT; a message that ends with
+    DEBUG_HINT itself counts as asking for it. The hint is never part of str(err), so
+    the traceback --debug prints does not end by telling the user to pass --debug.
     """
 
-    def __init__(self, message: str, where: str | None = None):
+    def __init__(self, message: str, where: str | None = None, debug_hint: bool = False):
+        if message.endswith(DEBUG_HINT):
+            message, debug_hint = message[:-len(DEBUG_HINT)].rstrip(), True
         super().__init__(message)
         self.message = message
         self.where = where
+        self.debug_hint = debug_hint
 
     def text(self) -> str:
         prefix = f"{self.where}: " if self.where else ""
-        return f"{prefix}error: {self.message}"
+        hint = f" {DEBUG_HINT}" if self.debug_hint else ""
+        return f"{prefix}error: {self.message}{hint}"
 
 
 def report(err: CliError) -> None:
