@@ -4,7 +4,7 @@ from __future__ import annotations
 from jx import dtypes, tree
 from jx.api import trace_pytree
 from jx.errors import JxError, ShapeError, VerifyError
-from jx.export import Entry
+from jx.export import Entry, tracing
 from jx.ir import Graph
 from jx.passes import pipeline
 from jx.verify import verify
@@ -20,7 +20,8 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
     user error."""
     args, static_argnums = entry.call_args()
     try:
-        graph, consts = trace_pytree(entry.fn, args, {}, static_argnums, name=entry.name)
+        with tracing():
+            graph, consts = trace_pytree(entry.fn, args, {}, static_argnums, name=entry.name)
     except Exception as e:
         where = model_location(e, model_file) or entry.source
         hint = _hint(e, entry)

@@ -19,6 +19,7 @@ only known inside the known trace that computed it.
 """
 from __future__ import annotations
 
+import contextvars
 import itertools
 import operator
 from typing import Callable, Sequence
@@ -283,13 +284,18 @@ def forget_known(x):
     return x
 
 
+# How the error below tells the user to make an argument static: jit's option unless
+# a caller tracing on behalf of another API (jx.export's static=) sets its own.
+STATIC_HINT = contextvars.ContextVar("jx_static_hint", default="static_argnums")
+
+
 def _control_flow_error(what: str, aval) -> TracerConversionError:
     where = user_location()
     return TracerConversionError(
         f"{what} of a traced value ({aval}) at {where}: its value is not known while "
         "tracing. Use jx.lax.cond or jx.numpy.where for branches, jx.lax.while_loop, "
         "fori_loop or scan for loops, or mark the argument static "
-        "(static_argnums) if it is a compile-time constant.")
+        f"({STATIC_HINT.get()}) if it is a compile-time constant.")
 
 
 class Tracer:

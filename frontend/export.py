@@ -11,11 +11,12 @@ returned unchanged, so the model stays a plain Python module.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import tree
+from . import core, tree
 from .api import ShapeDtypeStruct
 from .errors import JxError
 
@@ -69,6 +70,17 @@ class Entry:
         else:
             raise EntryError(f"no leaf {path!r} in entry {self.name!r} (only dicts and lists "
                              "can be overridden below the argument)")
+
+
+@contextlib.contextmanager
+def tracing():
+    """Trace an entry: errors that tell the user to mark an argument static name
+    export's option (static=), not jit's static_argnums."""
+    token = core.STATIC_HINT.set("static={'name': value} in @jx.export")
+    try:
+        yield
+    finally:
+        core.STATIC_HINT.reset(token)
 
 
 def _child(node, key, path):
@@ -132,7 +144,8 @@ def export(*specs, static: dict | None = None, name: str | None = None,
                              f"{', '.join(missing)}; add e.g. {missing[0]}=jx.f32[...]")
         for k in static:
             if k not in names:
-                raise EntryError(f"entry {entry_name!r}: static {k!r} is not an argument")
+                raise EntryError(f"entry {entry_name!r}: static={{{k!r}: ...}} names no "
+                                 f"argument (arguments: {', '.join(names)})")
         for n in traced:
             _check_specs(entry_name, n, by_name[n])
         for k in bake:
