@@ -1,25 +1,42 @@
 """Load compiled artifacts and call them (NumPy + ctypes only; CuPy for CUDA).
 
-    import jx.runtime
+    import jx.runtime                        # or, installed alone: import jx_runtime
     art = jx.runtime.load("build/libmlp.so")
     logits = art.predict(params, x)          # or art["predict"](params, x)
 
-Nothing here imports llvmlite or the rest of jx's compiler, so a deployment
-needs only NumPy and this package. Errors derive from ArtifactError.
+This package imports nothing from jx's frontend or compiler, and inside itself
+only relatively, so the same folder is `jx.runtime` in the jx distribution and
+the top-level `jx_runtime` in its own (runtime/pyproject.toml: numpy only).
+Errors derive from ArtifactError. The names below load on first use, so the
+frontend can import the pytree core (`pytree`) without the loader and NumPy.
 """
-from .abi import ABI_VERSION, STATUS
-from .cheader import header_text
-from .entry import CompiledEntry
-from .errors import (AbiVersionError, ArgumentError, ArtifactError, ArtifactLoadError,
-                     ArtifactMemoryError, DtypeMismatchError, EntryAttributeError,
-                     EntryNotFoundError, EntryStatusError, HashMismatchError, IntegrityError,
-                     ManifestError,
-                     MissingSymbolError, ShapeMismatchError, TreeMismatchError)
-from .loader import Artifact, load
-from .manifest import content_hash, manifest_json
+import importlib as _importlib
 
-__all__ = ["load", "Artifact", "CompiledEntry", "header_text", "content_hash", "manifest_json",
-           "ABI_VERSION", "STATUS", "ArtifactError", "ArtifactLoadError", "MissingSymbolError",
-           "AbiVersionError", "ManifestError", "HashMismatchError", "IntegrityError", "EntryNotFoundError",
-           "EntryAttributeError", "ArgumentError", "TreeMismatchError", "DtypeMismatchError",
-           "ShapeMismatchError", "EntryStatusError", "ArtifactMemoryError"]
+# public name -> the submodule defining it
+_NAMES = {
+    "ABI_VERSION": "abi", "STATUS": "abi",
+    "header_text": "cheader",
+    "CompiledEntry": "entry",
+    "Artifact": "loader", "load": "loader",
+    "content_hash": "manifest", "manifest_json": "manifest",
+    **{name: "errors" for name in (
+        "ArtifactError", "ArtifactLoadError", "MissingSymbolError", "AbiVersionError",
+        "ManifestError", "HashMismatchError", "IntegrityError", "EntryNotFoundError",
+        "EntryAttributeError", "ArgumentError", "TreeMismatchError", "DtypeMismatchError",
+        "ShapeMismatchError", "EntryStatusError", "ArtifactMemoryError")},
+}
+
+__all__ = list(_NAMES)
+
+
+def __getattr__(name: str):
+    sub = _NAMES.get(name)
+    if sub is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f".{sub}", __name__), name)
+    globals()[name] = value          # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_NAMES))
