@@ -113,6 +113,8 @@ from . import bench as _bench  # noqa: E402
 _bench.register(main, _reports_errors)
 from . import inspect as _inspect  # noqa: E402
 _inspect.register(main, _reports_errors)
+from . import cache as _cache  # noqa: E402
+_cache.register(main, _reports_errors)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,14 @@ something other than jx, or a file copied under another key would otherwise hand
 LLVM a damaged or wrong object on every later run; an entry that fails the check
 is a miss: deleted, rebuilt and stored again. Folders are created private (0o700,
 whatever the umask): code loaded from here must not be writable by others.
+
+Size cap: $JX_CACHE_MAX (e.g. 500M, 2G; K/M/G/T are powers of 1024; 0 or "none"
+for no cap), default 1 GiB. The entries (objects/ and artifacts/, an artifact's .so
+and .h being one entry) are least-recently-used first to go: a hit touches an
+entry's mtime. A running total kept in the file `size` spares each store a walk of
+the cache; when a store takes the total past the cap, the cache is walked (the
+total made exact again) and the oldest entries are deleted until it is 10% under.
+The parallel runtime (runtime/) and measured records (*.json) are never evicted.
 """
 from __future__ import annotations
 
@@ -19,7 +27,10 @@ import functools
 import hashlib
 import io
 import os
+import re
 import struct
+import time
+import warnings
 
 from jx.runtime import elf
 from jx.runtime.store import cache_dir, make_dir, replace_file
@@ -95,6 +106,8 @@ def _read_entry(path: str, key: str) -> bytes | None:
     data = _unwrap(key, blob)
     if data is None:
         _discard(path)
+    else:
+        _touch(path)
     return data
 
 
@@ -114,6 +127,7 @@ def store(key: str, data: bytes) -> None:
     try:
         make_dir(os.path.dirname(path))
         replace_file(path, _wrap(key, data))
+        _added([path])
     except OSError:
         pass            # a read-only or full cache only costs speed
 
@@ -184,5 +198,210 @@ def store_files(key: str, sources: dict) -> None:
         for sfx, src in sources.items():
             with open(src, "rb") as f:
                 replace_file(f"{base}.{sfx}", _wrap(f"{key}.{sfx}", f.read()))
+        _added([f"{base}.{sfx}" for sfx in sources])
     except OSError:
         pass
+
+
+# -- the size cap (see the module docstring) ----------------------------------------------
+DEFAULT_MAX = 1 << 30
+ENTRY_FOLDERS = ("objects", "artifacts")     # evictable; runtime/ and records are kept
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_FILE = "size"
+
+
+def parse_size(text: str) -> int | None:
+    """'500M' -> 524288000, '2G', '1.5g', '4096', '64KiB'; '0', 'none', 'off' or
+    'unlimited' -> None (no cap). ValueError for anything else."""
+    t = text.strip().upper()
+    if t in ("0", "NONE", "OFF", "UNLIMITED"):
+        return None
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?", t)
+    if not m:
+        raise ValueError(f"{text!r} is not a size: write a number of bytes with an optional "
+                         "unit K, M, G or T (powers of 1024), e.g. 500M or 2G; 0 or 'none' "
+                         "for no cap")
+    value = float(m.group(1)) * _UNITS[m.group(2)]
+    return None if value == 0 else max(1, int(value))
+
+
+def max_bytes() -> int | None:
+    """The cap from $JX_CACHE_MAX (None: no cap); a value that does not parse warns
+    and keeps the default (a cache setting must never stop a compile)."""
+    text = os.environ.get("JX_CACHE_MAX")
+    if text is None or not text.strip():
+        return DEFAULT_MAX
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        warnings.warn(f"JX_CACHE_MAX: {e}; using the default cap of 1G", stacklevel=2)
+        return DEFAULT_MAX
+
+
+def _disk_bytes(st) -> int:
+    """The space a file takes on disk (du's figure: small files fill whole blocks)."""
+    blocks = getattr(st, "st_blocks", None)
+    return max(st.st_size, blocks * 512) if blocks is not None else st.st_size
+
+
+def _touch(path: str) -> None:
+    """Mark an entry used now (its mtime: atime is often not updated, noatime)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def entries() -> list:
+    """[(unit, newest mtime, bytes, [paths])] of every evictable entry, oldest first.
+    A unit is a path without its suffix: an artifact's .so and .h go together."""
+    units: dict = {}
+    root = cache_dir()
+    for folder in ENTRY_FOLDERS:
+        try:
+            shards = [d.path for d in os.scandir(os.path.join(root, folder)) if d.is_dir()]
+        except OSError:
+            continue
+        for shard in shards:
+            try:
+                files = list(os.scandir(shard))
+            except OSError:
+                continue
+            for f in files:
+                if f.name.startswith(".jx-"):
+                    continue          # a write in progress (or one killed mid-way)
+                try:
+                    st = f.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                unit = units.setdefault(os.path.join(shard, f.name.split(".", 1)[0]),
+                                        [0.0, 0, []])
+                unit[0] = max(unit[0], st.st_mtime)
+                unit[1] += _disk_bytes(st)
+                unit[2].append(f.path)
+    return sorted(((u, t, n, paths) for u, (t, n, paths) in units.items()),
+                  key=lambda e: (e[1], e[0]))
+
+
+def _read_total() -> int | None:
+    try:
+        with open(os.path.join(cache_dir(), _SIZE_FILE)) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_total(total: int) -> None:
+    try:
+        replace_file(os.path.join(cache_dir(), _SIZE_FILE), f"{max(total, 0)}\n".encode(),
+                     0o600)
+    except OSError:
+        pass
+
+
+def _added(paths: list) -> None:
+    """Account for files just stored; evict past the cap. Concurrent stores may lose
+    an update of the running total: each eviction walk makes it exact again."""
+    cap = max_bytes()
+    if cap is None:
+        return
+    total = _read_total()
+    if total is None:
+        total = sum(e[2] for e in entries())       # first store here: count once
+    else:
+        for p in paths:
+            try:
+                total += _disk_bytes(os.stat(p))
+            except OSError:
+                pass
+    if total > cap:
+        total = evict(int(cap * 0.9), keep=paths)
+    _write_total(total)
+
+
+def evict(limit: int, keep=()) -> int:
+    """Delete least-recently-used entries until they take at most `limit` bytes (the
+    files in `keep`, just stored, stay); returns the bytes left."""
+    listed = entries()
+    total = sum(e[2] for e in listed)
+    keep = {os.path.abspath(p) for p in keep}
+    for _, _, size, paths in listed:
+        if total <= limit:
+            break
+        if any(os.path.abspath(p) in keep for p in paths):
+            continue
+        for p in paths:
+            _discard(p)
+        total -= size
+    return total
+
+
+def usage() -> dict:
+    """What `jx cache info` shows: location, cap, entries and their bytes, the oldest
+    and newest use, and the bytes of everything else in the folder."""
+    root = cache_dir()
+    listed = entries()
+    other = 0
+    for folder, _, files in os.walk(root):
+        rel = os.path.relpath(folder, root).split(os.sep)[0]
+        if rel in ENTRY_FOLDERS:
+            continue
+        for name in files:
+            try:
+                other += _disk_bytes(os.stat(os.path.join(folder, name), follow_symlinks=False))
+            except OSError:
+                pass
+    by_folder = {f: {"entries": 0, "bytes": 0} for f in ENTRY_FOLDERS}
+    for unit, _, size, _ in listed:
+        folder = os.path.relpath(unit, root).split(os.sep)[0]
+        by_folder[folder]["entries"] += 1
+        by_folder[folder]["bytes"] += size
+    entry_bytes = sum(e[2] for e in listed)
+    return {"location": root, "exists": os.path.isdir(root), "max_bytes": max_bytes(),
+            "entries": len(listed), "entry_bytes": entry_bytes, "other_bytes": other,
+            "total_bytes": entry_bytes + other, "by_folder": by_folder,
+            "oldest": listed[0][1] if listed else None,
+            "newest": max(e[1] for e in listed) if listed else None, "now": time.time()}
+
+
+def clear(records: bool = False) -> tuple:
+    """Delete every entry and the built runtime (and, with records, the measured
+    host records too); returns (files, bytes) removed. Only jx's own folders and
+    files inside the cache folder are touched, never the folder itself."""
+    root = cache_dir()
+    names = list(ENTRY_FOLDERS) + ["runtime", _SIZE_FILE]
+    if records:
+        try:
+            names += [n for n in os.listdir(root) if n.endswith(".json")]
+        except OSError:
+            pass
+    files = freed = 0
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            for folder, dirs, fnames in os.walk(path, topdown=False):
+                for f in fnames:
+                    full = os.path.join(folder, f)
+                    try:
+                        size = _disk_bytes(os.stat(full, follow_symlinks=False))
+                        os.unlink(full)
+                    except OSError:
+                        continue
+                    files, freed = files + 1, freed + size
+                for d in dirs:
+                    try:
+                        os.rmdir(os.path.join(folder, d))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        elif os.path.lexists(path):
+            try:
+                size = _disk_bytes(os.stat(path, follow_symlinks=False))
+                os.unlink(path)
+                files, freed = files + 1, freed + size
+            except OSError:
+                pass
+    return files, freed
