@@ -290,8 +290,8 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
                          f"{treedef.num_leaves}") from None
     rest = list(it)
     if rest:
-        raise ValueError(f"unflatten: {len(rest)} leaves left over for tree {treedef}, "
-                         f"which takes {treedef.num_leaves}")
+        raise ValueError(f"unflatten: too many leaves for tree {treedef}, which takes "
+                         f"{treedef.num_leaves}: {len(rest)} leaves left over")
     return out
 
 

@@ -16,21 +16,47 @@ so decoded outputs rebuild them as plain tuples. As inputs, such a node takes an
 tuple or list of its children (a named tuple qualifies), or an object with a
 `tree_flatten()` method (the register_pytree_node_class protocol).
 
-encode() reads a jx TreeDef duck-typed (kind, aux, children), so neither this
-module nor the runtime imports the jx frontend.
+encode() takes a TreeDef of the pytree core (pytree.py, which jx.tree
+re-exports); a decoded TreeSpec holds the same kind of TreeDef (`.treedef`), in
+which a recorded class is a stand-in that rebuilds a plain tuple, so printing and
+rebuilding go through the one pytree implementation.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import pytree
 from .errors import ManifestError, TreeMismatchError
 
 KINDS = ("leaf", "none", "tuple", "list", "dict", "namedtuple", "custom")
 _KEY_TYPES = (str, int, float, bool)
 
 
-def encode(treedef) -> dict:
-    """A jx TreeDef (anything with kind/aux/children, kind None for a leaf) -> JSON."""
+class Recorded:
+    """The kind of a decoded namedtuple or custom node: its class, recorded by name
+    (and a named tuple's fields), need not exist here, so it rebuilds its children
+    as a plain tuple. Compares by what the manifest records."""
+
+    def __init__(self, name: str, fields: tuple | None = None):
+        self.name, self.fields = name, fields
+        self.__name__ = name.rsplit(".", 1)[-1]     # what TreeDef's text shows
+
+    def __call__(self, *children) -> tuple:         # pytree.unflatten's namedtuple path
+        return children
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Recorded) and (self.name, self.fields) == (other.name,
+                                                                            other.fields)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.fields))
+
+    def __repr__(self) -> str:
+        return f"Recorded({self.name!r})"
+
+
+def encode(treedef: pytree.TreeDef) -> dict:
+    """A TreeDef (kind None for a leaf) -> JSON."""
     kind = treedef.kind
     children = [encode(c) for c in treedef.children]
     if kind is None:
@@ -46,17 +72,22 @@ def encode(treedef) -> dict:
             raise ValueError(f"dict key {bad[0]!r} cannot be stored in a manifest; use str, "
                              "int, float or bool keys in entry arguments and results")
         return {"kind": "dict", "keys": keys, "children": children}
-    name = f"{kind.__module__}.{kind.__qualname__}"
-    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        return {"kind": "namedtuple", "name": name, "fields": list(kind._fields),
+    if isinstance(kind, Recorded):
+        name, fields = kind.name, kind.fields
+    else:
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        fields = tuple(kind._fields) if pytree._is_namedtuple_type(kind) else None
+    if fields is not None:
+        return {"kind": "namedtuple", "name": name, "fields": list(fields),
                 "children": children}
     return {"kind": "custom", "name": name, "children": children}
 
 
 class TreeSpec:
-    """A decoded tree structure: flattens arguments and unflattens results."""
+    """A decoded tree structure: flattens arguments and unflattens results. kind,
+    keys and name are the manifest's; treedef is the same structure as a TreeDef."""
 
-    __slots__ = ("kind", "keys", "name", "children", "num_leaves")
+    __slots__ = ("kind", "keys", "name", "children", "num_leaves", "treedef")
 
     def __init__(self, kind: str, children: tuple = (), keys: tuple = (), name: str = ""):
         self.kind = kind
@@ -64,41 +95,22 @@ class TreeSpec:
         self.keys = tuple(keys)        # dict keys, or a named tuple's field names
         self.name = name               # class name of namedtuple/custom nodes
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+        self.treedef = _treedef(self)
 
     def to_json(self) -> dict:
-        out: dict = {"kind": self.kind}
-        if self.kind in ("namedtuple", "custom"):
-            out["name"] = self.name
-        if self.kind == "dict":
-            out["keys"] = list(self.keys)
-        if self.kind == "namedtuple":
-            out["fields"] = list(self.keys)
-        if self.kind not in ("leaf", "none"):
-            out["children"] = [c.to_json() for c in self.children]
-        return out
+        return encode(self.treedef)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, TreeSpec) and self.to_json() == other.to_json()
+        return isinstance(other, TreeSpec) and self.treedef == other.treedef
 
     def __hash__(self) -> int:
-        return hash(str(self))
+        return hash(self.treedef)
 
     def __repr__(self) -> str:
         return f"TreeSpec({self})"
 
     def __str__(self) -> str:
-        if self.kind == "leaf":
-            return "*"
-        if self.kind == "none":
-            return "None"
-        inner = ", ".join(map(str, self.children))
-        if self.kind == "dict":
-            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.keys, self.children)) + "}"
-        if self.kind == "tuple":
-            return f"({inner}{',' if len(self.children) == 1 else ''})"
-        if self.kind == "list":
-            return f"[{inner}]"
-        return f"{self.name.rsplit('.', 1)[-1]}({inner})"
+        return str(self.treedef)
 
     def child_path(self, i: int) -> str:
         """Path suffix of child i, in the style of the manifest's leaf paths."""
@@ -110,11 +122,7 @@ class TreeSpec:
 
     def unflatten(self, leaves) -> Any:
         """Rebuild the structure around leaves (named tuples and classes as tuples)."""
-        it = iter(leaves)
-        out = _build(self, it)
-        if next(it, _END) is not _END:
-            raise ValueError(f"too many leaves for tree {self} ({self.num_leaves} expected)")
-        return out
+        return pytree.unflatten(self.treedef, leaves)
 
     def flatten(self, tree, path: str = "", where: str = "tree") -> list:
         """Leaves of tree in this structure's order (see compile_flatten)."""
@@ -123,21 +131,21 @@ class TreeSpec:
         return out
 
 
-_END = object()
+_SIMPLE_KINDS = {"none": type(None), "tuple": tuple, "list": list}
 
 
-def _build(spec: TreeSpec, it):
-    kind = spec.kind
-    if kind == "leaf":
-        return next(it)
-    if kind == "none":
-        return None
-    children = [_build(c, it) for c in spec.children]
-    if kind == "list":
-        return children
-    if kind == "dict":
-        return dict(zip(spec.keys, children))
-    return tuple(children)
+def _treedef(spec: TreeSpec) -> pytree.TreeDef:
+    """spec's structure as a TreeDef (its children's already built)."""
+    if spec.kind == "leaf":
+        return pytree.LEAF
+    children = tuple(c.treedef for c in spec.children)
+    if spec.kind == "dict":
+        return pytree.TreeDef(dict, spec.keys, children)
+    if spec.kind in _SIMPLE_KINDS:
+        aux = None if spec.kind == "none" else len(children)
+        return pytree.TreeDef(_SIMPLE_KINDS[spec.kind], aux, children)
+    fields = spec.keys if spec.kind == "namedtuple" else None
+    return pytree.TreeDef(Recorded(spec.name, fields), None, children)
 
 
 def describe(x) -> str:
