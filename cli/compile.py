@@ -15,7 +15,11 @@ from .errors import CliError
 
 
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
-                  target: str, cpu: str | None, name: str | None, arch: str | None = None) -> dict:
+                  target: str, cpu: str | None, name: str | None, arch: str | None = None,
+                  lenient: bool = False) -> dict:
+    """Build MODEL's artifact. lenient (several models in one call): --entry names and
+    --shape arguments the model lacks are skipped (loading.NoEntrySelected if it has
+    none of the entries)."""
     if target not in ("cpu", "cuda"):
         raise CliError(f"unknown --target {target!r}; jx compiles for 'cpu' and 'cuda'.")
     if cpu is not None and target == "cpu":
@@ -25,8 +29,8 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         except UnknownCpuError as err:
             raise CliError(str(err)) from None
     module = loading.load_model(model)
-    selected = loading.select_entries(module, entries)
-    loading.apply_shapes(selected, shapes)
+    selected = loading.select_entries(module, entries, only_present=lenient)
+    loading.apply_shapes(selected, shapes, only_present=lenient)
     shown = loading.display_path(model)
     stem = name or os.path.splitext(os.path.basename(model))[0]
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", "..") \
@@ -69,9 +73,69 @@ def _tune_host() -> None:
     ensure()
 
 
+def _artifact_base(model: str, out_dir: str | None, name: str | None) -> str:
+    """out_dir/<stem>: where compile_model writes this model's files."""
+    stem = name or os.path.splitext(os.path.basename(model))[0]
+    return os.path.join(out_dir or os.path.join(os.path.dirname(model) or ".", "build"), stem)
+
+
+def _check_models(models: tuple, out_dir: str | None, name: str | None) -> None:
+    """Several models in one call: each its own artifact, none overwriting another."""
+    if len(models) > 1 and name:
+        raise CliError(f"--name {name!r} names one artifact but {len(models)} models were "
+                       "given; compile them one per call to name each, or drop --name "
+                       "(each artifact is then named after its model)")
+    seen: dict = {}
+    for m in models:
+        base = os.path.normpath(os.path.abspath(_artifact_base(m, out_dir, name)))
+        if base in seen and os.path.abspath(seen[base]) != os.path.abspath(m):
+            raise CliError(f"{seen[base]} and {m} would both be written as "
+                           f"{loading.display_path(base)} (same file name, same output "
+                           "folder); compile them in separate calls with different -o")
+        seen[base] = m
+
+
+def _existing_entries(model: str, out_dir: str | None, name: str | None) -> dict:
+    """{artifact path: its entry names, or None if unreadable} of the artifacts this
+    build may replace, read from the files (not loaded)."""
+    from . import artifact_file
+    base = _artifact_base(model, out_dir, name)
+    found = {}
+    folder, stem = os.path.split(base)
+    for path in (os.path.join(folder, f"lib{stem}.so"), os.path.join(folder, f"lib{stem}.a"),
+                 base + artifact_file.CUDA_SUFFIX):
+        if os.path.isfile(path):
+            try:
+                found[os.path.abspath(path)] = [e["name"] for e in
+                                                artifact_file.describe(path)["manifest"]["entries"]]
+            except CliError:
+                found[os.path.abspath(path)] = None
+    return found
+
+
+def _warn_replaced(before: dict, res: dict) -> None:
+    """A rebuild whose entries differ from the artifact it replaced says so."""
+    path = res["library"]
+    if os.path.abspath(path) not in before:
+        return
+    old = before[os.path.abspath(path)]
+    new = [e["name"] for e in res["manifest"]["entries"]]
+    if old is None:
+        click.echo(f"warning: replaced {path}, which was not a readable jx artifact", err=True)
+        return
+    dropped = [n for n in old if n not in new]
+    added = [n for n in new if n not in old]
+    if dropped or added:
+        parts = ([f"dropped entries {', '.join(dropped)}"] if dropped else []) + \
+            ([f"added {', '.join(added)}"] if added else [])
+        click.echo(f"warning: replaced {path}, which had entries {', '.join(old)}: "
+                   f"{'; '.join(parts)} (compile with every --entry to keep them)", err=True)
+
+
 def register(main: click.Group, reports_errors) -> None:
     @main.command("compile")
-    @click.argument("model", type=click.Path(dir_okay=False))
+    @click.argument("models", nargs=-1, required=True, metavar="MODEL.py...",
+                    type=click.Path(dir_okay=False))
     @click.option("-o", "--output", "out_dir", default=None, metavar="DIR",
                   help="Output folder (default: build/ beside the model).")
     @click.option("--entry", "-e", "entries", multiple=True, metavar="NAME",
@@ -86,17 +150,52 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--arch", default=None, metavar="SM",
                   help="GPU architecture for --target cuda (default sm_80; sm_90 for Hopper).")
     @reports_errors
-    def compile_cmd(model, out_dir, entries, shapes, target, cpu, name, arch):
-        """Compile MODEL's entries into a shared object with a C ABI and a C header
-        (--target cuda: PTX, cubin where ptxas exists, and a .cuda.json manifest)."""
-        t0 = time.perf_counter()
-        res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch)
-        dt = time.perf_counter() - t0
-        names = ", ".join(e["name"] for e in res["manifest"]["entries"])
-        click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
-                   f"entries: {names})")
-        for extra in ("header", "ptx", "cubin"):
-            if res.get(extra):
-                click.echo(f"wrote {res[extra]}")
-        click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
-                   f"{'cache hit' if res['cache_hit'] else 'compiled'} in {dt:.2f} s")
+    def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch):
+        """Compile each MODEL's entries into a shared object with a C ABI and a C header
+        (--target cuda: PTX, cubin where ptxas exists, and a .cuda.json manifest).
+        With several models, --entry and --shape apply to the models that have
+        those entries and arguments."""
+        models = tuple({os.path.abspath(m): m for m in models}.values())   # once each
+        _check_models(models, out_dir, name)
+        many = len(models) > 1
+        built = []
+        for model in models:
+            before = _existing_entries(model, out_dir, name)
+            t0 = time.perf_counter()
+            try:
+                res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch,
+                                    lenient=many)
+            except loading.NoEntrySelected as e:
+                click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
+                continue
+            _report(res, time.perf_counter() - t0)
+            _warn_replaced(before, res)
+            built.append(res["manifest"])
+        if many:
+            _check_all_used(entries, shapes, built)
+
+
+def _check_all_used(entries: tuple, shapes: tuple, manifests: list) -> None:
+    """With several models: an --entry or --shape that matched no model is an error
+    (a typo must not pass silently), reported after the builds that did match."""
+    names = {e["name"] for m in manifests for e in m["entries"]}
+    args = {a for m in manifests for e in m["entries"] for a in e.get("arg_names") or ()}
+    missing = [n for n in entries if n not in names]
+    if missing:
+        raise CliError(f"no model given has an entry {missing[0]!r}; check the --entry names")
+    for item in shapes:
+        arg = item.partition("=")[0].strip().split(".")[0]
+        if arg not in args:
+            raise CliError(f"bad --shape {item!r}: no compiled entry has an argument {arg!r}")
+
+
+def _report(res: dict, dt: float) -> None:
+    names = ", ".join(e["name"] for e in res["manifest"]["entries"])
+    click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
+               f"entries: {names})")
+    for extra in ("header", "ptx", "cubin"):
+        if res.get(extra):
+            click.echo(f"wrote {res[extra]}")
+    click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
+               f"{'cache hit' if res['cache_hit'] else 'compiled'} in {dt:.2f} s")
+

@@ -58,8 +58,15 @@ def load_model(path: str) -> types.ModuleType:
     return module
 
 
-def select_entries(module: types.ModuleType, names: tuple) -> list:
-    """The entries named by --entry (all of them, in source order, when none is named)."""
+class NoEntrySelected(CliError):
+    """A model has none of the entries named by --entry (skipped when several models
+    are compiled in one call)."""
+
+
+def select_entries(module: types.ModuleType, names: tuple, only_present: bool = False) -> list:
+    """The entries named by --entry (all of them, in source order, when none is named).
+    only_present: names the module lacks are left out (several models in one call), and
+    NoEntrySelected is raised when none is left."""
     shown = display_path(module.__file__)
     try:
         entries = jx.entries_of(module)
@@ -70,6 +77,11 @@ def select_entries(module: types.ModuleType, names: tuple) -> list:
                        "compile with @jx.export, e.g. `@jx.export(x=jx.f32[128, 784])` "
                        "above `def predict(x): ...`.", where=f"{shown}:1")
     by_name = {e.name: e for e in entries}
+    if only_present and names:
+        names = tuple(n for n in names if n in by_name)
+        if not names:
+            raise NoEntrySelected(f"{shown} has none of the entries named by --entry; its "
+                                  f"entries are: {', '.join(by_name)}.")
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise CliError(f"{shown} has no entry {unknown[0]!r}; its entries are: "
@@ -120,8 +132,9 @@ def _parse_dims(text: str) -> tuple:
     return tuple(int(p) for p in parts)
 
 
-def apply_shapes(entries: list, shapes: tuple) -> None:
-    """Apply each --shape ARG=SPEC to every selected entry that has argument ARG."""
+def apply_shapes(entries: list, shapes: tuple, only_present: bool = False) -> None:
+    """Apply each --shape ARG=SPEC to every selected entry that has argument ARG
+    (only_present: an ARG no entry has is skipped, not an error)."""
     for item in shapes:
         path, eq, spec_text = item.partition("=")
         path = path.strip()
@@ -133,6 +146,8 @@ def apply_shapes(entries: list, shapes: tuple) -> None:
             raise CliError(f"bad --shape {item!r}: {e}; expected {_SPEC_HELP}.") from e
         arg = path.split(".")[0]
         targets = [e for e in entries if arg in _traced_names(e)]
+        if not targets and only_present:
+            continue
         if not targets:
             have = sorted({n for e in entries for n in _traced_names(e)})
             raise CliError(f"bad --shape {item!r}: no selected entry has an argument "
