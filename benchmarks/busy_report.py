@@ -84,6 +84,7 @@ COLUMNS = ("jx quiet", "jx busy", "jx slowdown", "JAX quiet", "JAX busy", "JAX s
 
 def table(table_rows: list, machine: dict, n_busy: int):
     from rich.table import Table
+    from rich.text import Text
     t = Table(title=f"jx under load: {n_busy} of {machine['threads']} cores busy "
                     f"({machine['cpu']})", title_justify="left",
               caption="slowdown = busy median / quiet median; jx/JAX = jx's slowdown / "
@@ -93,7 +94,7 @@ def table(table_rows: list, machine: dict, n_busy: int):
     for col in COLUMNS:
         t.add_column(col, justify="right", no_wrap=True)
     for row in table_rows:
-        t.add_row(row["name"], row["size"], *_cells(row, markup=True))
+        t.add_row(Text(row["name"]), Text(row["size"]), *_cells(row, markup=True))
     return t
 
 
@@ -160,15 +161,15 @@ def emit(console, results: list, machine: dict, n_busy: int, command: str, folde
     summary = summarise(table_rows)
     console.print(table(table_rows, machine, n_busy))
     for line in notes:
-        console.print(f"note: {line}", soft_wrap=True)
-    console.print(heading(machine, n_busy), soft_wrap=True)
-    console.print(report.machine_line(machine), soft_wrap=True)
+        console.print(f"note: {line}", soft_wrap=True, markup=False)
+    console.print(heading(machine, n_busy), soft_wrap=True, markup=False)
+    console.print(report.machine_line(machine), soft_wrap=True, markup=False)
     for line in summary["lines"]:
-        console.print(line, soft_wrap=True)
+        console.print(line, soft_wrap=True, markup=False)
     os.makedirs(folder, exist_ok=True)
     md = os.path.join(folder, "results-busy.md")
     with open(md, "w") as f:
         f.write(markdown_doc(table_rows, machine, n_busy, command, summary, notes, elapsed))
     report.write_json(os.path.join(folder, "results-busy.json"),
                       json_doc(table_rows, machine, n_busy, command, summary, notes, elapsed))
-    console.print(f"wrote {md} and results-busy.json ({elapsed:.0f} s)")
+    console.print(f"wrote {md} and results-busy.json ({elapsed:.0f} s)", markup=False)

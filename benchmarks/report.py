@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 
 ENGINE_ORDER = ("jx", "numpy", "jax")
 # Every figure an engine record can carry (JSON writes each, null when not measured).
@@ -16,8 +18,10 @@ ENTRY_FIELDS = ("name", "size", "bytes", "flops", "intensity", "agree", "referen
 def console(stderr: bool = False):
     from rich.console import Console
     c = Console(stderr=stderr, highlight=False)
-    if not c.is_terminal:       # pipes and files: wide enough that no column is cut
-        c = Console(stderr=stderr, highlight=False, width=200, no_color=True)
+    if not c.is_terminal:       # pipes and files: wide enough for the whole table,
+        columns = os.environ.get("COLUMNS", "")     # unless COLUMNS says otherwise
+        c = Console(stderr=stderr, highlight=False, no_color=True,
+                    width=int(columns) if columns.isdigit() else 200)
     return c
 
 
@@ -53,41 +57,150 @@ def fmt_bytes(n) -> str:
     return f"{n} B"
 
 
-def table(results: list, machine: dict | None, title: str = "jx bench"):
-    from rich.table import Table
-    t = Table(title=title, title_justify="left", show_lines=False)
-    for col, just in (("entry", "left"), ("engine", "left"), ("median", "right"),
-                      ("min", "right"), ("max", "right"), ("first call", "right"),
-                      ("GB/s", "right"), ("% BW", "right"), ("GFLOP/s", "right"),
-                      ("% peak", "right"), ("vs NumPy", "right"), ("vs JAX", "right")):
-        t.add_column(col, justify=just, no_wrap=True)
-    for i, res in enumerate(results):
-        if i:
-            t.add_section()
+# The table's columns: (key, header, compact header, priority). The compact table
+# keeps priority 0 always and adds the others, most important first, while they fit.
+COLUMNS = (("entry", "entry", "entry", 0), ("engine", "engine", "engine", 0),
+           ("median", "median", "median", 0), ("min", "min", "min", 5),
+           ("max", "max", "max", 5), ("first", "first call", "1st call", 3),
+           ("gb_s", "GB/s", "GB/s", 4), ("bw", "% BW", "%BW", 2),
+           ("gflop_s", "GFLOP/s", "GFLOP/s", 4), ("peak", "% peak", "%peak", 2),
+           ("vs_numpy", "vs NumPy", "vs NumPy", 1), ("vs_jax", "vs JAX", "vs JAX", 1))
+SHORT_LABELS = {"jx jit": "jx", "jx artifact": "jx .so", "NumPy eager": "NumPy",
+                "JAX jit": "JAX"}
+CACHED_NOTE = ("* first call loaded the compiled code from jx's object cache "
+               "(--cold compiles afresh)")
+ENTRY_MIN = 12          # the compact table folds longer entry names onto more lines
+
+
+def _rows(results: list, compact: bool) -> list:
+    """[(starts a section, {column key: text}, style)] for every engine of every entry."""
+    rows = []
+    for res in results:
         first = True
         for name in ENGINE_ORDER:
             rec = res["engines"].get(name)
             if rec is None:
                 continue
             label = rec.get("label", name)
-            head = res["name"] if first else ""
-            first = False
+            cells = {"entry": res["name"] if first else "",
+                     "engine": SHORT_LABELS.get(label, label) if compact else label}
             if "error" in rec:
-                t.add_row(head, label, "[red]failed[/red]", *[""] * 9)
+                rows.append((first, {**cells, "median": "failed"}, "red"))
+                first = False
                 continue
             first_call = fmt_time(rec.get("first_call_s"))
             if rec.get("object_cache_hit"):
-                first_call += " (cached)"
-            t.add_row(head, label, fmt_time(rec.get("median_s")), fmt_time(rec.get("min_s")),
-                      fmt_time(rec.get("max_s")), first_call, fmt_num(rec.get("gb_s")),
-                      fmt_frac(rec.get("bandwidth_fraction")), fmt_num(rec.get("gflop_s")),
-                      fmt_frac(rec.get("peak_fraction")),
-                      fmt_speedup(rec.get("speedup_vs_numpy")),
-                      fmt_speedup(rec.get("speedup_vs_jax")))
+                first_call += "*" if compact else " (cached)"
+            cells.update(median=fmt_time(rec.get("median_s")), min=fmt_time(rec.get("min_s")),
+                         max=fmt_time(rec.get("max_s")), first=first_call,
+                         gb_s=fmt_num(rec.get("gb_s")),
+                         bw=fmt_frac(rec.get("bandwidth_fraction")),
+                         gflop_s=fmt_num(rec.get("gflop_s")),
+                         peak=fmt_frac(rec.get("peak_fraction")),
+                         vs_numpy=fmt_speedup(rec.get("speedup_vs_numpy")),
+                         vs_jax=fmt_speedup(rec.get("speedup_vs_jax")))
+            rows.append((first, cells, None))
+            first = False
         if res.get("agree") is False:
-            t.add_row(res["name"] if first else "", "[red]DISAGREE[/red]",
-                      "[red]not timed[/red]", *[""] * 9)
+            rows.append((first, {"entry": res["name"] if first else "",
+                                 "engine": "DISAGREE", "median": "not timed"}, "red"))
+    return rows
+
+
+def _build(rows: list, keys: list, title: str, compact: bool, note: str | None):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    if compact:   # no rules between columns: two spaces apart, a rule under the header
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True, caption=note,
+                  caption_justify="left")
+    else:
+        t = Table(title=title, title_justify="left", caption=note, caption_justify="left")
+    heads = {k: (short if compact else full) for k, full, short, _ in COLUMNS}
+    for k in keys:
+        if k == "entry":
+            # the one column that may fold: numbers never shrink to "1.63…"
+            t.add_column(heads[k], overflow="fold", min_width=min(ENTRY_MIN, _width(
+                rows, k, heads[k])))
+        else:
+            t.add_column(heads[k], justify="left" if k == "engine" else "right",
+                         no_wrap=True)
+    for i, (section, cells, style) in enumerate(rows):
+        if section and i:
+            t.add_section()
+        # Text, not markup: an entry named "f[bench]" prints as written
+        t.add_row(*[Text(cells.get(k, ""), style=style or "") for k in keys])
     return t
+
+
+def _width(rows: list, key: str, head: str) -> int:
+    from rich.cells import cell_len
+    return max([cell_len(head)] + [cell_len(c.get(key, "")) for _, c, _ in rows])
+
+
+def _overhead(n: int) -> int:
+    """Columns of the compact table's borders and padding around n columns."""
+    return 2 * (n - 1)
+
+
+def table(results: list, machine: dict | None, title: str = "jx bench",
+          width: int | None = None, wide: bool = False):
+    """The results as a rich Table. Every column, at its natural width (the widest
+    cell), when wide, when no width is given or when that fits in width; else the
+    compact table: short labels and headers, no rules between columns, and the most
+    important columns that fit (entry, engine and median always), entry names folded
+    to fit rather than any cell cut short."""
+    full_rows = _rows(results, compact=False)
+    keys = [k for k, *_ in COLUMNS]
+    cached = any(c.get("first", "").endswith(" (cached)") for _, c, _ in full_rows)
+    full = _build(full_rows, keys, title, False, None)
+    if wide or width is None or measure(full) <= width:
+        return full
+    rows = _rows(results, compact=True)
+    heads = {k: short for k, _, short, _ in COLUMNS}
+    widths = {k: _width(rows, k, heads[k]) for k in keys}
+    entry_full, widths["entry"] = widths["entry"], min(widths["entry"], ENTRY_MIN)
+    chosen = [k for k, *_, prio in COLUMNS if prio == 0]
+    # whole entry names matter less than first calls and more than GB/s and GFLOP/s
+    wanted = sorted([(prio, k) for k, *_, prio in COLUMNS if prio] + [(3.5, "")])
+    for _, k in wanted:
+        trial = chosen + [k] if k else chosen
+        grown = {**widths, "entry": entry_full} if not k else widths
+        if sum(grown[c] for c in trial) + _overhead(len(trial)) <= width:
+            chosen, widths = trial, grown
+    chosen = [k for k in keys if k in chosen]      # the full table's column order
+    marked = cached and "first" in chosen
+    return _build(rows, chosen, title, True, CACHED_NOTE if marked else None)
+
+
+def show(out, results: list, machine: dict | None, title: str = "jx bench",
+         wide: bool = False) -> None:
+    """Print the table (compact to fit out's width unless wide), the notes and the
+    machine line, which wrap to the width too. No text is read as rich markup."""
+    from rich.text import Text
+    t = table(results, machine, title=title, width=out.width, wide=wide)
+    natural = measure(t)
+    if natural > out.width:       # --wide: whole lines, however the terminal shows them
+        width, out.width = out.width, natural
+        try:
+            out.print(t)
+        finally:
+            out.width = width
+    else:
+        out.print(t)
+    for line in notes_lines(results):
+        out.print(Text(f"note: {line}"))
+    if machine:
+        out.print(Text(machine_line(machine)))
+
+
+def measure(renderable) -> int:
+    """The width a renderable takes when nothing limits it."""
+    from rich.console import Console
+    from rich.measure import Measurement
+    c = Console(width=10_000)
+    return Measurement.get(c, c.options, renderable).maximum
 
 
 def notes_lines(results: list) -> list:
@@ -111,6 +224,7 @@ def machine_line(machine: dict) -> str:
 
 def machine_table(machine: dict):
     from rich.table import Table
+    from rich.text import Text
     t = Table(title="machine limits", title_justify="left", show_header=False)
     t.add_column("what")
     t.add_column("value", justify="right")
@@ -123,17 +237,18 @@ def machine_table(machine: dict):
             ("BLAS", machine["blas"]),
             ("measured", machine["measured"] + (" (cached)" if machine.get("cached") else ""))]
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*map(Text, r))       # a CPU or BLAS name is text, not rich markup
     return t
 
 
 def facts_table(title: str, facts: dict):
     from rich.table import Table
+    from rich.text import Text
     t = Table(title=title, title_justify="left", show_header=False)
     t.add_column("what")
     t.add_column("value", justify="right")
     for k, v in facts.items():
-        t.add_row(k, v)
+        t.add_row(Text(k), Text(str(v)))
     return t
 
 
@@ -154,6 +269,12 @@ def _extra(rec: dict) -> dict:
 
 
 def write_json(path: str, doc: dict) -> None:
+    """doc as JSON into the file at path, or onto stdout when path is "-"."""
+    if path == "-":
+        json.dump(doc, sys.stdout, indent=1, default=_jsonable)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, default=_jsonable)
         f.write("\n")
@@ -226,7 +347,8 @@ class ProgressBar:
         self.console = console(stderr=True)
         if enabled is None:
             enabled = self.console.is_terminal
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}",
+                                                             markup=False),
                                  BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                                  TimeElapsedColumn(), console=self.console, transient=True,
                                  disable=not enabled)

@@ -1,11 +1,15 @@
 """`jx bench`: time a model's entries compiled by jx against eager NumPy and JAX,
 check that they agree, and relate the times to the machine's limits.
 
-    jx bench MODEL.py [--entry NAME] [--shape ARG=SPEC] [--json FILE] [--min-time S]
+    jx bench MODEL.py [--entry NAME] [--shape ARG=SPEC] [--json FILE|-] [--wide] [--min-time S]
     jx bench build/libmodel.so [--model MODEL.py]     a compiled artifact
     jx bench benchmarks/ [--quick] [--only NAME] [--out DIR] [--busy N]   the suite
     jx bench --machine                                  the machine's limits
     jx bench --target cuda [--quick]                    the CUDA backend's GPU suite
+
+The table fits the terminal (a compact one: the most telling columns, short
+labels); --wide prints every column, --json FILE writes every figure (--json -
+prints the JSON instead of the table).
 
 The measuring code lives in the repository's benchmarks/ package, a library
 (see its __init__); this module is the one command line around it.
@@ -19,6 +23,7 @@ import sys
 import time
 
 import click
+from rich.text import Text      # printed text is never read as rich markup
 
 from .errors import CliError
 
@@ -155,7 +160,8 @@ def is_suite(path: str | None) -> bool:
 
 
 def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, remeasure,
-              model, no_jax, quick, debug, cold=False, busy=0, out_dir=None) -> None:
+              model, no_jax, quick, debug, cold=False, busy=0, out_dir=None,
+              wide=False) -> None:
     machine_mod, report, runner = _sub("machine"), _sub("report"), _sub("runner")
     out = report.console()
     err = report.console(stderr=True)
@@ -167,9 +173,10 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
             raise CliError("nothing to bench: pass a model file, an artifact or the "
                            "benchmarks/ folder (or --machine for the machine's limits).")
         machine = _limits(machine_mod, err, threads, remeasure, quick)
-        out.print(report.machine_table(machine))
         codegen = _codegen_facts(err, remeasure)
-        out.print(report.facts_table("code generation for this host", codegen))
+        if json_path != "-":
+            out.print(report.machine_table(machine))
+            out.print(report.facts_table("code generation for this host", codegen))
         if json_path:
             report.write_json(json_path, {"command": _command(), "machine": machine,
                                           "codegen": codegen})
@@ -198,23 +205,23 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
         _sub("busy_report").emit(out, results, machine, busy, _command(),
                                  out_dir or _sub("suite").HERE, elapsed)
     else:
-        _report(out, report, results, machine, json_path, suite, out_dir, elapsed)
+        _report(out, err, report, results, machine, json_path, suite, out_dir, elapsed,
+                wide)
     _check_results(err, results)
 
 
-def _report(out, report, results, machine, json_path, suite: bool, out_dir,
-            elapsed: float) -> None:
-    """The table, notes and geometric means; the suite also writes results.md and
-    results.json (into --out, by default the benchmarks/ folder)."""
-    out.print(report.table(results, machine, **({"title": "jx benchmark suite"}
-                                                 if suite else {})))
-    for line in report.notes_lines(results):
-        out.print(f"note: {line}", soft_wrap=True)
-    out.print(report.machine_line(machine), soft_wrap=True)
+def _report(out, err, report, results, machine, json_path, suite: bool, out_dir,
+            elapsed: float, wide: bool = False) -> None:
+    """The table, notes and geometric means (or, with --json -, the JSON alone on
+    stdout); the suite also writes results.md and results.json (into --out, by
+    default the benchmarks/ folder)."""
     summary = report.summarise(results)
-    if suite or len(results) > 1:
-        for line in summary["lines"]:
-            out.print(line)
+    if json_path != "-":
+        report.show(out, results, machine, wide=wide,
+                    **({"title": "jx benchmark suite"} if suite else {}))
+        if suite or len(results) > 1:
+            for line in summary["lines"]:
+                out.print(Text(line))
     extra = {"geomean_speedup_vs_numpy": summary["numpy"],
              "geomean_speedup_vs_jax": summary["jax"]}
     if json_path:
@@ -227,17 +234,18 @@ def _report(out, report, results, machine, json_path, suite: bool, out_dir,
             f.write(report.markdown_doc(results, machine, _command(), summary, elapsed))
         report.write_json(os.path.join(folder, "results.json"), report.json_doc(
             results, machine, _command(), {**extra, "elapsed_s": elapsed}))
-        out.print(f"wrote {md} and results.json ({elapsed:.0f} s)")
+        (err if json_path == "-" else out).print(
+            Text(f"wrote {md} and results.json ({elapsed:.0f} s)"))
 
 
 def _check_results(err, results) -> None:
     """Engines that disagree, or entries no engine could run, fail the command."""
     bad = [r for r in results if r.get("agree") is False]
     for r in bad:
-        err.print(f"[bold red]ENGINES DISAGREE[/bold red] on {r['name']} (reference: "
-                  f"{r.get('reference')}):", soft_wrap=True)
+        err.print(Text.assemble(("ENGINES DISAGREE", "bold red"), f" on {r['name']} "
+                                f"(reference: {r.get('reference')}):"), soft_wrap=True)
         for m in r["mismatches"]:
-            err.print(f"  {m}", soft_wrap=True)
+            err.print(Text(f"  {m}"), soft_wrap=True)
     if bad:
         names_bad = ", ".join(r["name"] for r in bad)
         raise CliError(f"the engines disagree on {names_bad}: their results differ beyond "
@@ -256,8 +264,8 @@ def _check_results(err, results) -> None:
 def _limits(machine_mod, err, threads, remeasure, quick) -> dict:
     threads = threads or machine_mod.default_threads()
     if remeasure or machine_mod.cached(threads) is None:
-        err.print("measuring the machine's limits (once per machine; cached in "
-                  f"{machine_mod.cache_path()})...")
+        err.print(Text("measuring the machine's limits (once per machine; cached in "
+                       f"{machine_mod.cache_path()})..."))
     return machine_mod.limits(threads, remeasure=remeasure, quick=quick)
 
 
@@ -267,8 +275,8 @@ def _codegen_facts(err, remeasure: bool) -> dict:
     from jx.autotune import ensure
     from jx.codegen.cpu import gemm, parallel, target, tuning
     if remeasure or (tuning.mode() == "auto" and tuning.record() is None):
-        err.print("measuring the code-generation constants (once per host; cached in "
-                  f"{tuning.path()})...")
+        err.print(Text("measuring the code-generation constants (once per host; cached "
+                       f"in {tuning.path()})..."))
         ensure(force=remeasure)
     facts = target.describe()
     facts["runtime threads"] = str(parallel.num_threads() or 1)
@@ -290,8 +298,13 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--shape", "-s", "shapes", multiple=True, metavar="ARG=SPEC",
                   help="Override a declared input, e.g. x=f32[256,784].")
     @click.option("--target", default="cpu", show_default=True, help="Backend.")
-    @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False),
-                  metavar="FILE", help="Write every figure to FILE as JSON.")
+    @click.option("--json", "json_path", default=None,
+                  type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+                  help="Write every figure to FILE as JSON; - prints the JSON on stdout "
+                       "instead of the table.")
+    @click.option("--wide", is_flag=True,
+                  help="Every column of the table, however wide (by default the table "
+                       "fits the terminal: the columns that fit, short labels).")
     @click.option("--min-time", default=None, type=click.FloatRange(0), metavar="S",
                   help="Seconds to time each engine for (at least); default 1 (0.05 for "
                        "the suite with --quick).")
@@ -330,7 +343,7 @@ def register(main: click.Group, reports_errors) -> None:
                        "spinning processes; report the slowdowns (results-busy.md/.json).")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps, wide):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree."""
         if suite == "allreduce":
@@ -384,4 +397,4 @@ def register(main: click.Group, reports_errors) -> None:
         _sub("machine").ensure_threads(threads, "jx.cli.main")
         debug = bool(click.get_current_context().params.get("debug"))
         run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, quick, debug, cold, busy, out_dir)
+                  remeasure, model, no_jax, quick, debug, cold, busy, out_dir, wide)
