@@ -181,7 +181,7 @@ def show(out, results: list, machine: dict | None, title: str = "jx bench",
     from rich.text import Text
     t = table(results, machine, title=title, width=out.width, wide=wide)
     natural = measure(t)
-    if natural > out.width:       # --wide: whole lines, however the terminal shows them
+    if wide and natural > out.width:    # whole lines, however the terminal shows them
         width, out.width = out.width, natural
         try:
             out.print(t)
