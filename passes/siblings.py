@@ -144,7 +144,7 @@ def order_kernels(kernels: list) -> list:
 def split_siblings(program):
     """program with every merged reduction kernel split back into one kernel per
     output, recursively (for a backend without multi-output reductions)."""
-    from .fuse import Kernel, Program
+    Kernel, Program = type(program.kernels[0]) if program.kernels else None, type(program)
     kernels = []
     for k in program.kernels:
         subs = {name: (tuple(split_siblings(p) for p in sub) if isinstance(sub, tuple)

@@ -406,11 +406,13 @@ def _vector_lanes(b, dt) -> int:
     return target.vector_bytes(target.of_module(b.module)) // size
 
 
-def _lane_count(b, dt, span: int) -> int:
+def _lane_count(b, dt, span: int, roots: int = 1) -> int:
     """Partial results of a float reduction whose innermost loop runs about `span`
     times: ACCUMULATORS vectors of the target's width, fewer (a power of two, at
-    most span) for short rows, whose lanes would mostly stay empty."""
-    full = _vector_lanes(b, dt) * ACCUMULATORS
+    most span) for short rows, whose lanes would mostly stay empty. Merged roots
+    share the ACCUMULATORS (at least a vector each): their adds are independent
+    of each other, and fewer lane vectors stay in registers across the loop."""
+    full = _vector_lanes(b, dt) * max(1, ACCUMULATORS // roots)
     k = 1
     while k * 2 <= min(full, max(span, 1)):
         k *= 2
@@ -427,7 +429,7 @@ def _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span) -> lis
     ct = U.compute_type(dt)
     *lead, n = red_shape
     inner = outer if not lead and outer is not None else None
-    k = _lane_count(b, dt, span)
+    k = _lane_count(b, dt, span, len(xs))
     vec = ir.VectorType(ct, k)
     accs, lanes = [], []
     for name in names:

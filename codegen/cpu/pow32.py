@@ -9,8 +9,8 @@ are float32 with their rounding errors recovered exactly by fused multiply-adds
 folded back in one correction: the result is within 1 ulp (measured: see
 tests/test_pow32.py), as the double path's. Only for targets with FMA (without,
 llvm.fma is a slow libm call), and with IEEE pow's special values: a select
-keeps the uncorrected value where the correction is not finite (0, inf, nan,
-negative x), and (-inf) ** v, which the square root makes nan, is set apart.
+keeps the uncorrected value where the correction is nan (0, inf, nan, negative
+x), and (-inf) ** v, which the square root makes nan, is set apart.
 """
 from __future__ import annotations
 
@@ -20,10 +20,6 @@ from . import irutil as U
 from . import target
 
 EXPONENTS = frozenset({0.5, -0.5, 1.5, -1.5})
-# x ** -1.5 rescales x by 2 ** -+SHIFT outside [2 ** -SHIFT, 2 ** SHIFT] so that
-# x * sqrt(x) neither overflows nor turns subnormal (x ** -1.5 is finite and
-# normal or subnormal for x up to 2 ** 99.3): the result is scaled back by 2 ** 1.5 SHIFT.
-SHIFT = 64
 
 
 def available(b) -> bool:
@@ -41,39 +37,55 @@ def _c(t, v: float):
 def const_pow_f32(b, x, v: float):
     """x ** v (x a float32 value or vector of them, v in EXPONENTS)."""
     t = x.type
-    fabs = lambda a: U.call_intrinsic(b, "llvm.fabs", [a])          # noqa: E731
-    scale = None
     if v == -1.5:
-        big = b.fcmp_ordered(">", x, _c(t, 2.0 ** SHIFT))
-        small = b.fcmp_ordered("<", x, _c(t, 2.0 ** -SHIFT))
-        x = b.fmul(x, b.select(big, _c(t, 2.0 ** -SHIFT),
-                               b.select(small, _c(t, 2.0 ** SHIFT), _c(t, 1.0))))
-        scale = b.select(big, _c(t, 2.0 ** (-1.5 * SHIFT)),
-                         b.select(small, _c(t, 2.0 ** (1.5 * SHIFT)), _c(t, 1.0)))
-    s = fabs(U.call_intrinsic(b, "llvm.sqrt", [x]))     # (-0) ** v drops the sign
+        return _inverse_three_halves(b, x)
+    s = _fabs(b, _sqrt(b, x))                           # (-0) ** v drops the sign
     ninf = b.fcmp_ordered("==", x, _c(t, float("-inf")))
     if v == 0.5:                                        # correctly rounded already
         return b.select(ninf, _c(t, float("inf")), s)
-    e = _fma(b, b.fneg(s), s, x)                        # x - s*s, exactly
-    half_e = b.fmul(e, _c(t, 0.5))                      # sqrt(x) ~ s + e / (2 s)
+    half_e = b.fmul(_fma(b, b.fneg(s), s, x), _c(t, 0.5))   # sqrt(x) ~ s + e / (2 s)
     if v == -0.5:
-        hi = s
-        q = b.fdiv(_c(t, 1.0), hi)
-        lo = b.fmul(half_e, q)
-    else:
-        ax = fabs(x)
-        hi = b.fmul(ax, s)                              # x * sqrt(x) ~ hi + lo
-        lo = _fma(b, half_e, s, _fma(b, ax, s, b.fneg(hi)))
-        if v == 1.5:
-            ok = b.fcmp_ordered("<", hi, _c(t, float("inf")))
-            y = b.select(ok, b.fadd(hi, lo), hi)
-            return b.select(ninf, _c(t, float("inf")), y)
-        q = b.fdiv(_c(t, 1.0), hi)
-    # 1 / (hi + lo) ~ q + q (r - lo q) with r = 1 - q hi (exact)
-    r = _fma(b, b.fneg(q), hi, _c(t, 1.0))
-    y = _fma(b, q, _fma(b, b.fneg(lo), q, r), q)
-    ok = b.and_(b.fcmp_ordered(">", hi, _c(t, 0.0)), b.fcmp_ordered("<", hi, _c(t, float("inf"))))
-    y = b.select(ok, y, q)
-    if scale is not None:
-        y = b.fmul(y, scale)
-    return b.select(ninf, _c(t, 0.0), y)
+        # 1 / (s + lo) ~ q + q (r - lo q), r = 1 - q s exactly, lo ~ e q / 2
+        q = b.fdiv(_c(t, 1.0), s)
+        r = _fma(b, b.fneg(q), s, _c(t, 1.0))
+        y = _fma(b, q, _fma(b, b.fneg(b.fmul(half_e, q)), q, r), q)
+        return b.select(ninf, _c(t, 0.0), _finite_or(b, y, q))
+    # x sqrt(x) = x s + x e / (2 s) + ..., x / s ~ s: one rounding, in the fma
+    ax = _fabs(b, x)
+    y = _fma(b, ax, s, b.fmul(half_e, s))
+    return b.select(ninf, _c(t, float("inf")), _finite_or(b, y, b.fmul(ax, s)))
+
+
+def _inverse_three_halves(b, x):
+    """x ** -1.5 as r ** 1.5, r = 1 / x: no intermediate leaves the range when the
+    result is finite and nonzero (x * sqrt(x) overflows from x = 2 ** 85.3, where
+    the result is still 2 ** -128). With 1 / x = r (1 + rho) and sqrt(r) = s +
+    e / (2 s): x ** -1.5 = r s + s (e / 2 + 1.5 rho r) + ..., rounded once (fma)."""
+    t = x.type
+    # x + 0 turns -0 into +0 (r = +inf, the result +inf, as IEEE pow); -inf gives
+    # r = -0 and the result +0 through the sign-dropping product below
+    r = b.fdiv(_c(t, 1.0), b.fadd(x, _c(t, 0.0)))
+    rho = _fma(b, b.fneg(r), x, _c(t, 1.0))             # 1 - r x, exactly
+    s = _sqrt(b, r)
+    e = _fma(b, b.fneg(s), s, r)
+    # 2 (e / 2 + 1.5 rho r) with 3 rho as two adds (they go to the adder pipes;
+    # the multiply pipes are this loop's bottleneck), its rounding harmless there
+    w2 = _fma(b, b.fadd(b.fadd(rho, rho), rho), r, e)
+    y = _fma(b, r, s, b.fmul(b.fmul(s, _c(t, 0.5)), w2))
+    return _finite_or(b, y, b.fmul(r, s))
+
+
+def _finite_or(b, y, fallback):
+    """y, or where it is nan or -inf (its error terms were inf - inf or 0 * inf:
+    x is 0, inf, nan or negative; or a correction term overflowed, as it does
+    where the result is +-inf), the uncorrected value, which has the IEEE result
+    there. (y = +inf is right: a correction overflows only past 2 ** 150.)"""
+    return b.select(b.fcmp_ordered(">", y, _c(y.type, float("-inf"))), y, fallback)
+
+
+def _sqrt(b, x):
+    return U.call_intrinsic(b, "llvm.sqrt", [x])
+
+
+def _fabs(b, x):
+    return U.call_intrinsic(b, "llvm.fabs", [x])
