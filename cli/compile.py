@@ -16,10 +16,12 @@ from .errors import CliError
 
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
                   target: str, cpu: str | None, name: str | None, arch: str | None = None,
-                  lenient: bool = False) -> dict:
+                  lenient: bool = False, prefix: str | None = None,
+                  static: bool = False) -> dict:
     """Build MODEL's artifact. lenient (several models in one call): --entry names and
     --shape arguments the model lacks are skipped (loading.NoEntrySelected if it has
-    none of the entries)."""
+    none of the entries). prefix: of its C symbols (default: the artifact name);
+    static: a static library instead of a shared object."""
     if target not in ("cpu", "cuda"):
         raise CliError(f"unknown --target {target!r}; jx compiles for 'cpu' and 'cuda'.")
     if cpu is not None and target == "cpu":
@@ -28,11 +30,16 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
             cpu = check_cpu(cpu)
         except UnknownCpuError as err:
             raise CliError(str(err)) from None
+    if target == "cuda" and (prefix is not None or static):
+        raise CliError(f"{'--static' if static else '--prefix'} is for --target cpu: a CUDA "
+                       "build is PTX and a JSON manifest, loaded by jx.runtime.load")
+    if prefix is not None:
+        check_prefix_option(prefix)
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries, only_present=lenient)
     loading.apply_shapes(selected, shapes, only_present=lenient)
     shown = loading.display_path(model)
-    stem = name or os.path.splitext(os.path.basename(model))[0]
+    stem = _stem(model, name, prefix)
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", "..") \
             or not stem.isprintable():
         raise CliError(f"--name {stem!r} is not a file name: it names lib<NAME>.so and "
@@ -57,9 +64,25 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
             from jx.codegen.cuda.artifact import build_artifact as build_cuda
             return build_cuda(stem, programs, out_dir, arch=arch)
         _tune_host()
-        return build_artifact(stem, programs, out_dir, cpu=cpu)
+        return build_artifact(stem, programs, out_dir, cpu=cpu, prefix=prefix, static=static)
     except (BuildError, JxError) as err:
         raise CliError(f"compiling {shown} failed: {err}") from err
+
+
+def _stem(model: str, name: str | None, prefix: str | None) -> str:
+    """The artifact's file name: --name, else --prefix (so two builds of one model
+    with different prefixes get different files, which one program can link), else
+    the model's."""
+    return name or prefix or os.path.splitext(os.path.basename(model))[0]
+
+
+def check_prefix_option(prefix: str) -> None:
+    """CliError for a --prefix that cannot start C symbols."""
+    from jx.codegen.cpu.artifact import BuildError, check_prefix
+    try:
+        check_prefix(prefix)
+    except BuildError as err:
+        raise CliError(f"--prefix: {err}") from None
 
 
 def _tune_host() -> None:
@@ -73,18 +96,24 @@ def _tune_host() -> None:
     ensure()
 
 
-def _artifact_base(model: str, out_dir: str | None, name: str | None) -> str:
+def _artifact_base(model: str, out_dir: str | None, name: str | None,
+                   prefix: str | None = None) -> str:
     """out_dir/<stem>: where compile_model writes this model's files."""
-    stem = name or os.path.splitext(os.path.basename(model))[0]
+    stem = _stem(model, name, prefix)
     return os.path.join(out_dir or os.path.join(os.path.dirname(model) or ".", "build"), stem)
 
 
-def _check_models(models: tuple, out_dir: str | None, name: str | None) -> None:
+def _check_models(models: tuple, out_dir: str | None, name: str | None,
+                  prefix: str | None = None) -> None:
     """Several models in one call: each its own artifact, none overwriting another."""
     if len(models) > 1 and name:
         raise CliError(f"--name {name!r} names one artifact but {len(models)} models were "
                        "given; compile them one per call to name each, or drop --name "
                        "(each artifact is then named after its model)")
+    if len(models) > 1 and prefix:
+        raise CliError(f"--prefix {prefix!r} would give {len(models)} models the same C "
+                       "symbols; compile them one per call to choose each prefix, or drop "
+                       "--prefix (each then uses its model's name)")
     seen: dict = {}
     for m in models:
         base = os.path.normpath(os.path.abspath(_artifact_base(m, out_dir, name)))
@@ -95,11 +124,12 @@ def _check_models(models: tuple, out_dir: str | None, name: str | None) -> None:
         seen[base] = m
 
 
-def _existing_entries(model: str, out_dir: str | None, name: str | None) -> dict:
+def _existing_entries(model: str, out_dir: str | None, name: str | None,
+                      prefix: str | None = None) -> dict:
     """{artifact path: its entry names, or None if unreadable} of the artifacts this
     build may replace, read from the files (not loaded)."""
     from . import artifact_file
-    base = _artifact_base(model, out_dir, name)
+    base = _artifact_base(model, out_dir, name, prefix)
     found = {}
     folder, stem = os.path.split(base)
     for path in (os.path.join(folder, f"lib{stem}.so"), os.path.join(folder, f"lib{stem}.a"),
@@ -149,22 +179,30 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--name", default=None, help="Artifact name (default: the model's stem).")
     @click.option("--arch", default=None, metavar="SM",
                   help="GPU architecture for --target cuda (default sm_80; sm_90 for Hopper).")
+    @click.option("--prefix", default=None, metavar="NAME",
+                  help="Prefix of every exported C symbol: NAME_<entry>, NAME_manifest, ... "
+                       "(default: the artifact name); names the files too unless --name "
+                       "is given.")
+    @click.option("--static", is_flag=True,
+                  help="Write a static library lib<NAME>.a, with <NAME>.pc (pkg-config) and "
+                       "<NAME>Config.cmake (CMake find_package), instead of a shared object.")
     @reports_errors
-    def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch):
+    def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, static):
         """Compile each MODEL's entries into a shared object with a C ABI and a C header
-        (--target cuda: PTX, cubin where ptxas exists, and a .cuda.json manifest).
+        (--static: a static library; --target cuda: PTX, cubin where ptxas exists, and
+        a .cuda.json manifest). Exported symbols start with the artifact's prefix.
         With several models, --entry and --shape apply to the models that have
         those entries and arguments."""
         models = tuple({os.path.abspath(m): m for m in models}.values())   # once each
-        _check_models(models, out_dir, name)
+        _check_models(models, out_dir, name, prefix)
         many = len(models) > 1
         built = []
         for model in models:
-            before = _existing_entries(model, out_dir, name)
+            before = _existing_entries(model, out_dir, name, prefix)
             t0 = time.perf_counter()
             try:
                 res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch,
-                                    lenient=many)
+                                    lenient=many, prefix=prefix, static=static)
             except loading.NoEntrySelected as e:
                 click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
                 continue
@@ -193,7 +231,7 @@ def _report(res: dict, dt: float) -> None:
     names = ", ".join(e["name"] for e in res["manifest"]["entries"])
     click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
                f"entries: {names})")
-    for extra in ("header", "ptx", "cubin"):
+    for extra in ("header", "pkgconfig", "cmake", "ptx", "cubin"):
         if res.get(extra):
             click.echo(f"wrote {res[extra]}")
     click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "

@@ -2,13 +2,15 @@
 
 header_text(manifest, "libmlp.so") gives mlp.h: the status codes, one commented
 prototype per entry (leaf paths, shapes, dtypes, byte sizes), per-entry macros
-for generic callers, and the jx_manifest / jx_abi_version prototypes. For an
-entry `predict` the macros are
+for generic callers, and the prototypes of the manifest functions and runtime
+controls. Every name carries the artifact's prefix (manifest "prefix", e.g.
+`mlp`; "jx" for artifacts built before prefixes), so several headers can be
+included in one file. For an entry `predict` of prefix `mlp` the macros are
 
-    JX_PREDICT_NUM_INPUTS, JX_PREDICT_NUM_OUTPUTS        leaf counts
-    JX_PREDICT_INPUT_BYTES,  JX_PREDICT_OUTPUT_BYTES     { bytes per leaf, ... }
-    JX_PREDICT_INPUT_DTYPES, JX_PREDICT_OUTPUT_DTYPES    { "float32", ... }
-    JX_PREDICT_INPUT_PATHS,  JX_PREDICT_OUTPUT_PATHS     { "params['w1']", ... }
+    MLP_PREDICT_NUM_INPUTS, MLP_PREDICT_NUM_OUTPUTS        leaf counts
+    MLP_PREDICT_INPUT_BYTES,  MLP_PREDICT_OUTPUT_BYTES     { bytes per leaf, ... }
+    MLP_PREDICT_INPUT_DTYPES, MLP_PREDICT_OUTPUT_DTYPES    { "float32", ... }
+    MLP_PREDICT_INPUT_PATHS,  MLP_PREDICT_OUTPUT_PATHS     { "params['w1']", ... }
 
 (array initialisers; `{ 0 }` / `{ "" }` when an entry has no leaves on that side).
 """
@@ -18,11 +20,11 @@ import os
 import re
 
 from . import abi
-from .manifest import validate
+from .manifest import prefix_of, validate
 
 _PREAMBLE = """\
  * Each entry is called as
- *     int32_t status = jx_<entry>(inputs, outputs);
+ *     int32_t status = {prefix}_<entry>(inputs, outputs);
  * inputs[i] points to the i-th input leaf and outputs[j] to a buffer the caller
  * allocates for the j-th output leaf: C-contiguous (row-major), exactly the listed
  * shape and dtype, aligned to the element size. Output buffers must not overlap
@@ -64,6 +66,11 @@ def _macro(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", text).upper()
 
 
+def macro_prefix(prefix: str, entry: str) -> str:
+    """The start of an entry's macros: MLP_PREDICT_ for prefix mlp, entry predict."""
+    return f"{_macro(prefix)}_{_macro(entry)}_"
+
+
 def _leaf_table(title: str, leaves: tuple, default: str) -> list:
     rows = [(f"[{i}]", leaf.path or default, str(leaf),
              f"{leaf.nbytes} byte{'s' if leaf.nbytes != 1 else ''}")
@@ -80,7 +87,7 @@ def _init(values: list, empty: str) -> str:
     return "{ " + (", ".join(values) if values else empty) + " }"
 
 
-def _entry_block(spec) -> list:
+def _entry_block(spec, prefix: str) -> list:
     name = spec.name
     if spec.arg_names is not None:
         args = ", ".join(spec.arg_names)
@@ -90,11 +97,11 @@ def _entry_block(spec) -> list:
     lines += _leaf_table("inputs", spec.inputs, "")
     lines += _leaf_table("outputs", spec.outputs, "(result)")
     lines.append(" */")
-    up = _macro(name)
+    up = macro_prefix(prefix, name)
     for side, leaves in (("INPUT", spec.inputs), ("OUTPUT", spec.outputs)):
-        lines.append(f"#define JX_{up}_NUM_{side}S {len(leaves)}")
+        lines.append(f"#define {up}NUM_{side}S {len(leaves)}")
     for side, leaves in (("INPUT", spec.inputs), ("OUTPUT", spec.outputs)):
-        lines += _leaf_macros(f"JX_{up}_{side}", leaves)
+        lines += _leaf_macros(f"{up}{side}", leaves)
     lines.append(f"int32_t {spec.symbol}(const void** inputs, void** outputs);")
     return lines
 
@@ -112,25 +119,61 @@ def _leaf_macros(prefix: str, leaves: tuple) -> list:
             f"#define {prefix}_PATHS {_init(paths, _quoted(''))}"]
 
 
+def _runtime_block(prefix: str) -> list:
+    """Prototypes of the runtime controls the artifact exports (abi.RUNTIME_EXPORTS)."""
+    p = prefix
+    lines = [
+        "/* The runtime linked into this library (its own copy: each artifact in a",
+        f" * program has its own thread pool). Threads its entries use (1 = serial;",
+        " * default JX_NUM_THREADS, else the CPUs this process may use). A long call",
+        f" * stops early and returns JX_ERR_CANCELLED after {p}_request_cancel() (from",
+        " * another thread or a signal handler), or after SIGINT once",
+        f" * {p}_install_interrupt_handler() chained a handler in front of the current",
+        " * one (it returns 1 when installed, 0 where SIGINT is ignored or left default).",
+        f" * {p}_pmap_run(entry, n, inputs, n_in, outputs, n_out) runs an entry with",
+        " * collectives on n device threads (tables of n rows of leaf pointers); across",
+        f" * processes install hooks first ({p}_set_collective_hooks, or {p}_use_mpi with",
+        " * the jx_mpi_api of codegen/cpu/cruntime/jx_collectives.c). */",
+        "#ifndef JX_COLLECTIVE_HOOKS_DEFINED  /* shared by every jx header */",
+        "#define JX_COLLECTIVE_HOOKS_DEFINED",
+        "typedef int32_t (*jx_entry_fn)(const void** inputs, void** outputs);",
+        "typedef struct jx_collective_hooks {",
+        "    void* user;",
+        "    int32_t rank, nranks;",
+        "    int32_t (*allreduce)(void* user, const void* send, void* recv, int64_t count,",
+        "                         int32_t dtype, int32_t op);",
+        "    int32_t (*allgather)(void* user, const void* send, void* recv, int64_t bytes);",
+        "    int32_t (*alltoall)(void* user, const void* send, void* recv, int64_t bytes);",
+        "} jx_collective_hooks;",
+        "#endif",
+    ]
+    for name, (ret, params) in abi.RUNTIME_EXPORTS.items():
+        lines.append(f"{ret} {p}_{name}({', '.join(params) or 'void'});")
+    return lines
+
+
 def header_text(manifest: dict, lib_name: str) -> str:
-    """The C header for the artifact whose manifest is given; lib_name is the
-    shared object's file name (e.g. "libmlp.so"), used for the include guard."""
+    """The C header for the artifact whose manifest is given; lib_name is its
+    library's file name (e.g. "libmlp.so"), named in the first comment."""
     specs = validate(manifest, lib_name)
+    prefix = prefix_of(manifest)
     macros = {}
     for spec in specs:
         other = macros.setdefault(_macro(spec.name), spec.name)
         if other != spec.name:
             raise ValueError(f"entries {other!r} and {spec.name!r} would share the C macro "
-                             f"prefix JX_{_macro(spec.name)}_; rename one of them")
-    guard = f"JX_{_macro(_stem(lib_name)) or 'ARTIFACT'}_H_"
+                             f"prefix {macro_prefix(prefix, spec.name)}; rename one of them")
+    # the prefix is unique in a program (its symbols are), so the guard is too
+    stem = prefix if "prefix" in manifest else (_stem(lib_name) or "ARTIFACT")
+    guard = f"JX_{_macro(stem)}_H_"
     lines = [
         f"/* C interface of {_comment(os.path.basename(lib_name))}, generated by jx "
         f"{_comment(manifest['jx_version'])}. Do not edit.",
         f" * target {_comment(manifest['target'])}, cpu {_comment(manifest['cpu'])}, "
-        f"ABI version {manifest['abi_version']}",
+        f"ABI version {manifest['abi_version']}, symbol prefix {prefix}",
         f" * content hash {manifest['content_hash']}",
         " *",
-        _PREAMBLE,
+        _PREAMBLE.format(prefix=prefix),
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -150,26 +193,19 @@ def header_text(manifest: dict, lib_name: str) -> str:
         lines.append(f"#define {macro.ljust(width)} {code}  /* {meaning} */")
     lines += ["#endif", ""]
     for spec in specs:
-        lines += _entry_block(spec) + [""]
+        lines += _entry_block(spec, prefix) + [""]
+    names = abi.artifact_symbols(prefix)
     lines += [
         "/* The manifest (NUL-terminated JSON: entries, trees, shapes, dtypes, hash), the",
         " * SHA-256 (hex) of its bytes, and the ABI version of this library; check",
-        " * jx_abi_version() == JX_ABI_VERSION. */",
-        "const char* jx_manifest(void);",
-        "const char* jx_manifest_sha256(void);",
-        "uint32_t jx_abi_version(void);",
+        f" * {names['abi_version']}() == JX_ABI_VERSION. */",
+        f"const char* {names['manifest']}(void);",
+        f"const char* {names['manifest_sha256']}(void);",
+        f"uint32_t {names['abi_version']}(void);",
         "",
-        "/* The runtime linked into this library. Threads its entries use (1 = serial;",
-        " * default JX_NUM_THREADS, else the CPUs this process may use). A long call",
-        " * stops early and returns JX_ERR_CANCELLED after jx_request_cancel() (from",
-        " * another thread or a signal handler), or after SIGINT once",
-        " * jx_install_interrupt_handler() chained a handler in front of the current one",
-        " * (it returns 1 when installed, 0 where SIGINT is ignored or left default). */",
-        "void jx_set_num_threads(int n);",
-        "int jx_get_num_threads(void);",
-        "void jx_request_cancel(void);",
-        "int32_t jx_install_interrupt_handler(void);",
-        "",
+    ]
+    lines += _runtime_block(prefix) + [""]
+    lines += [
         "#ifdef __cplusplus",
         "}  /* extern \"C\" */",
         "#endif",

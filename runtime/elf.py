@@ -80,6 +80,32 @@ def check(f, size: int) -> str | None:
     return None
 
 
+def section(data: bytes, name: str) -> bytes | None:
+    """The contents of the ELF file's section called name (data: the whole file),
+    or None when it has none or its tables are malformed."""
+    head = _header(data[:64])
+    if data[:4] != b"\x7fELF" or head is None:
+        return None
+    is64, endian, fields = head
+    shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
+    shfmt = endian + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+    if not shoff or shentsize < struct.calcsize(shfmt) or shstrndx >= shnum \
+            or shoff + shnum * shentsize > len(data):
+        return None
+    table = [struct.unpack_from(shfmt, data, shoff + i * shentsize) for i in range(shnum)]
+    names_at, names_size = table[shstrndx][4], table[shstrndx][5]
+    want = name.encode()
+    for sh in table:
+        start = names_at + sh[0]
+        if sh[0] >= names_size or data[start:start + len(want) + 1] != want + b"\0":
+            continue
+        offset, size = sh[4], sh[5]
+        if sh[1] == _SHT_NOBITS or offset + size > len(data):
+            return None
+        return data[offset:offset + size]
+    return None
+
+
 # -- the artifact seal ---------------------------------------------------------------------
 # ELF loaders and linkers read a file through its headers' offsets, so bytes appended
 # after the last table are inert: the seal costs nothing to a C program linking it.

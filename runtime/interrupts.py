@@ -11,12 +11,13 @@ import ctypes
 INSTALL_SYMBOL = "jx_install_interrupt_handler"
 
 
-def watch(lib: ctypes.CDLL) -> bool:
-    """Chain lib's runtime handler in front of the current SIGINT handler (again if
+def watch(lib: ctypes.CDLL, symbol: str = INSTALL_SYMBOL) -> bool:
+    """Chain lib's runtime handler (its function `symbol`: an artifact's is
+    P_install_interrupt_handler) in front of the current SIGINT handler (again if
     the program replaced it since). False where lib has no runtime or SIGINT is
     ignored or left to kill the process. Chained handlers are never removed, which
     is safe because ctypes never unloads a library."""
-    fn = getattr(lib, INSTALL_SYMBOL, None)
+    fn = getattr(lib, symbol, None)
     if fn is None:
         return False
     fn.restype, fn.argtypes = ctypes.c_int32, []

@@ -6,8 +6,9 @@ FIFO, directory or symbolic-link loop is named as such), a shared object for thi
 platform (magic, ELF headers inside the file), its seal matches (the sha256 of
 every byte, manifest included, recorded by `jx compile`: all of these before
 dlopen, so a damaged or foreign file runs none of its code), the dynamic loader
-accepts it, it exports jx_abi_version, jx_manifest and jx_manifest_sha256, the
-manifest matches that checksum, its ABI version is the one this runtime reads,
+accepts it, it exports P_abi_version, P_manifest and P_manifest_sha256 (P: the
+prefix recorded in the file's abi.PREFIX_SECTION, "jx" for a file built before
+prefixes), the manifest matches that checksum and records the same prefix, its ABI version is the one this runtime reads,
 the manifest parses and agrees with that version, every entry symbol is
 exported, and (optionally) its content hash is the one the caller pinned.
 """
@@ -44,7 +45,7 @@ def _dlopen_current(path: str, data: bytes, ident: tuple) -> ctypes.CDLL:
     process opened it is opened through a private copy (loaded, then unlinked) to
     get the new code; so is one replaced between the check and dlopen (the copy
     holds exactly the bytes that were checked)."""
-    mode = getattr(os, "RTLD_LOCAL", 0)  # two artifacts both export jx_manifest
+    mode = getattr(os, "RTLD_LOCAL", 0)  # older artifacts all export jx_manifest
     if _opened.setdefault(path, ident) == ident:
         lib = ctypes.CDLL(path, mode=mode)
         if _identity(os.stat(path)) == ident:
@@ -93,9 +94,22 @@ def _read_artifact(path: str) -> tuple:
     return data, _identity(st)
 
 
-def _open_library(path: str) -> ctypes.CDLL:
+def artifact_prefix(data: bytes, path: str = "the artifact") -> str:
+    """The prefix of a shared artifact's symbols, read from its bytes (no dlopen)."""
+    raw = elf.section(data, abi.PREFIX_SECTION)
+    if raw is None:
+        return abi.LEGACY_PREFIX
+    prefix = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+    if not manifest_mod._IDENT.match(prefix):
+        raise ArtifactLoadError(f"{path}: its symbol prefix {prefix!r} is not a C identifier; "
+                                "the file is damaged: rebuild it with `jx compile`")
+    return prefix
+
+
+def _open_library(path: str) -> tuple:
     """Every check that needs only the file's bytes, then dlopen: nothing in a file
-    that fails them (a foreign or damaged .so) ever runs, constructors included."""
+    that fails them (a foreign or damaged .so) ever runs, constructors included.
+    Returns (library, symbol prefix)."""
     data, ident = _read_artifact(path)
     head = data[:4]
     if not head:
@@ -115,8 +129,9 @@ def _open_library(path: str) -> ctypes.CDLL:
     if problem is not None:
         raise IntegrityError(f"{path} is refused before loading: {problem}. Rebuild it with "
                              "`jx compile` and load that file")
+    prefix = artifact_prefix(data, path)
     try:
-        return _dlopen_current(os.path.abspath(path), data, ident)
+        return _dlopen_current(os.path.abspath(path), data, ident), prefix
     except OSError as e:
         raise ArtifactLoadError(
             f"{path} could not be loaded as a shared object ({e}); the file may be truncated "
@@ -124,10 +139,10 @@ def _open_library(path: str) -> ctypes.CDLL:
             "(--target for other machines)") from None
 
 
-def _check_manifest_checksum(lib, text: bytes, path: str) -> None:
+def _check_manifest_checksum(lib, text: bytes, path: str, symbol: str) -> None:
     """The manifest against the checksum built beside it. Required: without it an
     artifact whose symbol was renamed would skip the comparison."""
-    fn = _symbol(lib, abi.CHECKSUM_SYMBOL, path, "the manifest's checksum")
+    fn = _symbol(lib, symbol, path, "the manifest's checksum")
     fn.restype, fn.argtypes = ctypes.c_char_p, []
     want = fn()
     if want is None or hashlib.sha256(text).hexdigest().encode() != want:
@@ -142,8 +157,9 @@ def load(path, expected_hash: str | None = None) -> Artifact:
     if path.endswith(".cuda.json"):           # a CUDA build: PTX/cubin + launch plans
         from .cuda import load_cuda
         return load_cuda(path, expected_hash)
-    lib = _open_library(path)
-    version_fn = _symbol(lib, abi.VERSION_SYMBOL, path, "the ABI version")
+    lib, prefix = _open_library(path)
+    names = abi.artifact_symbols(prefix)
+    version_fn = _symbol(lib, names["abi_version"], path, "the ABI version")
     version_fn.restype, version_fn.argtypes = ctypes.c_uint32, []
     version = version_fn()
     if version != abi.ABI_VERSION:
@@ -151,17 +167,22 @@ def load(path, expected_hash: str | None = None) -> Artifact:
             f"{path} uses artifact ABI version {version}, but this runtime (jx "
             f"{_runtime_version()}) reads version {abi.ABI_VERSION}: recompile the model with "
             "this jx (`jx compile`), or load it with the jx version that built it")
-    manifest_fn = _symbol(lib, abi.MANIFEST_SYMBOL, path, "the manifest")
+    manifest_fn = _symbol(lib, names["manifest"], path, "the manifest")
     manifest_fn.restype, manifest_fn.argtypes = ctypes.c_char_p, []
     text = manifest_fn()
     if text is None:
-        raise ManifestError(f"{path}: jx_manifest() returned NULL; rebuild it with `jx compile`")
-    _check_manifest_checksum(lib, text, path)
+        raise ManifestError(f"{path}: {names['manifest']}() returned NULL; rebuild it with "
+                            "`jx compile`")
+    _check_manifest_checksum(lib, text, path, names["manifest_sha256"])
     manifest, specs = manifest_mod.parse(text, path)
     if manifest["abi_version"] != version:
         raise ManifestError(f"{path}: manifest says ABI version {manifest['abi_version']} but "
-                            f"jx_abi_version() returns {version}; the file is inconsistent: "
-                            "rebuild it with `jx compile`")
+                            f"{names['abi_version']}() returns {version}; the file is "
+                            "inconsistent: rebuild it with `jx compile`")
+    if manifest_mod.prefix_of(manifest) != prefix:
+        raise ManifestError(f"{path}: manifest says symbol prefix "
+                            f"{manifest_mod.prefix_of(manifest)!r} but the file's symbols use "
+                            f"{prefix!r}; the file is inconsistent: rebuild it with `jx compile`")
     lacking = host.missing(manifest.get("cpu_features", ()))
     if lacking:
         raise ArtifactLoadError(
@@ -172,5 +193,5 @@ def load(path, expected_hash: str | None = None) -> Artifact:
     if expected_hash is not None and manifest["content_hash"] != expected_hash:
         raise HashMismatchError(f"{path} has content hash {manifest['content_hash']}, expected "
                                 f"{expected_hash}: it is not the build you pinned")
-    interrupts.watch(lib)          # Ctrl-C reaches its long calls
+    interrupts.watch(lib, names["install_interrupt_handler"])   # Ctrl-C reaches long calls
     return Artifact(path, lib, manifest, specs)

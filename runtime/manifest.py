@@ -2,8 +2,9 @@
 
     {"abi_version": 1, "jx_version": "0.1.0", "target": "<llvm triple>", "cpu": "<cpu>",
      "cpu_features": ["avx2", "fma", ...],   (optional: ISA extensions the code may use)
+     "prefix": "mlp",        (optional: the symbols' prefix; absent before prefixes: "jx")
      "content_hash": "<64 hex digits>",
-     "entries": [{"name": "predict", "symbol": "jx_predict",
+     "entries": [{"name": "predict", "symbol": "mlp_predict",
                   "arg_names": ["params", "x"],                       (optional)
                   "inputs": [{"shape": [784, 1024], "dtype": "float32",
                               "path": "params['w1']"}, ...],
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import treespec
-from .abi import entry_symbol
+from .abi import LEGACY_PREFIX, entry_symbol
 from .errors import HashMismatchError, ManifestError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -137,14 +138,20 @@ def _require(obj: dict, key: str, kind: type, where: str):
     return value
 
 
-def _entry(obj, where: str, source: str) -> EntrySpec:
+def prefix_of(manifest: dict) -> str:
+    """The prefix of the artifact's symbols (LEGACY_PREFIX for one built before
+    prefixes)."""
+    return manifest.get("prefix", LEGACY_PREFIX)
+
+
+def _entry(obj, where: str, source: str, prefix: str = LEGACY_PREFIX) -> EntrySpec:
     if not isinstance(obj, dict):
         raise ManifestError(f"{where}: expected an entry object")
     name = _require(obj, "name", str, where)
     if not _IDENT.match(name):
         raise ManifestError(f"{where}: entry name {name!r} is not a C identifier")
     where = f"{source}: entry {name!r}"
-    symbol = obj.get("symbol", entry_symbol(name))
+    symbol = obj.get("symbol", entry_symbol(name, prefix))
     if not isinstance(symbol, str) or not _IDENT.match(symbol):
         raise ManifestError(f"{where}: symbol {symbol!r} is not a C identifier")
     leaves = {}
@@ -195,8 +202,11 @@ def validate(manifest, source: str) -> list:
         raise ManifestError(f"{where}: cpu_features must be a list of strings")
     if not _HEX64.match(manifest["content_hash"]):
         raise ManifestError(f"{where}: content_hash must be 64 lowercase hex digits")
+    prefix = prefix_of(manifest)
+    if not isinstance(prefix, str) or not _IDENT.match(prefix):
+        raise ManifestError(f"{where}: prefix {prefix!r} is not a C identifier")
     raw = _require(manifest, "entries", list, where)
-    entries = [_entry(e, f"{where} entries[{i}]", source) for i, e in enumerate(raw)]
+    entries = [_entry(e, f"{where} entries[{i}]", source, prefix) for i, e in enumerate(raw)]
     seen: set = set()
     for e in entries:
         if e.name in seen:

@@ -1,5 +1,13 @@
-"""Build a deployable artifact: one shared object per model (a C function per
-entry, the manifest embedded) and its C header.
+"""Build a deployable artifact: a shared object (or, with static=True, a static
+library) per model, with a C function per entry and the manifest embedded, and
+its C header.
+
+Every exported symbol carries the artifact's prefix (runtime/abi.py), and the
+runtime linked in (the thread pool, collectives, compiler-runtime routines) is
+hidden: in the shared object by visibility and a version script exporting the
+prefixed names only, in the static library by merging every object into one
+(`ld -r`) whose hidden symbols are then made local (`objcopy --localize-hidden`).
+So any number of artifacts link into one program.
 
 LLVM emits a position-independent object; the system C compiler (`cc`) links
 it into a shared object against libc only. The build is deterministic: the
@@ -19,7 +27,7 @@ from dataclasses import dataclass
 
 from jx.errors import JxError
 from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
-from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, MANIFEST_SYMBOL, VERSION_SYMBOL,
+from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SIGNATURE_SUFFIX, artifact_symbols,
                             entry_symbol)
 from jx.version import __version__
 
@@ -48,13 +56,13 @@ def _leaves(avals, tree, root_names=None) -> list:
 
 
 def build_module(name: str, entries: list, cpu: str, triple: str,
-                 parallel: bool = False) -> tuple:
+                 parallel: bool = False, prefix: str | None = None) -> tuple:
     """(LLVM IR text with the manifest embedded, manifest dict)."""
+    prefix = prefix or default_prefix(name)
     mb = ModuleBuilder(name, parallel=parallel, cpu=cpu)
     records = []
     for e in entries:
-        symbol = mb.entry(e.name, e.program)
-        assert symbol == entry_symbol(e.name)
+        symbol = mb.entry(e.name, e.program, prefix)
         g = e.program.graph
         records.append({
             "name": e.name, "symbol": symbol, "arg_names": list(e.arg_names),
@@ -64,12 +72,14 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     code = mb.text()
     from .target import required_features
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": triple,
-                "cpu": cpu, "cpu_features": required_features(cpu), "entries": records}
+                "cpu": cpu, "cpu_features": required_features(cpu), "prefix": prefix,
+                "entries": records}
     manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
-    return mb.embed_manifest(manifest_mod.manifest_json(manifest), code), manifest
+    return mb.embed_manifest(manifest_mod.manifest_json(manifest), code, prefix), manifest
 
 
-def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -> str:
+def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj,
+                 prefix: str) -> str:
     """Everything the artifact depends on, without building any IR: the fused
     programs' text, the entries' trees and names, target and versions, and what
     codegen reads from the host (its feature set for a host build, its cache sizes
@@ -77,7 +87,7 @@ def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj) -
     hosts must not hand one host's code to another."""
     from jx.passes.fuse_print import format_program
     from . import target
-    parts = [name, cpu, triple, str(runtime_obj), compiler.llvm_features(cpu),
+    parts = [name, prefix, cpu, triple, str(runtime_obj), compiler.llvm_features(cpu),
              repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry())]
     for e in entries:
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
@@ -117,7 +127,25 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
     return ((runtime_obj,) if runtime_obj else ()) + (lib_path,)
 
 
-def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
+def exported_symbols(manifest: dict) -> list:
+    """Every symbol the artifact exports: its entries, their signatures, the
+    manifest functions and the runtime's controls, all under its prefix."""
+    names = []
+    for e in manifest["entries"]:
+        names += [e["symbol"], e["symbol"] + SIGNATURE_SUFFIX]
+    return names + list(artifact_symbols(manifest["prefix"]).values())
+
+
+def _run(cmd: list, what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+
+
+def link_shared(obj: bytes, out_path: str, extra_objects: tuple = (),
+                exports: list | None = None) -> None:
+    """Link the shared object; with `exports`, only those symbols are visible
+    (a version script) and its soname is its file name."""
     with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
         obj_path = os.path.join(tmp, "model.o")
         with open(obj_path, "wb") as f:
@@ -125,12 +153,53 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = ()) -> None:
         tmp_out = os.path.join(tmp, "model.so")
         cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path, *extra_objects, "-pthread",
                "-lm", "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BuildError(f"linking {out_path} failed ({' '.join(cmd)}):\n"
-                             f"{proc.stderr.strip()}")
+        if exports is not None:
+            script = os.path.join(tmp, "exports.map")
+            with open(script, "w") as f:
+                f.write("{\n  global:\n" + "".join(f"    {n};\n" for n in exports)
+                        + "  local: *;\n};\n")
+            cmd += [f"-Wl,--version-script={script}",
+                    f"-Wl,-soname,{os.path.basename(out_path)}"]
+        _run(cmd, f"linking {out_path}")
         with open(tmp_out, "rb") as f:   # sealed: the loader checks every byte
             cache.replace_file(out_path, elf.seal(f.read()), 0o755)
+
+
+def _binutil(env: str, names: tuple, purpose: str) -> str:
+    tool = os.environ.get(env) or next(filter(None, map(shutil.which, names)), None)
+    if not tool:
+        raise BuildError(f"--static needs {names[0]} ({purpose}), which is not installed; "
+                         f"install binutils (e.g. apt-get install binutils) or set {env}")
+    return tool
+
+
+def link_static(obj: bytes, out_path: str, extra_objects: tuple, exports: list) -> None:
+    """Write a static library holding one object: the model's merged with the
+    runtime's (`cc -r`), every symbol but `exports` made local, so two such
+    libraries (or one and a shared artifact) never clash in a program."""
+    objcopy = _binutil("OBJCOPY", ("objcopy", "llvm-objcopy"), "to make the runtime's "
+                       "symbols local to the library")
+    ar = _binutil("AR", ("ar", "llvm-ar"), "to write the archive")
+    stem = os.path.splitext(os.path.basename(out_path))[0]
+    with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
+        obj_path = os.path.join(tmp, "model.o")
+        with open(obj_path, "wb") as f:
+            f.write(obj)
+        merged = os.path.join(tmp, stem + ".o")
+        _run([find_cc(), "-nostdlib", "-r", "-o", merged, obj_path, *extra_objects],
+             f"merging the objects of {out_path}")
+        _run([objcopy, "--localize-hidden", merged], f"hiding the runtime in {out_path}")
+        from .objsyms import global_symbols
+        with open(merged, "rb") as f:
+            defined, _ = global_symbols(f.read())
+        stray = sorted(defined - set(exports))
+        if stray:
+            raise BuildError(f"{out_path} would define {', '.join(stray)} besides the "
+                             "artifact's prefixed symbols; this is a jx bug: please report it")
+        archive = os.path.join(tmp, "lib.a")
+        _run([ar, "rcD", archive, merged], f"writing {out_path}")   # D: no dates, uids
+        with open(archive, "rb") as f:
+            cache.replace_file(out_path, f.read(), 0o644)
 
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -138,42 +207,74 @@ _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 @functools.lru_cache(maxsize=None)
 def _runtime_symbols() -> frozenset:
-    """Every jx_ name the artifact defines besides its entries: the manifest
-    functions and the C runtime's symbols, which an entry's jx_<name> would clash
-    with at link time."""
+    """The names the runtime linked into every artifact defines (hidden, but one
+    symbol of the model's object with the same name would still clash at link
+    time): the C runtime's jx_/jxc_ names and the compiler-runtime routines."""
+    from . import libcalls
     from .parallel import SOURCES
-    names = {MANIFEST_SYMBOL, CHECKSUM_SYMBOL, VERSION_SYMBOL}
+    names = set(libcalls.names())
     for src in SOURCES:
         with open(src) as f:
-            names |= set(re.findall(r"\bjx_\w+", f.read()))
+            names |= set(re.findall(r"\bjxc?_\w+", f.read()))
     return frozenset(names)
 
 
-def check_entry_names(entries: list) -> None:
+def default_prefix(name: str) -> str:
+    """The symbol prefix of an artifact named `name` when none is given: the name
+    made a C identifier (other characters become '_')."""
+    prefix = re.sub(r"[^A-Za-z0-9_]", "_", name.encode("ascii", "replace").decode())
+    return prefix if _C_IDENT.match(prefix) else "_" + prefix
+
+
+def check_prefix(prefix: str) -> None:
+    """BuildError for a prefix that is no C identifier or names jx's runtime."""
+    if not isinstance(prefix, str) or not _C_IDENT.match(prefix):
+        raise BuildError(f"prefix {prefix!r} is not a C identifier: every exported symbol "
+                         "is <prefix>_<name>, so use ASCII letters, digits and underscores, "
+                         "not starting with a digit (e.g. --prefix mlp_v2)")
+    clash = sorted(set(artifact_symbols(prefix).values()) & _runtime_symbols())
+    if clash:
+        raise BuildError(f"prefix {prefix!r} is reserved: {clash[0]} names a function of "
+                         "jx's runtime inside the artifact; choose another prefix")
+
+
+def check_entry_names(entries: list, prefix: str = LEGACY_PREFIX) -> None:
     """BuildError for an entry name that is no C identifier or whose symbol is taken."""
-    taken = None
     macros: dict = {}
+    taken = set(artifact_symbols(prefix).values()) | _runtime_symbols()
+    symbols: dict = {}
     for e in entries:
         other = macros.setdefault(e.name.upper(), e.name)
         if other != e.name:
             raise BuildError(f"entries {other!r} and {e.name!r} would share the C header's "
-                             f"macro prefix JX_{e.name.upper()}_; rename one of them")
+                             f"macro prefix {cheader.macro_prefix(prefix, e.name)}; rename "
+                             "one of them")
+        symbol = entry_symbol(e.name, prefix)
         if not _C_IDENT.match(e.name):
-            raise BuildError(f"entry {e.name!r}: its C symbol would be "
-                             f"{'jx_' + e.name!r}, which is not a C identifier; rename the "
-                             "function (ASCII letters, digits, underscores) or export it "
-                             "under another name")
-        taken = taken if taken is not None else _runtime_symbols()
-        if entry_symbol(e.name) in taken:
-            raise BuildError(f"entry {e.name!r}: its symbol {entry_symbol(e.name)} is one the "
-                             "artifact already defines (manifest or runtime); rename the "
-                             "function")
+            raise BuildError(f"entry {e.name!r}: its C symbol would be {symbol!r}, which is "
+                             "not a C identifier; rename the function (ASCII letters, digits, "
+                             "underscores) or export it under another name")
+        if symbol in taken:
+            raise BuildError(f"entry {e.name!r}: its symbol {symbol} is one the artifact "
+                             "already defines (manifest, runtime controls or runtime); rename "
+                             "the function or choose another --prefix")
+        signature = symbol + SIGNATURE_SUFFIX
+        for own in (symbol, signature):
+            if own in symbols:
+                raise BuildError(f"entries {symbols[own]!r} and {e.name!r} would both define "
+                                 f"{own}; rename one of them")
+            symbols[own] = e.name
 
 
 def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = None,
-                   triple: str | None = None) -> dict:
-    """Write lib<name>.so and <name>.h into out_dir; returns their paths and the manifest."""
-    check_entry_names(entries)
+                   triple: str | None = None, prefix: str | None = None,
+                   static: bool = False) -> dict:
+    """Write lib<name>.so (static: lib<name>.a, <name>.pc and <name>Config.cmake)
+    and <name>.h into out_dir; returns their paths and the manifest. Exported
+    symbols start with `prefix` (default: the name as a C identifier)."""
+    prefix = default_prefix(name) if prefix is None else prefix
+    check_prefix(prefix)
+    check_entry_names(entries, prefix)
     from .target import check_cpu, host_cpu, host_triple
     cpu = check_cpu(cpu) if cpu else host_cpu()
     triple = triple or host_triple()
@@ -186,31 +287,49 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
         except OSError as e:
             raise BuildError(f"cannot create the output folder {out_dir} ({e.strerror}); "
                              "pass -o a folder that can be written") from None
-        so_path = os.path.join(out_dir, f"lib{name}.so")
+        lib_path = os.path.join(out_dir, f"lib{name}.{'a' if static else 'so'}")
         h_path = os.path.join(out_dir, f"{name}.h")
-        key = artifact_key(name, entries, cpu, triple, runtime_obj)
-        hit = cache.load_files(key, {"so": so_path, "h": h_path})
+        files = {"library": lib_path, "header": h_path}
+        key = artifact_key(name, entries, cpu, triple, runtime_obj, prefix)
+        hit = not static and cache.load_files(key, {"so": lib_path, "h": h_path})
         if hit:
-            manifest = _manifest_of(so_path)
+            manifest = _manifest_of(lib_path)
         else:
             ir_text, manifest = build_module(name, entries, cpu, triple,
-                                             parallel=bool(runtime_obj))
+                                             parallel=bool(runtime_obj), prefix=prefix)
             # the header first: it validates the manifest, and nothing is written when
             # that fails (a library without its header would look like a good build)
-            header = cheader.header_text(manifest, os.path.basename(so_path)).encode()
+            header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
             obj, _ = compiler.cached_object(ir_text, cpu, triple)
             if runtime_obj and not runtime.wait():
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")
             support = _support_objects(obj, runtime_obj, cpu, triple)
             try:
-                link_shared(obj, so_path, support)
+                if static:
+                    link_static(obj, lib_path, support, exported_symbols(manifest))
+                    files.update(_package_files(name, manifest, out_dir))
+                else:
+                    link_shared(obj, lib_path, support, exported_symbols(manifest))
                 cache.replace_file(h_path, header, 0o644)
             except OSError as e:
                 raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "
                                  "folder that can be written") from None
-            cache.store_files(key, {"so": so_path, "h": h_path})
+            if not static:
+                cache.store_files(key, {"so": lib_path, "h": h_path})
     finally:
         runtime.wait()             # never leave cc running or its folder behind
-    return {"library": so_path, "header": h_path, "manifest": manifest, "cache_hit": hit,
-            "sha256": hashlib.sha256(open(so_path, "rb").read()).hexdigest()}
+    with open(lib_path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return {**files, "manifest": manifest, "cache_hit": hit, "sha256": digest}
+
+
+def _package_files(name: str, manifest: dict, out_dir: str) -> dict:
+    """<name>.pc (pkg-config) and <name>Config.cmake (find_package) for the static
+    library, both locating it relative to their own folder."""
+    from . import packaging
+    paths = {"pkgconfig": os.path.join(out_dir, f"{name}.pc"),
+             "cmake": os.path.join(out_dir, f"{name}Config.cmake")}
+    cache.replace_file(paths["pkgconfig"], packaging.pkg_config(name, manifest).encode(), 0o644)
+    cache.replace_file(paths["cmake"], packaging.cmake_config(name, manifest).encode(), 0o644)
+    return paths

@@ -30,7 +30,10 @@ def _c32(v: int) -> ir.Constant:
 
 def _define(module: ir.Module, name: str, ret, args) -> tuple:
     fn = ir.Function(module, ir.FunctionType(ret, args), name)
-    fn.visibility = "hidden"      # an artifact must not interpose on its host's libgcc
+    # hidden: an artifact must not export these (interposing on its host's libgcc,
+    # or clashing with another artifact's copy). llvmlite prints no visibility for
+    # functions, but prints the linkage field verbatim where LLVM reads it.
+    fn.linkage = "hidden"
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 

@@ -1,5 +1,6 @@
 """Programs -> one LLVM module: a function per kernel and an exported C entry
-point per model entry, `int32_t jx_<entry>(const void** inputs, void** outputs)`.
+point per model entry, `int32_t P_<entry>(const void** inputs, void** outputs)`
+(P: the artifact's prefix, runtime/abi.py; "jx" for jx.jit's modules).
 
 Buffers: graph inputs are the caller's input pointers, graph outputs the
 caller's output pointers (kernels write them directly), intermediates are
@@ -28,8 +29,10 @@ from . import epilogue, tuning
 from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  # noqa: F401
 from .rowfuse import group_buffers, row_groups, spill_plan
 
-from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SYMBOL, SIGNATURE_SUFFIX, STATUS_CANCELLED,
-                            STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY, signature)
+from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, LEGACY_PREFIX, MANIFEST_SUFFIX,
+                            PREFIX_SECTION, RUNTIME_EXPORTS, SIGNATURE_SUFFIX, STATUS_CANCELLED,
+                            STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY, VERSION_SUFFIX,
+                            entry_symbol, signature)
 
 
 class ConstPool:
@@ -415,9 +418,9 @@ class ModuleBuilder:
         return b.select(self.cancelled(b), ir.Constant(U.I32, STATUS_CANCELLED),
                         ir.Constant(U.I32, status))
 
-    def entry(self, name: str, program) -> str:
+    def entry(self, name: str, program, prefix: str = LEGACY_PREFIX) -> str:
         """The exported C function of one entry; returns its symbol."""
-        symbol = f"jx_{name}"
+        symbol = entry_symbol(name, prefix)
         fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR, U.PTR]), symbol)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         fail = fn.append_basic_block("fail")
@@ -469,11 +472,14 @@ class ModuleBuilder:
         ir.IRBuilder(fn.append_basic_block("entry")).ret(self._cstring(label, text))
         return fn
 
-    def embed_manifest(self, manifest_json: str, head: str) -> str:
-        """`const char* jx_manifest(void)`, `const char* jx_manifest_sha256(void)` and
-        `uint32_t jx_abi_version(void)`; returns
-        the module text with them, given `head`, the text before: only the new
-        definitions are printed (printing a large module costs tens of ms)."""
+    def embed_manifest(self, manifest_json: str, head: str,
+                       prefix: str = LEGACY_PREFIX) -> str:
+        """`const char* P_manifest(void)`, `const char* P_manifest_sha256(void)`,
+        `uint32_t P_abi_version(void)`, the prefix in its own section (the loader
+        reads it from the file to find these), and, when the C runtime is linked,
+        P_<control> for each of its controls (runtime/abi.py); returns the module
+        text with them, given `head`, the text before: only the new definitions are
+        printed (printing a large module costs tens of ms)."""
         added = []
 
         def cstring(name: str, text: str):
@@ -484,13 +490,42 @@ class ModuleBuilder:
         # a manifest edited or corrupted in the file (shapes the code was not built
         # for) fails to load instead of running the code on wrong buffers
         checksum = hashlib.sha256(manifest_json.encode()).hexdigest()
-        for name, ret, value in (("jx_manifest", U.PTR, cstring("jx.manifest", manifest_json)),
-                                 (CHECKSUM_SYMBOL, U.PTR, cstring("jx.checksum", checksum)),
-                                 ("jx_abi_version", U.I32, ir.Constant(U.I32, ABI_VERSION))):
-            fn = ir.Function(self.module, ir.FunctionType(ret, []), name)
+        for suffix, ret, value in ((MANIFEST_SUFFIX, U.PTR, cstring("jx.manifest", manifest_json)),
+                                   (CHECKSUM_SUFFIX, U.PTR, cstring("jx.checksum", checksum)),
+                                   (VERSION_SUFFIX, U.I32, ir.Constant(U.I32, ABI_VERSION))):
+            fn = ir.Function(self.module, ir.FunctionType(ret, []), prefix + suffix)
             ir.IRBuilder(fn.append_basic_block("entry")).ret(value)
             added.append(fn)
+        tag = self._cstring("jx.prefix", prefix)
+        tag.section = PREFIX_SECTION
+        added.append(tag)
+        used = ir.GlobalVariable(self.module, ir.ArrayType(U.PTR, 1), "llvm.used")
+        used.linkage = "appending"       # kept although nothing reads it
+        used.section = "llvm.metadata"
+        used.initializer = ir.Constant(ir.ArrayType(U.PTR, 1), [tag])
+        added.append(used)
+        if self.parallel:
+            for name, sig in RUNTIME_EXPORTS.items():
+                added += self._forward(f"{prefix}_{name}", "jx_" + name, *sig)
         return head + "\n" + "\n".join(str(v) for v in added) + "\n"
+
+    def _forward(self, symbol: str, target: str, ret: str, params: list) -> list:
+        """An exported `symbol` calling the runtime's hidden `target` (C types named
+        as in runtime/abi.py's RUNTIME_EXPORTS); returns the new globals: the
+        function, and target's declaration unless the module had it already."""
+        c_types = {"void": U.VOID, "int": U.I32, "int32_t": U.I32, "double": U.F64}
+        ftype = ir.FunctionType(c_types.get(ret, U.PTR),      # "int n" -> int; pointers
+                                [c_types.get(p.rsplit(" ", 1)[0], U.PTR) for p in params])
+        known = target in self.module.globals
+        callee = self.runtime_function(target, ftype.return_type, ftype.args)
+        fn = ir.Function(self.module, ftype, symbol)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        result = b.call(callee, list(fn.args), tail=True)
+        if ftype.return_type == U.VOID:
+            b.ret_void()
+        else:
+            b.ret(result)
+        return [fn] if known else [callee, fn]
 
     def text(self) -> str:
         return str(self.module)

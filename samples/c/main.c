@@ -8,11 +8,20 @@
  *     ./build/mlp_main            # one call: prints each output's sums and a checksum
  *     ./build/mlp_main 1000       # also times 1000 calls
  *
+ * or against the static library (no run-time dependency but libc, libm, pthreads):
+ *
+ *     jx compile samples/mlp.py --static -o build   # build/libmlp.a, mlp.h, mlp.pc
+ *     cc -O2 -std=c99 samples/c/main.c $(PKG_CONFIG_PATH=build pkg-config --cflags \
+ *        --libs mlp) -o build/mlp_main
+ *
  * Nothing here is specific to the MLP: the header's per-entry macros give the
  * number, byte sizes and dtypes of the input and output leaves, so another
- * entry or model only needs different -D flags:
+ * entry or model only needs different -D flags: the artifact's symbol prefix
+ * (`jx compile --prefix`, default the model's name) and the entry, each also in
+ * upper case for the macros (MLP_LOSS_NUM_INPUTS, ...):
  *
- *     cc ... -DJX_HEADER='"mlp.h"' -DJX_ENTRY=loss -DJX_ENTRY_UPPER=LOSS ...
+ *     cc ... -DJX_HEADER='"mlp.h"' -DJX_PREFIX=mlp -DJX_PREFIX_UPPER=MLP \
+ *            -DJX_ENTRY=loss -DJX_ENTRY_UPPER=LOSS ...
  *
  * Every input leaf k is filled with a deterministic pattern (element i holds
  * ((7i + 13k) mod 17) - 8, divided by 16 for floats; bool: (i + k) mod 3 == 0;
@@ -31,6 +40,10 @@
 #endif
 #include JX_HEADER
 
+#ifndef JX_PREFIX
+#define JX_PREFIX mlp
+#define JX_PREFIX_UPPER MLP
+#endif
 #ifndef JX_ENTRY
 #define JX_ENTRY predict
 #define JX_ENTRY_UPPER PREDICT
@@ -40,7 +53,9 @@
 #define CAT(a, b) CAT_(a, b)
 #define STR_(a) #a
 #define STR(a) STR_(a)
-#define ENTRY_MACRO(suffix) CAT(CAT(CAT(JX_, JX_ENTRY_UPPER), _), suffix)
+/* The artifact's names: PREFIX_ENTRY_<suffix> macros, prefix_<name> symbols. */
+#define ENTRY_MACRO(suffix) CAT(CAT(CAT(CAT(JX_PREFIX_UPPER, _), JX_ENTRY_UPPER), _), suffix)
+#define SYMBOL(name) CAT(CAT(JX_PREFIX, _), name)
 
 #define NUM_INPUTS ENTRY_MACRO(NUM_INPUTS)
 #define NUM_OUTPUTS ENTRY_MACRO(NUM_OUTPUTS)
@@ -138,9 +153,9 @@ int main(int argc, char** argv) {
     double checksum = 0.0;
     int status;
 
-    if (jx_abi_version() != JX_ABI_VERSION) {
+    if (SYMBOL(abi_version)() != JX_ABI_VERSION) {
         fprintf(stderr, "library ABI version %u, header %d: rebuild one of them\n",
-                (unsigned)jx_abi_version(), JX_ABI_VERSION);
+                (unsigned)SYMBOL(abi_version)(), JX_ABI_VERSION);
         return 2;
     }
     for (int k = 0; k < NUM_INPUTS; k++) {
@@ -162,9 +177,9 @@ int main(int argc, char** argv) {
         }
     }
 
-    status = CAT(jx_, JX_ENTRY)(inputs, outputs);
+    status = SYMBOL(JX_ENTRY)(inputs, outputs);
     if (status != JX_OK) {
-        fprintf(stderr, "jx_%s returned status %d\n", STR(JX_ENTRY), status);
+        fprintf(stderr, "%s returned status %d\n", STR(SYMBOL(JX_ENTRY)), status);
         return 1;
     }
     printf("entry %s: %d inputs, %d outputs\n", STR(JX_ENTRY), NUM_INPUTS, NUM_OUTPUTS);
@@ -185,7 +200,7 @@ int main(int argc, char** argv) {
     if (repeats > 0) {
         double start = now_seconds();
         for (long r = 0; r < repeats && status == JX_OK; r++)
-            status = CAT(jx_, JX_ENTRY)(inputs, outputs);
+            status = SYMBOL(JX_ENTRY)(inputs, outputs);
         printf("%ld calls: %.3f us per call\n", repeats,
                1e6 * (now_seconds() - start) / (double)repeats);
     }

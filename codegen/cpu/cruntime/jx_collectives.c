@@ -16,7 +16,9 @@
  * kernel passes the axis size it was compiled for, checked against devices x
  * ranks. An entry called outside jx_pmap_run is one device of its process.
  *
- * The C ABI for multi-process use (see the README, "Data parallelism"):
+ * The C ABI for multi-process use (see the README, "Data parallelism"; an
+ * artifact exports these as P_pmap_run, P_set_collective_hooks, ... under its
+ * prefix P):
  *
  *   typedef struct jx_collective_hooks {
  *       void *user; int32_t rank, nranks;
@@ -45,11 +47,9 @@
 #include <string.h>
 #include <time.h>
 
-/* Exported (C users of an artifact call jx_pmap_run and the hook setters), but
- * protected: the artifact's own calls bind to its own copy even when another
- * library exporting the same names (the JIT's runtime, another model) was loaded
- * first into the global namespace. */
-#define JXC_API __attribute__((visibility("protected")))
+/* Hidden in an artifact, like the thread pool's (jx_parallel.c, included first):
+ * C users call the artifact's P_pmap_run, P_set_collective_hooks, ... */
+#define JXC_API JX_PUBLIC
 
 enum { JXC_F32, JXC_F64, JXC_I32, JXC_I64, JXC_U32, JXC_U64, JXC_I8, JXC_U8, JXC_I16,
        JXC_U16, JXC_BOOL, JXC_NTYPES };

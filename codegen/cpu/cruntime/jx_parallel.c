@@ -21,16 +21,19 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Linked into an artifact (parallel.py's object build) every symbol is hidden:
+ * the artifact exports the controls a program may call under its own prefix
+ * (P_set_num_threads, ..., forwarding here; codegen/cpu/module.py), so any
+ * number of artifacts link into one program, and the static library's build
+ * makes these symbols local to it. jx.jit's shared build (JX_VISIBLE) exports
+ * them: the JIT's code and jx's Python side resolve them by name. */
 #ifdef JX_VISIBLE
 #define JX_API __attribute__((visibility("default")))
+#define JX_PUBLIC __attribute__((visibility("protected")))
 #else
 #define JX_API __attribute__((visibility("hidden")))
+#define JX_PUBLIC __attribute__((visibility("hidden")))
 #endif
-/* The controls a program that loads an artifact may call (its C header declares
- * them): exported, but protected, so the artifact's own code always reaches its
- * own copy even where another library (the JIT's runtime, a second artifact)
- * exports the same names. */
-#define JX_PUBLIC __attribute__((visibility("protected")))
 
 typedef void (*jx_body_fn)(void *ctx, int64_t lo, int64_t hi);
 
