@@ -12,6 +12,8 @@ frontend can import the pytree core (`pytree`) without the loader and NumPy.
 """
 import importlib as _importlib
 
+from .version import __version__  # noqa: F401
+
 # public name -> the submodule defining it
 _NAMES = {
     "ABI_VERSION": "abi", "STATUS": "abi",
