@@ -101,9 +101,10 @@ def _rows(results: list, compact: bool) -> list:
                          vs_jax=fmt_speedup(rec.get("speedup_vs_jax")))
             rows.append((first, cells, None))
             first = False
-        if res.get("agree") is False:
+        if res.get("agree") is False:     # (compact: the label would widen its column)
             rows.append((first, {"entry": res["name"] if first else "",
-                                 "engine": "DISAGREE", "median": "not timed"}, "red"))
+                                 "engine": "" if compact else "DISAGREE",
+                                 "median": "DISAGREE" if compact else "not timed"}, "red"))
     return rows
 
 
@@ -162,11 +163,15 @@ def table(results: list, machine: dict | None, title: str = "jx bench",
     widths = {k: _width(rows, k, heads[k]) for k in keys}
     entry_full, widths["entry"] = widths["entry"], min(widths["entry"], ENTRY_MIN)
     chosen = [k for k, *_, prio in COLUMNS if prio == 0]
-    # whole entry names matter less than first calls and more than GB/s and GFLOP/s
-    wanted = sorted([(prio, k) for k, *_, prio in COLUMNS if prio] + [(3.5, "")])
-    for _, k in wanted:
-        trial = chosen + [k] if k else chosen
-        grown = {**widths, "entry": entry_full} if not k else widths
+    # columns of one priority come together (min with max); whole entry names matter
+    # less than first calls and more than GB/s and GFLOP/s
+    groups: dict = {3.5: []}
+    for k, *_, prio in COLUMNS:
+        if prio:
+            groups.setdefault(prio, []).append(k)
+    for prio in sorted(groups):
+        trial = chosen + groups[prio]
+        grown = {**widths, "entry": entry_full} if prio == 3.5 else widths
         if sum(grown[c] for c in trial) + _overhead(len(trial)) <= width:
             chosen, widths = trial, grown
     chosen = [k for k in keys if k in chosen]      # the full table's column order
