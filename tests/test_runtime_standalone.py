@@ -132,6 +132,12 @@ MODEL = textwrap.dedent('''
     def predict(p, x):
         h = jnp.tanh(x @ p["w"] + p["b"])
         return {"h": h, "total": jnp.sum(h)}
+
+    # 4 MiB in and out: the artifact's thread pool splits the kernel, the result
+    # comes from the runtime's pool
+    @jx.export(z=jx.f32[1024, 1024])
+    def bump(z):
+        return jnp.exp(-z * z) + 1.0
 ''')
 
 CHECK = textwrap.dedent('''
@@ -145,6 +151,9 @@ CHECK = textwrap.dedent('''
     x = rng.standard_normal((4, 6)).astype("f4")
     out = art.predict(p, x)
     ref = np.tanh(x.astype("f8") @ p["w"] + p["b"])
+    z = rng.standard_normal((1024, 1024)).astype("f4")
+    bumped = art.bump(z)
+    bump_err = float(np.abs(bumped - (np.exp(-z.astype("f8") ** 2) + 1)).max())
     try:
         art.predict(p, x[:3])
         error = None
@@ -153,6 +162,7 @@ CHECK = textwrap.dedent('''
     print(json.dumps({
         "keys": sorted(out), "h_err": float(np.abs(out["h"] - ref).max()),
         "total_err": float(abs(out["total"] - ref.sum())), "error": error,
+        "bump_err": bump_err, "pooled": type(bumped.base).__module__,
         "modules": sorted(sys.modules), "jx_installed": importlib.util.find_spec("jx") is not None,
     }))
 ''')
@@ -198,7 +208,8 @@ def test_an_artifact_loads_in_a_venv_with_only_numpy_and_the_runtime(runtime_ven
     got = json.loads(r.stdout)
     assert not got["jx_installed"]
     assert got["keys"] == ["h", "total"] and got["error"] is not None
-    assert got["h_err"] < 1e-5 and got["total_err"] < 1e-4, got
+    assert got["h_err"] < 1e-5 and got["total_err"] < 1e-4 and got["bump_err"] < 1e-6, got
+    assert got["pooled"] == "jx_runtime.pool", got
     heavy = [m for m in got["modules"] if m.split(".")[0] in HEAVY]
     assert not heavy, f"the standalone runtime loaded {heavy}"
     # the distribution owns jx_runtime/ only, so it installs beside jx without a clash
