@@ -229,7 +229,7 @@ def test_same_artifact_loaded_twice(life_so):
 
 def test_different_artifacts_with_the_same_entry_names(tmp_path):
     """Same model stem, same entry names, different code: each artifact runs its
-    own (both export jx_small, jx_big, jx_manifest and the runtime's symbols)."""
+    own (both export life_small, life_big, life_manifest and the runtime's controls)."""
     import jx.runtime as rt
     so1 = build(write_model(tmp_path / "one", scale=1.0), tmp_path / "one" / "out")
     so3 = build(write_model(tmp_path / "three", scale=3.0), tmp_path / "three" / "out")
@@ -294,7 +294,7 @@ CANCEL_SCRIPT = textwrap.dedent('''
         rt.load(other_so)          # a second artifact chains its handler in front
         stop = lambda: os.kill(os.getpid(), signal.SIGINT)
     else:                          # the exported C control, from another thread
-        stop = ctypes.CDLL(long_so).jx_request_cancel
+        stop = ctypes.CDLL(long_so).spin_request_cancel
     x = np.ones(64, np.float32)
     threading.Timer(1.5, stop).start()
     t0 = time.time()
@@ -311,12 +311,12 @@ CANCEL_SCRIPT = textwrap.dedent('''
 @pytest.mark.parametrize("how", ["sigint", "request"])
 def test_long_artifact_call_is_cancelled(tmp_path, life_so, how):
     """SIGINT (through the handler the loader chains in) or the exported
-    jx_request_cancel stops a long call of a loaded artifact within about a second;
+    spin_request_cancel stops a long call of a loaded artifact within about a second;
     the call raises KeyboardInterrupt and the entry runs normally afterwards."""
     (tmp_path / "spin.py").write_text(LONG_MODEL)
     long_so = build(tmp_path / "spin.py", tmp_path / "out")
     header = (tmp_path / "out" / "spin.h").read_text()
-    assert "void jx_request_cancel(void);" in header
+    assert "void spin_request_cancel(void);" in header
     proc = subprocess.run([sys.executable, "-c", CANCEL_SCRIPT, long_so, life_so, how],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]

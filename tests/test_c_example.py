@@ -94,6 +94,8 @@ def build_and_run(tmp_path, entry: dict, body: str, header: str, defines: list) 
     so = build_library(tmp_path, lib_stem, body, rt.manifest_json(manifest))
     (tmp_path / header).write_text(rt.header_text(manifest, os.path.basename(so)))
     exe = tmp_path / f"{lib_stem}_main"
+    # hand-written artifacts use the names of artifacts built before prefixes: jx_<entry>
+    defines = ["-DJX_PREFIX=jx", "-DJX_PREFIX_UPPER=JX", *defines]
     subprocess.run([CC, "-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", *defines,
                     "-I", str(tmp_path), MAIN_C, "-L", str(tmp_path), f"-l{lib_stem}",
                     f"-Wl,-rpath,{tmp_path}", "-o", str(exe)],

@@ -52,8 +52,8 @@ def test_compile_writes_library_and_header(tiny):
     d, _, r = tiny
     assert "wrote" in r.stdout and "libtiny.so" in r.stdout and "tiny.h" in r.stdout
     header = (d / "out" / "tiny.h").read_text()
-    assert "int32_t jx_affine(const void** inputs, void** outputs);" in header
-    assert "int32_t jx_shift(" in header
+    assert "int32_t tiny_affine(const void** inputs, void** outputs);" in header
+    assert "int32_t tiny_shift(" in header
 
 
 def test_artifact_runs_without_llvmlite(tiny):

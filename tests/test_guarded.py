@@ -668,7 +668,7 @@ def check_artifact(art, lib, name, args, want, rtol, atol):
                  f"artifact entry {name}, inputs against the {side} guard")
     leaves = _leaves(args)
     assert [a.shape for a in leaves] == [leaf.shape for leaf in entry.inputs]
-    _raw_calls(lib[f"jx_{name}"], leaves, [(o.shape, o.dtype) for o in entry.outputs], want,
+    _raw_calls(lib[entry.spec.symbol], leaves, [(o.shape, o.dtype) for o in entry.outputs], want,
                rtol, atol, f"artifact symbol jx_{name}")
 
 
@@ -842,7 +842,8 @@ def test_valgrind_sample_artifact_from_c(entry, tmp_path):
                         "x86-64-v3", None)
     exe = tmp_path / "driver"
     cc = subprocess.run(["cc", "-O1", "-g", "-std=c99", f"-I{out}",
-                         f"-DJX_HEADER=\"{model}.h\"", f"-DJX_ENTRY={entry}",
+                         f"-DJX_HEADER=\"{model}.h\"", f"-DJX_PREFIX={model}",
+                         f"-DJX_PREFIX_UPPER={model.upper()}", f"-DJX_ENTRY={entry}",
                          f"-DJX_ENTRY_UPPER={entry.upper()}", str(SAMPLES / "c" / "main.c"),
                          str(res["library"]), f"-Wl,-rpath,{out}", "-o", str(exe)],
                         capture_output=True, text=True)

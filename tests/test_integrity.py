@@ -366,15 +366,15 @@ def test_edited_manifest_with_recomputed_checksum_is_refused(tiny_so, tmp_path):
 
 def test_checksum_symbol_is_required(tiny_so, tmp_path):
     data = tiny_so.read_bytes()
-    name = b"jx_manifest_sha256\0"
+    name = b"tiny_manifest_sha256\0"
     assert data.count(name) >= 1
-    renamed = data.replace(name, b"jx_manifest_sha999\0")
+    renamed = data.replace(name, b"tiny_manifest_sha999\0")
     (tmp_path / "librenamed.so").write_bytes(renamed)
     (tmp_path / "libresealed.so").write_bytes(reseal(renamed))
     found = load_in_child([tmp_path / "librenamed.so", tmp_path / "libresealed.so"])
     assert found[str(tmp_path / "librenamed.so")][0] == "IntegrityError"
     kind, msg = found[str(tmp_path / "libresealed.so")]
-    assert kind == "MissingSymbolError" and "jx_manifest_sha256" in msg
+    assert kind == "MissingSymbolError" and "tiny_manifest_sha256" in msg
 
 
 @needs_cc

@@ -419,7 +419,7 @@ def step(index, x):
 
 
 def test_compiled_artifact_runs_per_device_entries_from_c(tmp_path, rng):
-    """`jx compile` of an SPMD entry; the artifact's own jx_pmap_run runs it on two
+    """`jx compile` of an SPMD entry; the artifact's own spmd_pmap_run runs it on two
     device threads, as a C program would (no jx Python in the loop)."""
     from jx.cli.compile import compile_model
     model = tmp_path / "spmd.py"
@@ -427,27 +427,27 @@ def test_compiled_artifact_runs_per_device_entries_from_c(tmp_path, rng):
     res = compile_model(str(model), str(tmp_path / "build"), (), (), "cpu", None, None)
     lib = ctypes.CDLL(res["library"])
     header = open(res["header"]).read()
-    assert "jx_step" in header
+    assert "int32_t spmd_step(" in header and "int32_t spmd_pmap_run(" in header
     xs = rand(rng, (2, 3), np.float32)
     index = np.arange(2, dtype=np.int32)
     outs = [np.empty((2, 3), np.float32), np.empty((2, 2, 3), np.float32)]
     ins = np.array([[index[d:].ctypes.data, xs[d].ctypes.data] for d in range(2)], np.uintp)
     out_t = np.array([[outs[0][d].ctypes.data, outs[1][d].ctypes.data] for d in range(2)],
                      np.uintp)
-    entry = ctypes.cast(lib.jx_step, ctypes.c_void_p).value
-    lib.jx_pmap_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
-                                ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32]
-    lib.jx_coll_last_error.restype = ctypes.c_char_p
-    status = lib.jx_pmap_run(entry, 2, ins.ctypes.data, 2, out_t.ctypes.data, 2)
-    assert status == 0, lib.jx_coll_last_error()
+    entry = ctypes.cast(lib.spmd_step, ctypes.c_void_p).value
+    lib.spmd_pmap_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                                  ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32]
+    lib.spmd_coll_last_error.restype = ctypes.c_char_p
+    status = lib.spmd_pmap_run(entry, 2, ins.ctypes.data, 2, out_t.ctypes.data, 2)
+    assert status == 0, lib.spmd_coll_last_error()
     np.testing.assert_allclose(outs[0], xs.sum(0) * 10 + np.arange(2)[:, None], rtol=1e-6)
     np.testing.assert_array_equal(outs[1][1], xs)
     # called directly (one device, no hooks): the axis of 2 devices does not fit
     import jx.runtime as rt
     with pytest.raises(rt.ArtifactError):
         rt.load(res["library"]).step(np.int32(0), xs[0])
-    lib.jx_coll_last_error.restype = ctypes.c_char_p
-    assert b"compiled for an axis of 2 devices" in lib.jx_coll_last_error()
+    lib.spmd_coll_last_error.restype = ctypes.c_char_p
+    assert b"compiled for an axis of 2 devices" in lib.spmd_coll_last_error()
     lib.jx_coll_clear_error()
 
 
