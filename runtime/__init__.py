@@ -33,7 +33,12 @@ __all__ = list(_NAMES)
 
 def __getattr__(name: str):
     sub = _NAMES.get(name)
-    if sub is None:
+    if sub is None:                  # a submodule, e.g. jx_runtime.pool.clear()
+        try:
+            return _importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_importlib.import_module(f".{sub}", __name__), name)
     globals()[name] = value          # later lookups skip this hook
