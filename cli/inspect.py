@@ -24,7 +24,7 @@ def _tree(obj) -> str:
 def _entry(e: dict) -> dict:
     return {"name": e["name"], "symbol": e.get("symbol"), "arg_names": e.get("arg_names"),
             "in_tree": _tree(e.get("in_tree")), "out_tree": _tree(e.get("out_tree")),
-            "inputs": e["inputs"], "outputs": e["outputs"]}
+            "inputs": e["inputs"], "outputs": e["outputs"], "baked": e.get("baked")}
 
 
 def report(path: str) -> dict:
@@ -36,7 +36,7 @@ def report(path: str) -> dict:
            "manifest_sha256": info["manifest_sha256"], "content_hash": info["content_hash"],
            "seal": info["seal"], "jx_version": m["jx_version"],
            "abi_version": m["abi_version"], "target": m["target"], "cpu": m["cpu"],
-           "cpu_features": m.get("cpu_features", []),
+           "cpu_features": m.get("cpu_features", []), "prefix": m.get("prefix"),
            "entries": [_entry(e) for e in m["entries"]],
            "symbols": info["symbols"], "baked": info["baked"]}
     if "files" in info:
@@ -62,22 +62,24 @@ def _wrapped(label: str, words: list) -> list:
                          subsequent_indent=" " * 18, break_on_hyphens=False)
 
 
-def _baked_lines(baked) -> list:
-    if not baked:
-        return []
-    lines = ["", "baked constants"]
-    items = baked.items() if isinstance(baked, dict) else enumerate(baked)
+def _baked_lines(baked, indent: str = "  ") -> list:
+    """Baked constants: jx.bake's records ({arg, origin, sha256, leaves}) or, for a
+    form this jx does not know, each item as it is."""
+    items = baked.items() if isinstance(baked, dict) else enumerate(baked or ())
+    lines = []
     for key, value in items:
-        if isinstance(value, dict):
-            name = value.get("name") or value.get("path") or key
-            parts = []
-            if "dtype" in value and "shape" in value:
-                parts.append(_leaf(value))
-            parts += [f"{k} {v}" for k, v in value.items()
-                      if k not in ("name", "path", "dtype", "shape")]
-            lines.append(f"  {name}  {'  '.join(map(str, parts))}")
-        else:
-            lines.append(f"  {key}  {value}")
+        if not isinstance(value, dict):
+            lines.append(f"{indent}{key}  {value}")
+            continue
+        name = value.get("arg") or value.get("name") or value.get("path") or key
+        parts = [_leaf(value)] if "dtype" in value and "shape" in value else []
+        parts += [f"{'from' if k == 'origin' else k} {v}" for k, v in value.items()
+                  if k not in ("arg", "name", "path", "dtype", "shape", "leaves")]
+        lines.append(f"{indent}{name}  {'  '.join(map(str, parts))}".rstrip())
+        leaves = value.get("leaves")
+        if isinstance(leaves, list) and all(isinstance(x, dict) and "dtype" in x
+                                            and "shape" in x for x in leaves):
+            lines += ["  " + line for line in _leaf_lines(leaves, str(name))]
     return lines
 
 
@@ -87,6 +89,8 @@ def text(rep: dict) -> str:
              f"  {'format':<16}{rep['format']}, {rep['machine']}, {rep['size']} bytes",
              f"  {'jx version':<16}{rep['jx_version']}  (ABI version {rep['abi_version']})",
              f"  {'target':<16}{rep['target']}, CPU {rep['cpu']}"]
+    if rep["prefix"]:
+        lines.append(f"  {'symbol prefix':<16}{rep['prefix']}_")
     lines += _wrapped("ISA extensions", rep["cpu_features"])
     lines += [f"  {'sha256':<16}{rep['sha256']}  (the file)",
               f"  {'manifest':<16}{rep['manifest_sha256']}  (sha256 of the manifest)",
@@ -103,7 +107,11 @@ def text(rep: dict) -> str:
         lines += _leaf_lines(e["inputs"], "arg")
         lines.append(f"  results    {e['out_tree']}")
         lines += _leaf_lines(e["outputs"], "result")
-    lines += _baked_lines(rep["baked"])
+        if e.get("baked"):
+            lines += ["  baked (stored in the artifact, not arguments)"]
+            lines += _baked_lines(e["baked"], "    ")
+    if rep["baked"]:
+        lines += ["", "baked constants"] + _baked_lines(rep["baked"])
     if rep["symbols"]:
         entry_syms = {e["symbol"] for e in rep["entries"]}
         ours = [s["name"] for s in rep["symbols"] if s["name"] in entry_syms]

@@ -174,15 +174,32 @@ def test_cuda_manifest_is_read(tmp_path, built):
 
 
 def test_baked_constants_are_shown(tmp_path, built):
-    """A manifest's `baked` record (the constants stored in the artifact) is shown."""
+    """Baked constants (jx.bake's records, per entry or for the whole artifact) are shown."""
     from jx.cli import inspect
     path = _artifact(built, "mlp.py")
     rep = inspect.report(str(path))
-    rep["baked"] = [{"name": "params", "dtype": "float32", "shape": [784, 1024],
-                     "sha256": "ab" * 32}]
+    record = {"arg": "params", "origin": "weights.npz", "sha256": "ab" * 32,
+              "leaves": [{"path": "params['w1']", "shape": [784, 1024], "dtype": "float32"}]}
+    rep["entries"][0]["baked"] = [record]
+    rep["baked"] = [{"name": "table", "dtype": "int32", "shape": [3], "sha256": "cd" * 32}]
     text = inspect.text(rep)
-    assert "baked constants" in text and "params  float32[784, 1024]" in text
-    assert "sha256 " + "ab" * 32 in text
+    assert "baked (stored in the artifact, not arguments)" in text
+    assert "params  from weights.npz  sha256 " + "ab" * 32 in text
+    assert "params['w1']  float32[784, 1024]" in text
+    assert "baked constants" in text and "table  int32[3]  sha256 " + "cd" * 32 in text
+
+
+def test_static_library_and_prefix(tmp_path):
+    """A static library (--static) and a prefixed build read the same way."""
+    model = ROOT / "samples" / "ode.py"
+    r = cli("compile", model, "--static", "--prefix", "odex", "-o", tmp_path)
+    if r.exit_code != 0 and "no such option" in r.output:
+        pytest.skip("this jx compile has no --static/--prefix")
+    assert r.exit_code == 0, r.output
+    r = cli("inspect", tmp_path / "libodex.a")
+    assert r.exit_code == 0, r.output
+    assert "static library" in r.stdout and "symbol prefix   odex_" in r.stdout
+    assert "odex_integrate" in r.stdout and "float32[" in r.stdout
 
 
 # -- jx compile with several models ----------------------------------------------------
