@@ -312,7 +312,9 @@ def register(main: click.Group, reports_errors) -> None:
                   help="Threads for every engine (jx, BLAS, XLA); default: all cores.")
     @click.option("--machine", "machine_only", is_flag=True,
                   help="Print the machine's limits (measured once, then cached).")
-    @click.option("--remeasure", is_flag=True, help="Measure the machine's limits and the code-generation constants again.")
+    @click.option("--remeasure", is_flag=True,
+                  help="Measure the machine's limits and the code-generation constants "
+                       "again.")
     @click.option("--model", default=None, type=click.Path(dir_okay=False), metavar="FILE",
                   help="For an artifact: the model source it was compiled from (default: "
                        "<stem>.py beside its folder), for the NumPy and JAX engines.")

@@ -2,7 +2,8 @@
 
     jx dump-ir MODEL.py [--entry NAME ...] [--shape ARG=SPEC ...] [--after STAGE] [--debug]
     jx compile MODEL.py [-o DIR] [--entry NAME ...] [--shape ARG=SPEC ...] [--cpu NAME]
-    jx bench [PATH] [--entry NAME] [--json FILE] [--min-time S] [--threads N] [--machine]
+    jx bench [PATH] [--entry NAME] [--json FILE|-] [--wide] [--min-time S] [--threads N]
+             [--machine]
 
 Errors caused by the model or the options are printed as one paragraph on
 stderr (exit status 1, no traceback unless --debug).
