@@ -70,6 +70,7 @@ SHORT_LABELS = {"jx jit": "jx", "jx artifact": "jx .so", "NumPy eager": "NumPy",
 CACHED_NOTE = ("* first call loaded the compiled code from jx's object cache "
                "(--cold compiles afresh)")
 ENTRY_MIN = 12          # the compact table folds longer entry names onto more lines
+WHOLE_NAMES = 3.5       # the priority of whole entry names: after first calls, before GB/s
 
 
 def _rows(results: list, compact: bool) -> list:
@@ -163,15 +164,14 @@ def table(results: list, machine: dict | None, title: str = "jx bench",
     widths = {k: _width(rows, k, heads[k]) for k in keys}
     entry_full, widths["entry"] = widths["entry"], min(widths["entry"], ENTRY_MIN)
     chosen = [k for k, *_, prio in COLUMNS if prio == 0]
-    # columns of one priority come together (min with max); whole entry names matter
-    # less than first calls and more than GB/s and GFLOP/s
-    groups: dict = {3.5: []}
+    # columns of one priority come together (min with max), and whole entry names
+    groups: dict = {WHOLE_NAMES: []}
     for k, *_, prio in COLUMNS:
         if prio:
             groups.setdefault(prio, []).append(k)
     for prio in sorted(groups):
         trial = chosen + groups[prio]
-        grown = {**widths, "entry": entry_full} if prio == 3.5 else widths
+        grown = {**widths, "entry": entry_full} if prio == WHOLE_NAMES else widths
         if sum(grown[c] for c in trial) + _overhead(len(trial)) <= width:
             chosen, widths = trial, grown
     chosen = [k for k in keys if k in chosen]      # the full table's column order
