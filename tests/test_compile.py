@@ -205,7 +205,7 @@ def test_a_rebuilt_artifact_loads_anew_in_the_same_process(tmp_path):
 
 
 @pytest.mark.parametrize("fname,why", [("manifest", "already defines"),
-                                       ("coll_rank", "already defines"),
+                                       ("set_num_threads", "already defines"),
                                        ("préd", "not a C identifier")])
 def test_entry_names_that_cannot_be_symbols_are_clear_errors(tmp_path, fname, why):
     (tmp_path / "names.py").write_text(
