@@ -18,7 +18,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from jx import tree, tree_util
