@@ -32,7 +32,7 @@ _MAGICS = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\
 
 
 def _runtime_version() -> str:
-    from ..version import __version__     # layer 0, like the runtime: loads nothing else
+    from .version import __version__      # the runtime's own (it installs alone)
     return __version__
 
 

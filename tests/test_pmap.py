@@ -448,7 +448,7 @@ def test_compiled_artifact_runs_per_device_entries_from_c(tmp_path, rng):
         rt.load(res["library"]).step(np.int32(0), xs[0])
     lib.spmd_coll_last_error.restype = ctypes.c_char_p
     assert b"compiled for an axis of 2 devices" in lib.spmd_coll_last_error()
-    lib.jx_coll_clear_error()
+    lib.spmd_coll_clear_error()
 
 
 def test_bind_axis_needs_a_traced_index():
