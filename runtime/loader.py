@@ -114,6 +114,10 @@ def _open_library(path: str) -> tuple:
     head = data[:4]
     if not head:
         raise ArtifactLoadError(f"{path} is empty; rebuild it with `jx compile`")
+    if data.startswith(b"!<arch>\n"):
+        raise ArtifactLoadError(f"{path} is a static library (`jx compile --static`), which C "
+                                "programs link; to load the model from Python build the shared "
+                                "object: `jx compile` without --static")
     if not any(head.startswith(m) for m in _MAGICS):
         raise ArtifactLoadError(f"{path} is not a shared object (it starts with {head!r}); "
                                 "pass the .so written by `jx compile`")

@@ -319,3 +319,24 @@ def test_default_prefix_of_a_name_that_is_no_identifier():
     assert default_prefix("mlp") == "mlp"
     assert default_prefix("my-model.v2") == "my_model_v2"
     assert default_prefix("2layer") == "_2layer"
+
+
+def test_loading_a_static_library_says_what_to_build(built):
+    import jx.runtime as rt
+    _, results = built["static"]
+    with pytest.raises(rt.ArtifactLoadError, match="static library.*without --static"):
+        rt.load(results["mlp"]["library"])
+
+
+def test_prefix_is_read_from_the_file(built):
+    """The loader finds the manifest functions through the file's prefix section;
+    a file without one is an artifact from before prefixes (jx_manifest)."""
+    from jx.runtime import elf
+    from jx.runtime.abi import PREFIX_SECTION
+    from jx.runtime.loader import artifact_prefix
+    _, results = built["shared"]
+    data = Path(results["mlp_b"]["library"]).read_bytes()
+    assert elf.section(data, PREFIX_SECTION).rstrip(b"\0") == b"mlp_b"
+    assert artifact_prefix(data) == "mlp_b"
+    assert artifact_prefix(data.replace(PREFIX_SECTION.encode() + b"\0",
+                                        b".jx_other\0")) == "jx"
