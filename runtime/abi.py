@@ -37,8 +37,8 @@ STATUS = {
     STATUS_OUT_OF_MEMORY: ("JX_ERR_OUT_OF_MEMORY", "scratch memory could not be allocated"),
     STATUS_NULL_POINTER: ("JX_ERR_NULL_POINTER", "a NULL inputs/outputs array or leaf pointer"),
     STATUS_INTERNAL: ("JX_ERR_INTERNAL", "an internal check failed: a jx bug, please report"),
-    STATUS_CANCELLED: ("JX_ERR_CANCELLED", "interrupted (SIGINT, or <prefix>_request_cancel) before "
-                       "it finished: the outputs are incomplete"),
+    STATUS_CANCELLED: ("JX_ERR_CANCELLED", "interrupted (SIGINT, or <prefix>_request_cancel) "
+                       "before it finished: the outputs are incomplete"),
 }
 
 LEGACY_PREFIX = "jx"            # artifacts built before prefixes; jx.jit's code

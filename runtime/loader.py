@@ -8,9 +8,10 @@ every byte, manifest included, recorded by `jx compile`: all of these before
 dlopen, so a damaged or foreign file runs none of its code), the dynamic loader
 accepts it, it exports P_abi_version, P_manifest and P_manifest_sha256 (P: the
 prefix recorded in the file's abi.PREFIX_SECTION, "jx" for a file built before
-prefixes), the manifest matches that checksum and records the same prefix, its ABI version is the one this runtime reads,
-the manifest parses and agrees with that version, every entry symbol is
-exported, and (optionally) its content hash is the one the caller pinned.
+prefixes), the manifest matches that checksum and records the same prefix, its
+ABI version is the one this runtime reads, the manifest parses and agrees with
+that version, every entry symbol is exported, and (optionally) its content hash
+is the one the caller pinned.
 """
 from __future__ import annotations
 
