@@ -261,3 +261,20 @@ def test_split_siblings_round_trip():
     for prog in (merged, split):
         got = CompiledFunction(prog, "f")(x)
         _check(got, want, np.float32)
+
+
+@pytest.mark.parametrize("shape", [(37, 53), (1, 7), (64, 128)])
+def test_row_group_with_merged_siblings_after_a_spilling_reduce(shape):
+    """A row group (softmax-like rows) where a sum whose input is computed comes
+    before a merged sibling kernel: row fusion looks for the loop that receives the
+    sum's value and must pass over the multi-output kernel (this compile crashed)."""
+    def f(x, xp):
+        m = xp.max(x, -1, keepdims=True)
+        e = xp.exp(x - m)
+        t = e / e.sum(-1, keepdims=True)
+        return e * 2.0, (t * x).sum(-1), (t * t).max(-1)
+
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = jx.jit(lambda x: f(x, jnp))
+    assert ["reduce_sum", "reduce_max"] in _reduces(g.lower(x))
+    _check(g(x), f(x.astype(np.float64), np), np.float32)

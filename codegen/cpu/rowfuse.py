@@ -154,8 +154,10 @@ def spill_plan(members: list) -> dict:
         if not isinstance(x, Var) or x in r.inputs:
             continue                     # nothing recomputed: it is a plain load
         for later in members[i + 1:]:
+            if later.kind != "loop" or len(later.outputs) != 1:
+                continue                 # (merged sibling reductions have several)
             (out,) = later.outputs
-            if later.kind == "loop" and id(out) not in taken and \
+            if id(out) not in taken and \
                     out.aval.same_type(x.aval) and \
                     any(v is x for e in later.eqns for v in e.outputs) and \
                     _reads_only_in_place(later, x):
