@@ -2,7 +2,9 @@
 
   copy bandwidth  – STREAM-like copy of large arrays (bytes read + bytes written)
   read bandwidth  – a sum over large arrays (bytes read)
-  f32/f64 peak    – GEMM through NumPy's BLAS (the practical FMA peak)
+  f32/f64 peak    – fused multiply-adds on registers on every core (fma_probe.py),
+                    the peak rooflines are drawn under
+  f32/f64 GEMM    – a matrix product through NumPy's BLAS (what the BLAS reaches)
   cores           – CPUs this process may run on, and the threads used
 
 NumPy releases the GIL inside copies, reductions and BLAS calls, so a thread
@@ -96,9 +98,17 @@ def measure(threads: int, quick: bool = False) -> dict:
         "copy_gb_s": round(bw["copy_gb_s"], 2), "read_gb_s": round(bw["read_gb_s"], 2),
         "gemm_f32_gflop_s": round(gemm_peak(np.float32, n), 2),
         "gemm_f64_gflop_s": round(gemm_peak(np.float64, n), 2),
+        **fma_peaks(threads, quick),
         "blas": _blas_name(), "numpy": np.__version__, "quick": quick,
         "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
+
+
+def fma_peaks(threads: int, quick: bool = False) -> dict:
+    from .fma_probe import fma_peak
+    seconds = 0.01 if quick else 0.05
+    return {f"fma_f{bits}_gflop_s": round(fma_peak(bits, threads, seconds), 2)
+            for bits in (32, 64)}
 
 
 def _blas_name() -> str:
@@ -115,8 +125,10 @@ def cache_path() -> str:
 
 
 def cached(threads: int) -> dict | None:
-    """The limits stored for `threads` threads on this machine, or None."""
-    return store.read_record(CACHE_NAME, fingerprint(threads))
+    """The limits stored for `threads` threads on this machine, or None (also for a
+    record from before the FMA probe: it is measured again)."""
+    rec = store.read_record(CACHE_NAME, fingerprint(threads))
+    return rec if rec is not None and "fma_f32_gflop_s" in rec else None
 
 
 def limits(threads: int | None = None, remeasure: bool = False, quick: bool = False) -> dict:
@@ -134,7 +146,10 @@ def limits(threads: int | None = None, remeasure: bool = False, quick: bool = Fa
 
 
 def peak_for(machine: dict, float_bits: int) -> float:
-    return machine["gemm_f64_gflop_s" if float_bits == 64 else "gemm_f32_gflop_s"]
+    """The arithmetic peak (GFLOP/s) a compute-bound kernel is compared with: the
+    FMA probe's, or for limits recorded without it the BLAS GEMM's."""
+    bits = 64 if float_bits == 64 else 32
+    return machine.get(f"fma_f{bits}_gflop_s") or machine[f"gemm_f{bits}_gflop_s"]
 
 
 def bandwidth_roof(machine: dict) -> float:

@@ -110,7 +110,8 @@ def report(results: list, limits: dict, command: str) -> str:
     lines = ["# Patterns of real JAX programs: jx vs JAX (issue 19)", "",
              f"Command: `{command}`", "",
              f"CPU: {limits.get('cpu', '?')}, {limits.get('cores', '?')} cores; roofline: "
-             f"f32 GEMM peak {machine.peak_for(limits, 32):.4g} GFLOP/s, bandwidth "
+             f"f32 {'FMA' if 'fma_f32_gflop_s' in limits else 'GEMM'} peak "
+             f"{machine.peak_for(limits, 32):.4g} GFLOP/s, bandwidth "
              f"{machine.bandwidth_roof(limits):.4g} GB/s (best of copy and read).", "",
              "| pattern | jx | JAX | jx speedup | jx GFLOP/s (% peak) | jx GB/s (% bw) | "
              "jx roofline | JAX roofline | jx first call | agrees |",

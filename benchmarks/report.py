@@ -223,8 +223,16 @@ def machine_line(machine: dict) -> str:
     n = machine["threads"]
     return (f"machine: {machine['cpu']}, {machine['cores']} cores ({n} thread"
             f"{'' if n == 1 else 's'}); copy {machine['copy_gb_s']:.1f} GB/s, read "
-            f"{machine['read_gb_s']:.1f} GB/s; GEMM f32 {machine['gemm_f32_gflop_s']:.0f} "
-            f"GFLOP/s, f64 {machine['gemm_f64_gflop_s']:.0f} GFLOP/s ({machine['blas']})")
+            f"{machine['read_gb_s']:.1f} GB/s; {_fma_text(machine)}GEMM f32 "
+            f"{machine['gemm_f32_gflop_s']:.0f} GFLOP/s, f64 {machine['gemm_f64_gflop_s']:.0f} "
+            f"GFLOP/s ({machine['blas']})")
+
+
+def _fma_text(machine: dict) -> str:
+    if "fma_f32_gflop_s" not in machine:
+        return ""
+    return (f"FMA peak f32 {machine['fma_f32_gflop_s']:.0f} GFLOP/s, "
+            f"f64 {machine['fma_f64_gflop_s']:.0f} GFLOP/s; ")
 
 
 def machine_table(machine: dict):
@@ -237,6 +245,8 @@ def machine_table(machine: dict):
             ("threads used", str(machine["threads"])),
             ("copy bandwidth", f"{machine['copy_gb_s']:.2f} GB/s"),
             ("read bandwidth", f"{machine['read_gb_s']:.2f} GB/s"),
+            *[(f"f{b} FMA peak", f"{machine[f'fma_f{b}_gflop_s']:.1f} GFLOP/s")
+              for b in (32, 64) if f"fma_f{b}_gflop_s" in machine],
             ("f32 GEMM peak", f"{machine['gemm_f32_gflop_s']:.1f} GFLOP/s"),
             ("f64 GEMM peak", f"{machine['gemm_f64_gflop_s']:.1f} GFLOP/s"),
             ("BLAS", machine["blas"]),

@@ -44,6 +44,7 @@ MODEL = textwrap.dedent('''
 
 FAKE_MACHINE = {"cpu": "test cpu", "cores": 2, "threads": 2, "copy_gb_s": 10.0,
                 "read_gb_s": 12.0, "gemm_f32_gflop_s": 100.0, "gemm_f64_gflop_s": 50.0,
+                "fma_f32_gflop_s": 200.0, "fma_f64_gflop_s": 100.0,
                 "blas": "test blas", "numpy": np.__version__, "quick": False,
                 "measured": "2000-01-01 00:00:00"}
 
@@ -106,7 +107,7 @@ def test_bench_prints_table_and_json_has_every_column(workdir):
             assert rec["first_call_s"] > 0 and rec["calls"] >= 1
             assert rec["gb_s"] == pytest.approx(e["bytes"] / rec["median_s"] / 1e9)
             assert rec["bandwidth_fraction"] == pytest.approx(rec["gb_s"] / 12.0)
-            assert rec["peak_fraction"] == pytest.approx(rec["gflop_s"] / 100.0)
+            assert rec["peak_fraction"] == pytest.approx(rec["gflop_s"] / 200.0)
         assert e["engines"]["numpy"]["speedup_vs_numpy"] == pytest.approx(1.0)
     axpy = doc["entries"][0]
     assert axpy["bytes"] == 3 * 257 * 4 and axpy["flops"] == 2 * 257
@@ -141,7 +142,8 @@ def test_without_jax_the_column_is_skipped_with_a_note(workdir):
 def test_machine_prints_the_cached_limits(workdir):
     r = jx_bench(workdir, "--machine")
     assert r.returncode == 0, r.stderr
-    for text in ("copy bandwidth", "10.00 GB/s", "f32 GEMM peak", "100.0 GFLOP/s", "(cached)"):
+    for text in ("copy bandwidth", "10.00 GB/s", "f32 FMA peak", "200.0 GFLOP/s",
+                 "f32 GEMM peak", "100.0 GFLOP/s", "(cached)"):
         assert text in r.stdout, text
 
 

@@ -37,6 +37,7 @@ machine_mod = import_module(f"{bench.__name__}.machine")
 
 MACHINE = {"cpu": "Test CPU [v2]", "cores": 2, "threads": 2, "copy_gb_s": 10.0,
            "read_gb_s": 12.0, "gemm_f32_gflop_s": 100.0, "gemm_f64_gflop_s": 50.0,
+           "fma_f32_gflop_s": 200.0, "fma_f64_gflop_s": 100.0,
            "blas": "test blas", "numpy": np.__version__, "quick": False,
            "measured": "2000-01-01 00:00:00"}
 
