@@ -57,6 +57,7 @@ RUNTIME_EXPORTS = {
     "get_num_threads": ("int", []),
     "request_cancel": ("void", []),
     "install_interrupt_handler": ("int32_t", []),
+    "release_scratch": ("void", []),      # large scratch blocks kept between calls
     "pmap_run": ("int32_t", ["jx_entry_fn entry", "int32_t n", "const void** inputs",
                              "int32_t n_in", "void** outputs", "int32_t n_out"]),
     "coll_last_error": ("const char*", []),

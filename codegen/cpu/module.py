@@ -367,7 +367,7 @@ class ModuleBuilder:
             if nbytes:
                 self.memcpy(b, p, src, nbytes)
         for mem in allocated:
-            b.call(self._free, [mem])
+            self.free(b, mem)
 
     def _unwind(self, b, allocated: list, blocks: dict):
         """The failure target once `allocated` exist: a chain of blocks, each freeing
@@ -382,15 +382,21 @@ class ModuleBuilder:
         return blocks[n]
 
     def alloc(self, b, nbytes: int, fail_block):
-        """malloc(nbytes), branching to fail_block when it returns NULL."""
-        mem = b.call(self._malloc, [U.i64(max(nbytes, 1))])
+        """Scratch memory (freed with free()), branching to fail_block on NULL. With
+        the runtime it comes from jx_scratch_get (cruntime/jx_scratch.c), which keeps
+        large blocks between calls: no page faults on a fresh mmap each call."""
+        get = self.runtime_function("jx_scratch_get", U.PTR, [U.I64]) if self.parallel \
+            else self._malloc
+        mem = b.call(get, [U.i64(max(nbytes, 1))])
         ok = b.function.append_basic_block("alloc.ok")
         b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), fail_block, ok)
         b.position_at_end(ok)
         return mem
 
     def free(self, b, mem) -> None:
-        b.call(self._free, [mem])
+        put = self.runtime_function("jx_scratch_put", U.VOID, [U.PTR]) if self.parallel \
+            else self._free
+        b.call(put, [mem])
 
     def memcpy(self, b, dst, src, nbytes: int) -> None:
         fn = self.module.declare_intrinsic("llvm.memcpy", [U.PTR, U.PTR, U.I64])

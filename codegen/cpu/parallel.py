@@ -23,7 +23,9 @@ from jx.runtime import interrupts
 
 SOURCE = os.path.join(os.path.dirname(__file__), "cruntime", "jx_parallel.c")
 # jx.pmap's collectives runtime is compiled into the same object and library.
-SOURCES = (SOURCE, os.path.join(os.path.dirname(__file__), "cruntime", "jx_collectives.c"))
+# So is the scratch allocator of compiled calls (it uses jx_parallel.c's macros).
+SOURCES = (SOURCE, os.path.join(os.path.dirname(__file__), "cruntime", "jx_collectives.c"),
+           os.path.join(os.path.dirname(__file__), "cruntime", "jx_scratch.c"))
 
 
 def _source_hash() -> str:
@@ -121,3 +123,12 @@ def num_threads() -> int | None:
     import ctypes
     path = jit_library()
     return None if path is None else ctypes.CDLL(path).jx_get_num_threads()
+
+
+def release_scratch() -> None:
+    """Return the large scratch blocks jx.jit-compiled calls keep between calls
+    (cruntime/jx_scratch.c) to the C library."""
+    import ctypes
+    path = jit_library()
+    if path is not None:
+        ctypes.CDLL(path).jx_release_scratch()
