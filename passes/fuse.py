@@ -88,8 +88,20 @@ def _uses(graph: Graph) -> dict:
     return uses
 
 
+def _static_update(eqn: Eqn) -> bool:
+    """A dynamic_update_slice at constant starts (`x.at[1:-1, 1:-1].set(u)`): a loop
+    kernel rooted at it writes [x | u | x] rows, u computed in place (no copy of x
+    first, no materialised u); at traced starts it stays an opaque copy-then-write."""
+    return eqn.prim.name == "dynamic_update_slice" and \
+        all(isinstance(s, Literal) for s in eqn.inputs[2:])
+
+
+def _fusible(eqn: Eqn) -> bool:
+    return eqn.prim.name in FUSIBLE or _static_update(eqn)
+
+
 def _is_opaque(eqn: Eqn) -> bool:
-    return eqn.prim.name not in FUSIBLE and eqn.prim.name not in REDUCTIONS
+    return not _fusible(eqn) and eqn.prim.name not in REDUCTIONS
 
 
 def _expands(eqn: Eqn) -> bool:
@@ -110,8 +122,8 @@ def _fuse(graph: Graph) -> Program:
     mat = {id(v) for v in graph.inputs}
     mat |= {id(a) for a in graph.outputs if isinstance(a, Var)}
     for eqn in graph.eqns:
-        if _is_opaque(eqn) or eqn.prim.name in REDUCTIONS:
-            mat |= {id(v) for v in eqn.outputs}
+        if _is_opaque(eqn) or eqn.prim.name in REDUCTIONS or _static_update(eqn):
+            mat |= {id(v) for v in eqn.outputs}     # (an update is its kernel's root)
         if _is_opaque(eqn):
             mat |= {id(a) for a in eqn.inputs if isinstance(a, Var)}
         if len(eqn.outputs) > 1:
@@ -141,7 +153,7 @@ def _fuse(graph: Graph) -> Program:
         cost_memo.clear()
         roots = _consumer_roots(graph, mat, uses, rep)
         for eqn in graph.eqns:
-            if eqn.prim.name not in FUSIBLE:
+            if not _fusible(eqn):
                 continue
             v = eqn.outputs[0]
             if id(v) in mat:

@@ -6,7 +6,7 @@ After an intended change to the table, regenerate its snapshots with
 
     JX_UPDATE_GOLDEN=1 pytest tests/test_cli_finish.py
 
-and review the diff of tests/golden/bench_*.txt before committing it.
+and review the diff of tests/golden/bench/table_*.txt before committing it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ rich_console = pytest.importorskip("rich.console")
 from rich.cells import cell_len  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "bench"   # (printer goldens: golden/*.txt)
 UPDATE = os.environ.get("JX_UPDATE_GOLDEN") == "1"
 bench = benchmarks_package()
 report = import_module(f"{bench.__name__}.report")
@@ -117,7 +117,7 @@ def test_bench_table_fits_the_terminal(width):
 @pytest.mark.parametrize("width", [80, 120])
 def test_bench_table_snapshot(width):
     text = render(width)
-    path = GOLDEN / f"bench_{width}.txt"
+    path = GOLDEN / f"table_{width}.txt"
     if UPDATE:
         path.write_text(text)
     assert text == path.read_text(), f"regenerate {path} with JX_UPDATE_GOLDEN=1 if intended"

@@ -176,6 +176,18 @@ def reduction_cases() -> list:
     return out
 
 
+def _shifted_update(x):
+    y = x.copy()
+    y[1:, :-1] = x[:-1, 1:] * 2
+    return y
+
+
+def _last_row_add(x):
+    y = x.copy()
+    y[-1:, :] += np.float32(1.0)
+    return y
+
+
 def layout_cases() -> list:
     jnp, out = _jnp(), []
     for n in SIZES:
@@ -190,11 +202,13 @@ def layout_cases() -> list:
         out.append(Case(name, lambda x, y: (x.T, jnp.pad(x, ((1, 2), (3, 0))),
                                             jnp.concatenate([x, y[:-1]], axis=1),
                                             jnp.concatenate([x, x[::-1]], axis=0), x[::-1, 1:],
-                                            jnp.reshape(x.T, (-1,))),
+                                            jnp.reshape(x.T, (-1,)),
+                                            x.at[1:, :-1].set(x[:-1, 1:] * 2),
+                                            x.at[-1:, :].add(1.0)),
                         lambda x, y: (x.T, np.pad(x, ((1, 2), (3, 0))),
                                       np.concatenate([x, y[:-1]], axis=1),
                                       np.concatenate([x, x[::-1]], axis=0), x[::-1, 1:],
-                                      x.T.reshape(-1)),
+                                      x.T.reshape(-1), _shifted_update(x), _last_row_add(x)),
                         (_f32(_rng(name), shape), _f32(_rng(name + "y"), (shape[0] + 1, 5)))))
     r = _rng("edges")
     z0, z03, z30, b05, c3 = (np.zeros((0,), np.float32), np.zeros((0, 3), np.float32),

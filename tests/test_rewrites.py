@@ -1,6 +1,8 @@
 """Rewrites for real programs' shapes (issue 19): constant-exponent powers, column
 products of computed matrices as fused reductions, strided operands of expanding
-broadcasts, and root pads as [pad | interior | pad] rows. Each against NumPy (and
+broadcasts, root pads as [pad | interior | pad] rows, and updates at constant starts
+(`x.at[1:-1].set(...)`, lax.dynamic_update_slice) as [x | update | x] rows in one
+loop kernel; scans that read their initial carry in place. Each against NumPy (and
 JAX's special values where NumPy differs), at edges and odd sizes; no timings."""
 from __future__ import annotations
 
@@ -152,3 +154,97 @@ def test_stencil_in_a_loop_matches_numpy(n):
     for _ in range(4):
         want = np.pad(want[1:-1, 1:-1, 1:-1] + np.float32(0.1) * lap(want), 1)
     np.testing.assert_allclose(np.asarray(jx.jit(evolve)(u, 0.1)), want, rtol=1e-5, atol=1e-5)
+
+
+def _kinds(program) -> list:
+    """Kernel kinds and root names, nested bodies included."""
+    out = []
+    for k in program.kernels:
+        out.append((k.kind, k.root.prim.name))
+        for sub in k.subprograms.values():
+            for p in (sub if isinstance(sub, tuple) else (sub,)):
+                out += _kinds(p)
+    return out
+
+
+def _np_update(x, u, starts):
+    """JAX's semantics: a negative start counts from the end, then every start is
+    clamped so that the update fits."""
+    x = x.copy()
+    lo = [min(max(s + n if s < 0 else s, 0), n - w)
+          for s, n, w in zip(starts, x.shape, u.shape)]
+    x[tuple(slice(a, a + w) for a, w in zip(lo, u.shape))] = u
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("shape,ushape,starts", [
+    ((7,), (3,), (2,)), ((7,), (7,), (0,)), ((7,), (1,), (6,)), ((7,), (3,), (-4,)),
+    ((7,), (3,), (9,)), ((5, 9), (3, 4), (1, 5)), ((5, 9), (1, 9), (4, 0)),
+    ((5, 9), (5, 1), (0, 0)), ((4, 6, 33), (2, 4, 31), (1, 1, 1)),
+    ((4, 6, 33), (2, 4, 31), (3, -1, 7)), ((3, 4, 5), (0, 2, 2), (1, 1, 1)),
+    ((1, 1), (1, 1), (0, 0)), ((66, 70), (64, 67), (1, 2))])
+def test_update_at_constant_starts_is_one_loop_kernel(dtype, shape, ushape, starts):
+    """Windows at every edge, clamped starts (negative, past the end), empty updates,
+    odd widths; the update's value computed inside the kernel."""
+    with jx.enable_x64(dtype == np.float64):
+        x = (RNG.standard_normal(shape) * 10).astype(dtype)
+        u = (RNG.standard_normal(ushape) * 10).astype(dtype)
+
+        def f(x, u):
+            return lax.dynamic_update_slice(x * 2, u - 1, starts)
+        g = jx.jit(f)
+        want = _np_update(x * 2, u - 1, starts)
+        got = np.asarray(g(x, u))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if 0 not in ushape:
+            assert ("loop", "dynamic_update_slice") in _kinds(g.lower(x, u))
+            assert not any(k == "opaque" for k, _ in _kinds(g.lower(x, u)))
+
+
+def test_update_at_traced_starts_stays_correct():
+    x = RNG.standard_normal((6, 8)).astype(np.float32)
+    u = RNG.standard_normal((2, 3)).astype(np.float32)
+    g = jx.jit(lambda x, u, i, j: lax.dynamic_update_slice(x, u * 3, (i, j)))
+    for i, j in [(0, 0), (4, 5), (5, 7), (-2, 3), (2, 9)]:
+        np.testing.assert_array_equal(np.asarray(g(x, u, np.int32(i), np.int32(j))),
+                                      _np_update(x, u * 3, (i, j)))
+
+
+def test_update_value_read_by_later_ops_and_as_interior_node():
+    """A fused consumer of the update (its result read at shifted indices) and the
+    updated array feeding a reduction."""
+    x = RNG.standard_normal((9, 10)).astype(np.float32)
+
+    def f(x):
+        y = x.at[1:-1, 2:-2].set(jnp.tanh(x[1:-1, 2:-2]) * 4)
+        return y[1:, :] - y[:-1, :], y.sum(axis=1)
+    y = x.copy()
+    y[1:-1, 2:-2] = np.tanh(x[1:-1, 2:-2]) * 4
+    got = jx.jit(f)(x)
+    np.testing.assert_allclose(np.asarray(got[0]), y[1:] - y[:-1], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[1]), y.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 5])
+@pytest.mark.parametrize("n", [3, 12, 31])
+def test_in_place_stencil_in_a_loop_matches_numpy(n, steps):
+    """`u.at[1:-1, 1:-1, 1:-1].add(a * lap(u))` steps in fori_loop: the update kernel,
+    the scan reading its first carry in place (odd and even lengths, zero, one)."""
+    u = RNG.standard_normal((n, n, n)).astype(np.float32)
+
+    def lap(u):
+        c = u[1:-1, 1:-1, 1:-1]
+        return (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1]
+                + u[1:-1, :-2, 1:-1] + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * c)
+
+    def evolve(u, a):
+        return lax.fori_loop(0, steps, lambda _, u: u.at[1:-1, 1:-1, 1:-1].add(a * lap(u)), u)
+    want = u.copy()
+    for _ in range(steps):
+        want = want.copy()
+        want[1:-1, 1:-1, 1:-1] += np.float32(0.1) * lap(want)
+    g = jx.jit(evolve)
+    np.testing.assert_allclose(np.asarray(g(u, 0.1)), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(u), u)          # the input is untouched

@@ -11,10 +11,10 @@ chosen here:
          buffers, and copies those back: one sub-program run never reads and
          writes the same buffer.
   scan   the carry alternates between the output buffers and scratch buffers
-         (even steps read the outputs, odd steps the scratch; an odd length ends
-         with one copy back); step t (counting down when reversed) reads x slices
-         at `xs + t * slice_bytes` (the scanned axis is outermost, so a slice is
-         contiguous) and writes ys slices in place the same way.
+         (the last step writes the outputs; the first reads the initial carry
+         in place, so nothing is copied); step t (counting down when reversed)
+         reads x slices at `xs + t * slice_bytes` (the scanned axis is outermost,
+         so a slice is contiguous) and writes ys slices in place the same way.
 
 Scratch memory is one malloc per kernel call, freed on every exit. A failed
 allocation inside a sub-program propagates as the kernel's status.
@@ -154,8 +154,8 @@ def _scan(ctx, kernel):
     carry_vars, ys_vars = eqn.outputs[:nc], eqn.outputs[nc:]
     carry = [ctx.ptr(v) for v in carry_vars]
     ys = [ctx.ptr(v) for v in ys_vars]
-    _copy(ctx, carry, init, carry_vars)
     if length == 0:
+        _copy(ctx, carry, init, carry_vars)
         return
     x_step = [_nbytes(a) // length for a in eqn.inputs[nk + nc:]]
     y_step = [_nbytes(v) // length for v in ys_vars]
@@ -164,14 +164,15 @@ def _scan(ctx, kernel):
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i
         x_slices = [_byte_offset(b, x, t, s) for x, s in zip(xs, x_step)]
         y_slices = [_byte_offset(b, y, t, s) for y, s in zip(ys, y_step)]
-        # the carry ping-pongs between the outputs and the scratch (even steps read
-        # the outputs): no copy of a large carry (a stencil's grid) per step
-        odd = b.trunc(i, ir.IntType(1))
-        src = [b.select(odd, s_, c) for s_, c in zip(scratch.pieces, carry)]
-        dst = [b.select(odd, c, s_) for s_, c in zip(scratch.pieces, carry)]
+        # the carry ping-pongs between the outputs and the scratch, the last step
+        # writing the outputs, and the first reads the initial carry where it is:
+        # no copy of a large carry (a stencil's grid) per step, nor before or after
+        to_scratch = b.trunc(b.sub(U.i64(length - 1), i), ir.IntType(1))
+        first = b.icmp_unsigned("==", i, U.i64(0))
+        dst = [b.select(to_scratch, s_, c) for s_, c in zip(scratch.pieces, carry)]
+        src = [b.select(first, x0, b.select(to_scratch, c, s_))
+               for x0, s_, c in zip(init, scratch.pieces, carry)]
         ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices,
                                 scratch.fail)
         _stop_if_cancelled(ctx, scratch)
-    if length % 2:          # the last step wrote the scratch
-        _copy(ctx, carry, scratch.pieces, carry_vars)
     scratch.release()

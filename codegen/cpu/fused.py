@@ -177,6 +177,32 @@ def _pad(em, eqn, idx):
     return b.select(inside, em.value(x, sub), padval)
 
 
+def update_window(eqn) -> list:
+    """The [lo, lo + n) window per dim that a dynamic_update_slice at constant
+    starts writes (starts clamped so the update fits, as XLA does)."""
+    x, u, *starts = eqn.inputs
+    return [(min(max(int(s.val), 0), n - w), w)
+            for s, n, w in zip(starts, x.aval.shape, u.aval.shape)]
+
+
+@index_rule("dynamic_update_slice")
+def _dynamic_update_slice(em, eqn, idx):
+    """Constant starts only (fusion keeps the others opaque): u inside the window,
+    x elsewhere. A kernel rooted here writes rows instead (emit_loop)."""
+    x, u = eqn.inputs[:2]
+    b = em.b
+    if 0 in u.aval.shape:
+        return em.value(x, idx)
+    inside = ir.Constant(U.I1, 1)
+    sub = []
+    for i, (lo, n) in zip(idx, update_window(eqn)):
+        j = b.sub(i, U.i64(lo)) if lo else i
+        inside = b.and_(inside, b.and_(b.icmp_signed(">=", j, U.i64(0)),
+                                       b.icmp_signed("<", j, U.i64(n))))
+        sub.append(_clamp(b, j, n))
+    return b.select(inside, em.value(u, sub), em.value(x, idx))
+
+
 @index_rule("concatenate")
 def _concatenate(em, eqn, idx):
     b = em.b
@@ -227,7 +253,11 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
         shape[-1] >= TILE and shape[-2] >= TILE
     if not transposing and not fixed and _plain_pad(kernel.root):
-        _emit_pad_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
+        _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
+        return
+    if not transposing and not fixed and kernel.root.prim.name == "dynamic_update_slice" \
+            and 0 not in kernel.root.inputs[1].aval.shape:
+        _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
         return
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
         U.loop_nest(b, shape, outer=outer, fixed=fixed, hint=_interleave(b, kernel))
@@ -244,31 +274,43 @@ def _plain_pad(eqn) -> bool:
                for lo, hi, interior in eqn.params["padding_config"])
 
 
-def _emit_pad_root(b, em, kernel, ptr, outer, hint) -> None:
-    """out = pad(x) as rows: a row through x's interior is [pad | x | pad], each
-    part its own loop, so the interior loop reads x (stencils: shifted slices) at
-    affine addresses and vectorises; the per-element select and clamped address
-    the generic pad rule needs are gone. Rows outside the interior are filled."""
+def _emit_window_root(b, em, kernel, ptr, outer, hint) -> None:
+    """out = pad(x), or out = dynamic_update_slice(x, u) at constant starts, as rows:
+    a row through the window (pad: x's interior; update: u) is [edge | window |
+    edge], each part its own loop, so the window loop reads its operand (stencils:
+    shifted slices) at affine addresses and vectorises; the per-element select and
+    clamped address of the index rules are gone. Rows outside the window are edge:
+    pad's value, or the updated array x read at the same index."""
     root = kernel.root
-    x, pv = root.inputs
     (out,) = kernel.outputs
     shape, dt = out.aval.shape, out.aval.dtype
-    lows = [lo for lo, _, _ in root.params["padding_config"]]
-    inner = x.aval.shape
-    padval = em.value(pv, [])          # a scalar, before the loops: it dominates them
+    if root.prim.name == "pad":
+        inner_x, pv = root.inputs
+        lows = [lo for lo, _, _ in root.params["padding_config"]]
+        inner = inner_x.aval.shape
+        padval = em.value(pv, [])      # a scalar, before the loops: it dominates them
+
+        def edge(idx):
+            return padval
+    else:
+        x, inner_x = root.inputs[:2]
+        lows, inner = zip(*update_window(root))
+
+        def edge(idx):
+            return em.value(x, idx)
     last = len(shape) - 1
 
     def fill(idx_outer, lo, hi):
         if lo < hi:
-            with U.for_between(b, lo, hi, "pad") as k:
-                U.store(b, padval, ptr, U.linear(b, idx_outer + [k], shape), dt)
+            with U.for_between(b, lo, hi, "edge") as k:
+                U.store(b, edge(idx_outer + [k]), ptr, U.linear(b, idx_outer + [k], shape), dt)
 
     def row(idx_outer):
         lo, n = lows[last], inner[last]
         fill(idx_outer, 0, lo)
         src = [b.sub(i, U.i64(l)) if l else i for i, l in zip(idx_outer, lows)]
         with U.for_between(b, lo, lo + n, "interior", hint) as k:
-            v = em.value(x, src + [b.sub(k, U.i64(lo)) if lo else k])
+            v = em.value(inner_x, src + [b.sub(k, U.i64(lo)) if lo else k])
             U.store(b, v, ptr, U.linear(b, idx_outer + [k], shape), dt)
         fill(idx_outer, lo + n, shape[last])
 
