@@ -48,7 +48,9 @@ class Array(metaclass=abc.ABCMeta):
     # (setting the flag costs a fraction of a small call): _exposed makes it
     # read-only before anything outside jx sees it.
     # _sig/_ptr: set by jit's call plans (jx.dispatch.signature), absent until then
-    __slots__ = ("_value", "_weak", "_sig", "_ptr")
+    # _base: a jit result's block of same-typed results, of which it is the row at
+    #   _ptr, when its view is not made yet (__getattr__ makes it on first use)
+    __slots__ = ("_value", "_weak", "_sig", "_ptr", "_base")
     __array_priority__ = 1000   # np_array + jx_array is jx's operator (JAX's promotion)
 
     def __init__(self, value, weak_type: bool = False):
@@ -63,6 +65,17 @@ class Array(metaclass=abc.ABCMeta):
             value.flags.writeable = False
         self._value = value
         self._weak = bool(weak_type)
+
+    def __getattr__(self, name):
+        # Only for unset slots. A call plan hands out its outputs of one shape and
+        # dtype as rows of one block without making their NumPy views: a result fed
+        # straight back into the next call (an optimizer loop) never needs one.
+        if name != "_value":
+            raise AttributeError(name)
+        base = self._base
+        row = (self._ptr - base.__array_interface__["data"][0]) // (base.nbytes // len(base))
+        self._value = v = base[row]
+        return v
 
     # ------------------------------------------------------------ the aval
     shape = property(lambda self: self._value.shape)

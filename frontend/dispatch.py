@@ -213,7 +213,8 @@ def _checked_ptr(x, sig):
 
 def _out_groups(specs) -> list:
     """Outputs by (shape, dtype): each group of two or more is allocated as one
-    array and handed out as its rows (one allocation, views made in C)."""
+    array and handed out as its rows (one allocation; each row's view is made
+    when something first reads it)."""
     groups: dict = {}
     for k, (_, shape, dt) in enumerate(specs):
         groups.setdefault((tuple(shape), np.dtype(dt)), []).append(k)
@@ -285,16 +286,17 @@ def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_t
         w.emit(f"c{c}.value = {name}")
         ptr[j] = f"ca{c}"
     w.emit("try:")
-    out_ptr, results = {}, {}
+    out_ptr, results, block = {}, {}, {}
     for (shape, dt), ks in _out_groups(specs):
         sh, d = w.const((len(ks),) + shape if len(ks) > 1 else shape, "SH"), w.const(dt, "DT")
         if len(ks) == 1:
             w.emit(f"o{ks[0]} = empty({sh}, {d})", 2)
             w.emit(f"q{ks[0]} = dp(o{ks[0]})", 2)
-        else:
+        else:       # the rows' views are made when first used (Array.__getattr__)
             g = w.fresh("g")
             w.emit(f"{g} = empty({sh}, {d})", 2)
-            w.emit(f"{''.join(f'o{k}, ' for k in ks)}= {g}", 2)
+            for k in ks:
+                block[k] = g
             nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
             w.emit(f"q{ks[0]} = dp({g})", 2)
             for i, k in enumerate(ks[1:], 1):
@@ -315,7 +317,8 @@ def _generate(parts, in_tree, leaves, static, static_kw, n_args, kw_names, out_t
     for k, weak in enumerate(parts["out_weak"]):
         r = f"r{k}"
         outs.append(r)
-        w.emit(f"{r} = new(Array); {r}._value = o{k}; {r}._weak = {bool(weak)}; "
+        held = f"_base = {block[k]}" if k in block else f"_value = o{k}"
+        w.emit(f"{r} = new(Array); {r}.{held}; {r}._weak = {bool(weak)}; "
                f"{r}._sig = {results[k]}; {r}._ptr = q{k}")
     w.emit(f"return {_build_out(w, out_tree, outs)}")
 

@@ -215,3 +215,46 @@ def test_copied_pickled_and_noncontiguous_leaves():
     res = f({"x": t, "y": np.ones((2, 3), np.float32)}, 1.0)
     np.testing.assert_array_equal(np.asarray(res["x"]), t + 1)
     assert _plans(f)[0](({"x": t, "y": np.ones((2, 3), np.float32)}, 1.0), {}) is MISS
+
+
+def test_grouped_outputs_make_their_views_when_first_read():
+    """Same-typed outputs are rows of one block; a row's NumPy view is made when
+    something reads it (an optimizer loop feeding results back never does), and
+    then each is the right row, read-only, surviving the others and the block."""
+    import gc
+    import pickle
+
+    @jx.jit
+    def step(p, lr):
+        return {k: v - lr * (v ** 3 - v) for k, v in p.items()}
+    p = _params(16, 7)
+    want = {k: np.asarray(v) for k, v in p.items()}
+    out = p
+    for _ in range(4):                               # the plan's outputs as its inputs
+        out = step(out, 0.05)
+        want = {k: v - np.float32(0.05) * (v ** 3 - v) for k, v in want.items()}
+    assert len(_plans(step)) == 1
+    lazy = [k for k in out if not _has_view(out[k])]
+    assert lazy == sorted(out)                       # none read yet
+    keys = sorted(out)
+    for k in keys[::-1]:                             # any order
+        np.testing.assert_allclose(np.asarray(out[k]), want[k], rtol=1e-5)
+        assert _has_view(out[k])
+        assert not np.asarray(out[k]).flags.writeable
+    one = out[keys[3]]
+    del out
+    gc.collect()
+    np.testing.assert_allclose(np.asarray(one), want[keys[3]], rtol=1e-5)
+    fresh = step(p, 0.05)
+    r = pickle.loads(pickle.dumps(fresh[keys[5]]))   # pickling reads the value
+    x = np.asarray(p[keys[5]])
+    np.testing.assert_allclose(np.asarray(r), x - np.float32(0.05) * (x ** 3 - x), rtol=1e-5)
+    assert float(jnp.sum(fresh[keys[0]] * 0)) == 0.0 and fresh[keys[1]].shape == (7,)
+
+
+def _has_view(a) -> bool:
+    try:
+        object.__getattribute__(a, "_value")
+        return True
+    except AttributeError:
+        return False
