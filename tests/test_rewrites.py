@@ -139,20 +139,22 @@ def test_root_pad_rows(shape, pads):
                                atol=1e-6)
 
 
+def _lap(u):
+    """The 7-point Laplacian of a 3-D grid's interior (jx or NumPy arrays)."""
+    c = u[1:-1, 1:-1, 1:-1]
+    return (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1]
+            + u[1:-1, :-2, 1:-1] + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * c)
+
+
 @pytest.mark.parametrize("n", [3, 12, 31])
 def test_stencil_in_a_loop_matches_numpy(n):
     u = RNG.standard_normal((n, n, n)).astype(np.float32)
 
-    def lap(u):
-        c = u[1:-1, 1:-1, 1:-1]
-        return (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1]
-                + u[1:-1, :-2, 1:-1] + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * c)
-
     def evolve(u, a):
-        return lax.fori_loop(0, 4, lambda _, u: jnp.pad(u[1:-1, 1:-1, 1:-1] + a * lap(u), 1), u)
+        return lax.fori_loop(0, 4, lambda _, u: jnp.pad(u[1:-1, 1:-1, 1:-1] + a * _lap(u), 1), u)
     want = u.copy()
     for _ in range(4):
-        want = np.pad(want[1:-1, 1:-1, 1:-1] + np.float32(0.1) * lap(want), 1)
+        want = np.pad(want[1:-1, 1:-1, 1:-1] + np.float32(0.1) * _lap(want), 1)
     np.testing.assert_allclose(np.asarray(jx.jit(evolve)(u, 0.1)), want, rtol=1e-5, atol=1e-5)
 
 
@@ -230,21 +232,16 @@ def test_update_value_read_by_later_ops_and_as_interior_node():
 @pytest.mark.parametrize("steps", [0, 1, 2, 5])
 @pytest.mark.parametrize("n", [3, 12, 31])
 def test_in_place_stencil_in_a_loop_matches_numpy(n, steps):
-    """`u.at[1:-1, 1:-1, 1:-1].add(a * lap(u))` steps in fori_loop: the update kernel,
+    """`u.at[1:-1, 1:-1, 1:-1].add(a * _lap(u))` steps in fori_loop: the update kernel,
     the scan reading its first carry in place (odd and even lengths, zero, one)."""
     u = RNG.standard_normal((n, n, n)).astype(np.float32)
 
-    def lap(u):
-        c = u[1:-1, 1:-1, 1:-1]
-        return (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1]
-                + u[1:-1, :-2, 1:-1] + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * c)
-
     def evolve(u, a):
-        return lax.fori_loop(0, steps, lambda _, u: u.at[1:-1, 1:-1, 1:-1].add(a * lap(u)), u)
+        return lax.fori_loop(0, steps, lambda _, u: u.at[1:-1, 1:-1, 1:-1].add(a * _lap(u)), u)
     want = u.copy()
     for _ in range(steps):
         want = want.copy()
-        want[1:-1, 1:-1, 1:-1] += np.float32(0.1) * lap(want)
+        want[1:-1, 1:-1, 1:-1] += np.float32(0.1) * _lap(want)
     g = jx.jit(evolve)
     np.testing.assert_allclose(np.asarray(g(u, 0.1)), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(np.asarray(u), u)          # the input is untouched

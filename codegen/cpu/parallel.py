@@ -1,12 +1,14 @@
-"""The parallel runtime (cruntime/jx_parallel.c), built with the system C compiler.
+"""The C runtime (cruntime/: the thread pool, pmap's collectives, the scratch
+allocator), built with the system C compiler.
 
 Artifacts link its object file (every symbol hidden: a program reaches the
 controls through the artifact's prefixed forwarders, P_set_num_threads, ..., so
 any number of models link into one program); jx.jit loads it as a shared
-library (JX_VISIBLE) so the JIT resolves `jx_parallel_for`. Both builds are cached by the source's hash, each with its own
-sha256 recorded beside it: one that no longer matches (a damaged disk, a build
-killed by something else) is rebuilt before it is linked or loaded. Without a C
-compiler the backend emits serial kernels (see available()).
+library (JX_VISIBLE) so the JIT resolves `jx_parallel_for`. Both builds are
+cached by the sources' hash, each with its own sha256 recorded beside it: one
+that no longer matches (a damaged disk, a build killed by something else) is
+rebuilt before it is linked or loaded. Without a C compiler the backend emits
+serial kernels (see available()).
 """
 from __future__ import annotations
 
