@@ -17,11 +17,12 @@ from .errors import CliError
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
                   target: str, cpu: str | None, name: str | None, arch: str | None = None,
                   lenient: bool = False, prefix: str | None = None,
-                  static: bool = False) -> dict:
+                  static: bool = False, bakes: tuple = ()) -> dict:
     """Build MODEL's artifact. lenient (several models in one call): --entry names and
-    --shape arguments the model lacks are skipped (loading.NoEntrySelected if it has
-    none of the entries). prefix: of its C symbols (default: the artifact name);
-    static: a static library instead of a shared object."""
+    --shape / --bake arguments the model lacks are skipped (loading.NoEntrySelected if
+    it has none of the entries). prefix: of its C symbols (default: the artifact name);
+    static: a static library instead of a shared object; bakes: --bake ARG=FILE items
+    (declared bakes apply too)."""
     if target not in ("cpu", "cuda"):
         raise CliError(f"unknown --target {target!r}; jx compiles for 'cpu' and 'cuda'.")
     if cpu is not None and target == "cpu":
@@ -38,6 +39,7 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries, only_present=lenient)
     loading.apply_shapes(selected, shapes, only_present=lenient)
+    selected = loading.apply_bakes(selected, bakes, only_present=lenient)
     shown = loading.display_path(model)
     stem = _stem(model, name, prefix)
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", "..") \
@@ -58,7 +60,7 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         graph = pipeline.run(traced, check=False)
         traced_names = [n for n in e.arg_names if n not in e.static]
         programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],
-                                     traced.out_tree, traced_names))
+                                     traced.out_tree, traced_names, list(e.baked)))
     try:
         if target == "cuda":
             from jx.codegen.cuda.artifact import build_artifact as build_cuda
@@ -183,11 +185,16 @@ def register(main: click.Group, reports_errors) -> None:
                   help="Prefix of every exported C symbol: NAME_<entry>, NAME_manifest, ... "
                        "(default: the artifact name); names the files too unless --name "
                        "is given.")
+    @click.option("--bake", "bakes", multiple=True, metavar="ARG=FILE",
+                  help="Store argument ARG's arrays in the artifact (a .npz keyed by leaf "
+                       "path, e.g. w1 or layers.0.b, or a .npy for an array argument): the "
+                       "entry then takes the other arguments (repeatable).")
     @click.option("--static", is_flag=True,
                   help="Write a static library lib<NAME>.a, with <NAME>.pc (pkg-config) and "
                        "<NAME>Config.cmake (CMake find_package), instead of a shared object.")
     @reports_errors
-    def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, static):
+    def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, bakes,
+                    static):
         """Compile each MODEL's entries into a shared object with a C ABI and a C header
         (--static: a static library; --target cuda: PTX, cubin where ptxas exists, and
         a .cuda.json manifest). Exported symbols start with the artifact's prefix.
@@ -202,7 +209,7 @@ def register(main: click.Group, reports_errors) -> None:
             t0 = time.perf_counter()
             try:
                 res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch,
-                                    lenient=many, prefix=prefix, static=static)
+                                    lenient=many, prefix=prefix, static=static, bakes=bakes)
             except loading.NoEntrySelected as e:
                 click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
                 continue
@@ -210,14 +217,18 @@ def register(main: click.Group, reports_errors) -> None:
             _warn_replaced(before, res)
             built.append(res["manifest"])
         if many:
-            _check_all_used(entries, shapes, built)
+            _check_all_used(entries, shapes, bakes, built)
 
 
-def _check_all_used(entries: tuple, shapes: tuple, manifests: list) -> None:
-    """With several models: an --entry or --shape that matched no model is an error
-    (a typo must not pass silently), reported after the builds that did match."""
+def _check_all_used(entries: tuple, shapes: tuple, bakes: tuple, manifests: list) -> None:
+    """With several models: an --entry, --shape or --bake that matched no model is an
+    error (a typo must not pass silently), reported after the builds that did match."""
     names = {e["name"] for m in manifests for e in m["entries"]}
     args = {a for m in manifests for e in m["entries"] for a in e.get("arg_names") or ()}
+    baked = {b["arg"] for m in manifests for e in m["entries"] for b in e.get("baked") or ()}
+    for item in bakes:
+        if item.partition("=")[0].strip() not in baked:
+            raise CliError(f"bad --bake {item!r}: no compiled entry has that argument")
     missing = [n for n in entries if n not in names]
     if missing:
         raise CliError(f"no model given has an entry {missing[0]!r}; check the --entry names")

@@ -1,4 +1,4 @@
-"""Load a model file by path, pick its entries and apply --shape overrides."""
+"""Load a model file by path, pick its entries and apply --shape overrides and bakes."""
 from __future__ import annotations
 
 import copy
@@ -10,7 +10,7 @@ import sys
 import types
 
 import jx
-from jx import dtypes
+from jx import bake, dtypes
 from jx.export import Entry, EntryError
 from jx.ir import extent_problem
 
@@ -162,3 +162,41 @@ def apply_shapes(entries: list, shapes: tuple, only_present: bool = False) -> No
 
 def _traced_names(entry: Entry) -> list:
     return [n for n in entry.arg_names if n not in entry.static]
+
+
+def apply_bakes(entries: list, bakes: tuple, only_present: bool = False) -> list:
+    """The entries with their declared bakes (@jx.export(bake=...)) and each --bake
+    ARG=FILE (.npy, or .npz keyed by leaf path) applied: those arguments become
+    constants stored in the artifact. A --bake wins over a declaration of the same
+    argument. only_present: an ARG no entry has is skipped, not an error."""
+    parsed = []
+    for item in bakes:
+        arg, eq, path = item.partition("=")
+        arg, path = arg.strip(), path.strip()
+        if not eq or not arg.isidentifier() or not path:
+            raise CliError(f"bad --bake {item!r}: expected ARG=FILE, e.g. "
+                           "--bake params=weights.npz (a .npz keyed by leaf path, e.g. "
+                           "w1, layers.0.b, or a .npy for an array argument).")
+        parsed.append((arg, path))
+    out, used = [], set()
+    for e in entries:
+        mine = [(a, p) for a, p in parsed if a in _traced_names(e)]
+        declared = {k: v for k, v in e.bake_sources.items() if k not in dict(mine)}
+        try:
+            e = bake.declared(dataclasses.replace(e, bake_sources=declared))
+            for a, p in mine:
+                e = bake.from_file(e, a, p)
+                used.add(a)
+        except EntryError as err:
+            raise CliError(ensure_period(str(err)), where=e.source) from None
+        except Exception as err:      # noqa: BLE001 - a declared bake's own loader failed
+            raise CliError(f"entry {e.name!r}: loading the values to bake failed: "
+                           f"{describe(err)}", where=e.source) from None
+        out.append(e)
+    unused = [item for item, (a, _) in zip(bakes, parsed) if a not in used]
+    if unused and not only_present:
+        have = sorted({n for e in entries for n in _traced_names(e)})
+        raise CliError(f"bad --bake {unused[0]!r}: no selected entry has an argument "
+                       f"{parsed[bakes.index(unused[0])][0]!r} (arguments: "
+                       f"{', '.join(have) or 'none'}).")
+    return out

@@ -63,14 +63,14 @@ def from_file(entry: Entry, name: str, path: str) -> Entry:
     if not os.path.isfile(path):
         raise EntryError(f"--bake {name}={path}: no such file")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if isinstance(data, np.ndarray):
-                return bake(entry, name, data, path)
-            arrays = {k: data[k] for k in data.files}
-    except EntryError:
-        raise
-    except (OSError, ValueError) as e:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.ndarray):         # a .npz archive (a .npy is an array)
+            with data:
+                arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError) as e:
         raise EntryError(f"--bake {name}={path}: not a NumPy .npy/.npz file ({e})") from None
+    if isinstance(data, np.ndarray):
+        return bake(entry, name, data, path)
     traced = [n for n in entry.arg_names if n not in entry.static]
     if name not in traced:
         raise EntryError(f"entry {entry.name!r} has no argument {name!r} to bake "

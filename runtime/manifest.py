@@ -9,7 +9,10 @@
                   "inputs": [{"shape": [784, 1024], "dtype": "float32",
                               "path": "params['w1']"}, ...],
                   "outputs": [{"shape": [128, 10], "dtype": "float32", "path": ""}],
-                  "in_tree": <treespec JSON>, "out_tree": <treespec JSON>}]}
+                  "in_tree": <treespec JSON>, "out_tree": <treespec JSON>,
+                  "baked": [{"arg": "params", "origin": "weights.npz",     (optional:
+                             "sha256": "<64 hex>", "leaves": [...]}]}]}  arguments stored
+                                                    inside, no longer in inputs/in_tree)
 
 inputs/outputs list the flattened leaves in ABI order; in_tree's root is the
 tuple of positional arguments (arg_names, when present, lets callers pass them

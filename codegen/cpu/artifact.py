@@ -23,7 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jx.errors import JxError
 from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
@@ -46,6 +46,7 @@ class EntryProgram:
     in_tree: object            # jx TreeDef of the positional arguments (a tuple)
     out_tree: object
     arg_names: list
+    baked: list = field(default_factory=list)   # jx.bake's records of arguments stored inside
 
 
 def _leaves(avals, tree, root_names=None) -> list:
@@ -68,7 +69,8 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "name": e.name, "symbol": symbol, "arg_names": list(e.arg_names),
             "inputs": _leaves(g.in_avals, e.in_tree, e.arg_names),
             "outputs": _leaves(g.out_avals, e.out_tree),
-            "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree)})
+            "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree),
+            **({"baked": e.baked} if e.baked else {})})
     code = mb.text()
     from .target import required_features
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": triple,

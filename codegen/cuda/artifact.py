@@ -37,7 +37,8 @@ def build_module(name: str, entries: list, arch: str) -> tuple:
             "outputs": _leaves(g.out_avals, e.out_tree),
             "in_tree": treespec.encode(e.in_tree),
             "out_tree": treespec.encode(e.out_tree),
-            "plan": plan_program(gm, e.program, consts)})
+            "plan": plan_program(gm, e.program, consts),
+            **({"baked": e.baked} if getattr(e, "baked", None) else {})})
     ptx = compile_ptx(str(gm.module), arch)
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": TRIPLE,
                 "cpu": arch, "target_kind": "cuda", "consts": consts.manifest(),
