@@ -35,6 +35,13 @@ class Timing:
         return float(np.max(self.samples))
 
     @property
+    def quartiles(self) -> tuple:
+        """(25th, 75th) percentile: their spread over the median is the noise a
+        comparison between runs allows (benchmarks/compare.py)."""
+        q1, q3 = np.percentile(self.samples, [25, 75])
+        return float(q1), float(q3)
+
+    @property
     def calls(self) -> int:
         return len(self.samples) * self.batch
 

@@ -106,8 +106,9 @@ def bench_item(item: BenchItem, opts: Options, machine: dict, progress=None) -> 
             continue
         on = step(f"{item.name}: {eng.label}")
         t = measure.time_calls(eng.call, opts.min_time, on, min_reps=opts.min_reps)
-        rec.update(median_s=t.median, min_s=t.min, max_s=t.max, calls=t.calls,
-                   samples=len(t.samples))
+        q1, q3 = t.quartiles
+        rec.update(median_s=t.median, min_s=t.min, max_s=t.max, q1_s=q1, q3_s=q3,
+                   calls=t.calls, samples=len(t.samples))
         on(1.0)
     if opts.busy:
         _time_busy(item, chosen, res, opts, step)

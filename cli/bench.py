@@ -208,6 +208,7 @@ def run_bench(path, names, shapes, json_path, min_time, threads, machine_only, r
         _report(out, err, report, results, machine, json_path, suite, out_dir, elapsed,
                 wide)
     _check_results(err, results)
+    return report.json_doc(results, machine, _command(), {})
 
 
 def _report(out, err, report, results, machine, json_path, suite: bool, out_dir,
@@ -343,11 +344,39 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
                   help="The suite: time every engine quiet, then with N cores kept busy by "
                        "spinning processes; report the slowdowns (results-busy.md/.json).")
+    @click.option("--baseline", default=None, type=click.Path(dir_okay=False),
+                  metavar="OLD.json",
+                  help="Compare this run with a saved --json run, entry by entry (jx's "
+                       "median time; the noise each figure had).")
+    @click.option("--compare", "compare_files", nargs=2, default=None,
+                  type=click.Path(dir_okay=False), metavar="A.json B.json",
+                  help="Compare two saved --json runs (A the baseline) without running.")
+    @click.option("--fail-slower", default=None, type=click.FloatRange(0), metavar="PCT",
+                  help="With --baseline or --compare: exit 1 when an entry is slower by "
+                       "more than PCT percent beyond its noise.")
+    @click.option("--any-machine", is_flag=True,
+                  help="With --baseline or --compare: compare runs from different machines.")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps, wide):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps, wide,
+                  baseline, compare_files, fail_slower, any_machine):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
-        NumPy and JAX, after checking that their results agree."""
+        NumPy and JAX, after checking that their results agree. --baseline and
+        --compare turn a run (or two saved ones) into a performance gate."""
+        if compare_files:
+            if path or baseline:
+                raise CliError("--compare A.json B.json compares two saved runs and runs "
+                               "nothing: drop PATH and --baseline.")
+            gate(compare_files[0], compare_files[1], None, fail_slower, any_machine)
+            return
+        if fail_slower is not None and not baseline:
+            raise CliError("--fail-slower PCT needs a run to compare with: --baseline "
+                           "OLD.json (or --compare A.json B.json).")
+        if baseline:               # a bad baseline fails before the run, not after it
+            try:
+                _sub("compare").load(baseline)
+            except _sub("compare").CompareError as e:
+                raise CliError(f"--baseline {e}.") from None
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))
@@ -398,5 +427,32 @@ def register(main: click.Group, reports_errors) -> None:
                                          param_hint="--busy")
         _sub("machine").ensure_threads(threads, "jx.cli.main")
         debug = bool(click.get_current_context().params.get("debug"))
-        run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, quick, debug, cold, busy, out_dir, wide)
+        doc = run_bench(path, entries, shapes, json_path, min_time, threads, machine_only,
+                        remeasure, model, no_jax, quick, debug, cold, busy, out_dir, wide)
+        if baseline and doc is not None:
+            gate(baseline, None, doc, fail_slower, any_machine)
+
+
+def gate(old_path: str, new_path: str | None, new_doc: dict | None,
+         fail_slower: float | None, any_machine: bool) -> None:
+    """Print the comparison of two runs; CliError (exit 1) when an entry regressed."""
+    compare, report = _sub("compare"), _sub("report")
+    names = (os.path.basename(old_path), os.path.basename(new_path) if new_path
+             else "this run")
+    try:
+        old = compare.load(old_path)
+        new = compare.load(new_path) if new_path else new_doc
+        result = compare.compare(old, new, fail_slower=fail_slower, any_machine=any_machine,
+                                 names=names)
+    except compare.CompareError as e:
+        raise CliError(str(e) + ".") from None
+    out = report.console()
+    out.print(compare.table(result, names))
+    if result["geomean_ratio"]:
+        out.print(Text(f"geometric mean of {names[1]} / {names[0]} times: "
+                       f"{result['geomean_ratio']:.3f}"))
+    if result["regressed"]:
+        raise CliError(f"{len(result['regressed'])} entr"
+                       f"{'y' if len(result['regressed']) == 1 else 'ies'} slower than "
+                       f"{names[0]} by more than {fail_slower:g}% beyond their noise: "
+                       f"{', '.join(result['regressed'])}")

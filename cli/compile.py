@@ -3,6 +3,7 @@ artifact (shared object + C header) for the target."""
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 import click
@@ -10,8 +11,8 @@ import click
 from jx.errors import JxError
 from jx.passes import pipeline
 
-from . import dump, loading
-from .errors import CliError
+from . import check as check_mod, dump, loading
+from .errors import CliError, Diagnostics
 
 
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
@@ -50,8 +51,9 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     out_dir = out_dir or os.path.join(os.path.dirname(model) or ".", "build")
     from jx.codegen.cpu.artifact import BuildError, EntryProgram, build_artifact
     from jx.passes.fuse import fuse
-    programs = []
+    programs, seconds = [], {}
     for e in selected:
+        t0 = time.perf_counter()
         traced, _, _ = dump.trace_entry(e, shown, "trace")
         if not traced.outputs:
             raise CliError(f"entry {e.name!r} returns no arrays (a missing `return`?): a "
@@ -61,14 +63,21 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         traced_names = [n for n in e.arg_names if n not in e.static]
         programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],
                                      traced.out_tree, traced_names, list(e.baked)))
+        seconds[e.name] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     try:
         if target == "cuda":
             from jx.codegen.cuda.artifact import build_artifact as build_cuda
-            return build_cuda(stem, programs, out_dir, arch=arch)
-        _tune_host()
-        return build_artifact(stem, programs, out_dir, cpu=cpu, prefix=prefix, static=static)
+            res = build_cuda(stem, programs, out_dir, arch=arch)
+        else:
+            _tune_host()
+            res = build_artifact(stem, programs, out_dir, cpu=cpu, prefix=prefix, static=static)
     except (BuildError, JxError) as err:
         raise CliError(f"compiling {shown} failed: {err}") from err
+    # where each entry is declared, and the time to trace, transform and fuse it
+    # (the artifact's code generation and link are build_s, for all entries at once)
+    return {**res, "sources": {e.name: e.source for e in selected},
+            "entry_seconds": seconds, "build_s": time.perf_counter() - t0}
 
 
 def _stem(model: str, name: str | None, prefix: str | None) -> str:
@@ -192,9 +201,16 @@ def register(main: click.Group, reports_errors) -> None:
     @click.option("--static", is_flag=True,
                   help="Write a static library lib<NAME>.a, with <NAME>.pc (pkg-config) and "
                        "<NAME>Config.cmake (CMake find_package), instead of a shared object.")
+    @click.option("--check", is_flag=True,
+                  help="Build in a temporary folder and compare with the artifacts already "
+                       "in the output folder, writing nothing there: exit 0 if they are "
+                       "identical, 1 naming each that differs or is missing and why.")
+    @click.option("--json", "json_path", default=None, metavar="FILE|-",
+                  help="Write what was built (or checked) as JSON: artifacts, entries, "
+                       "shapes, content hashes, compile times; - prints it on stdout.")
     @reports_errors
     def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, bakes,
-                    static):
+                    static, check, json_path):
         """Compile each MODEL's entries into a shared object with a C ABI and a C header
         (--static: a static library; --target cuda: PTX, cubin where ptxas exists, and
         a .cuda.json manifest). Exported symbols start with the artifact's prefix.
@@ -203,21 +219,39 @@ def register(main: click.Group, reports_errors) -> None:
         models = tuple({os.path.abspath(m): m for m in models}.values())   # once each
         _check_models(models, out_dir, name, prefix)
         many = len(models) > 1
-        built = []
+        built, records, problems = [], [], []
+        echo = (lambda *a, **k: None) if json_path == "-" else click.echo
         for model in models:
-            before = _existing_entries(model, out_dir, name, prefix)
+            before = {} if check else _existing_entries(model, out_dir, name, prefix)
+            dest = os.path.dirname(_artifact_base(model, out_dir, name, prefix))
             t0 = time.perf_counter()
-            try:
-                res = compile_model(model, out_dir, entries, shapes, target, cpu, name, arch,
-                                    lenient=many, prefix=prefix, static=static, bakes=bakes)
-            except loading.NoEntrySelected as e:
-                click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
-                continue
-            _report(res, time.perf_counter() - t0)
-            _warn_replaced(before, res)
+            with tempfile.TemporaryDirectory(prefix="jx-check-") as tmp:
+                try:
+                    res = compile_model(model, tmp if check else out_dir, entries, shapes,
+                                        target, cpu, name, arch, lenient=many, prefix=prefix,
+                                        static=static, bakes=bakes)
+                except loading.NoEntrySelected as e:
+                    click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
+                    continue
+                found = check_mod.compare(res, dest, loading.display_path(model),
+                                          res["sources"]) if check else []
+                res = _relocated(res, tmp, dest) if check else res
+            if check:
+                _report_check(res, found, echo)
+                problems += found
+            else:
+                _report(res, time.perf_counter() - t0, echo)
+                _warn_replaced(before, res)
             built.append(res["manifest"])
+            records.append(_record(model, res, time.perf_counter() - t0, found, check))
         if many:
             _check_all_used(entries, shapes, bakes, built)
+        if json_path:
+            _write_json(json_path, records, check)
+        if problems:
+            raise Diagnostics(problems, f"{len(problems)} difference"
+                              f"{'' if len(problems) == 1 else 's'} from the committed "
+                              "artifacts (jx compile --check)")
 
 
 def _check_all_used(entries: tuple, shapes: tuple, bakes: tuple, manifests: list) -> None:
@@ -238,13 +272,65 @@ def _check_all_used(entries: tuple, shapes: tuple, bakes: tuple, manifests: list
             raise CliError(f"bad --shape {item!r}: no compiled entry has an argument {arg!r}")
 
 
-def _report(res: dict, dt: float) -> None:
+_FILES = ("library", "header", "pkgconfig", "cmake", "ptx", "cubin")
+
+
+def _report(res: dict, dt: float, echo=click.echo) -> None:
     names = ", ".join(e["name"] for e in res["manifest"]["entries"])
-    click.echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
-               f"entries: {names})")
-    for extra in ("header", "pkgconfig", "cmake", "ptx", "cubin"):
+    echo(f"wrote {res['library']}  ({os.path.getsize(res['library'])} bytes, "
+         f"entries: {names})")
+    for extra in _FILES[1:]:
         if res.get(extra):
-            click.echo(f"wrote {res[extra]}")
-    click.echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
-               f"{'cache hit' if res['cache_hit'] else 'compiled'} in {dt:.2f} s")
+            echo(f"wrote {res[extra]}")
+    echo(f"content hash {res['manifest']['content_hash'][:16]}…  "
+         f"{'cache hit' if res.get('cache_hit') else 'compiled'} in {dt:.2f} s")
+
+
+def _report_check(res: dict, found: list, echo) -> None:
+    if not found:
+        names = ", ".join(e["name"] for e in res["manifest"]["entries"])
+        echo(f"up to date: {res['library']} (entries: {names})")
+
+
+def _relocated(res: dict, tmp: str, dest: str) -> dict:
+    """A --check build's result with its file paths in the folder it was checked
+    against (the temporary folder is gone once the check is done)."""
+    return {k: (os.path.join(dest, os.path.relpath(v, tmp))
+                if k in _FILES and isinstance(v, str) else v) for k, v in res.items()}
+
+
+def _record(model: str, res: dict, dt: float, found: list, check: bool) -> dict:
+    """One model's entry of `--json`: its artifact files and what they hold."""
+    m = res["manifest"]
+    rec = {"model": loading.display_path(model),
+           "files": {k: res[k] for k in _FILES if res.get(k)},
+           "sha256": res.get("sha256"), "content_hash": m.get("content_hash"),
+           "jx_version": m.get("jx_version"), "target": m.get("target"), "cpu": m.get("cpu"),
+           "prefix": m.get("prefix"), "cache_hit": res.get("cache_hit"),
+           "seconds": round(dt, 4), "build_seconds": round(res.get("build_s", 0.0), 4),
+           "entries": [{"name": e["name"], "source": res["sources"].get(e["name"]),
+                        "trace_seconds": round(res["entry_seconds"].get(e["name"], 0.0), 4),
+                        "code_sha256": e.get("code_sha256"),
+                        "inputs": e["inputs"], "outputs": e["outputs"],
+                        **({"baked": e["baked"]} if e.get("baked") else {})}
+                       for e in m["entries"]]}
+    if check:
+        rec["check"] = {"up_to_date": not found,
+                        "differences": [{"where": w, "message": msg} for w, msg in found]}
+    return rec
+
+
+def _write_json(path: str, records: list, check: bool) -> None:
+    import json
+    from jx.version import __version__
+    text = json.dumps({"command": "check" if check else "compile", "jx_version": __version__,
+                       "models": records}, indent=1, sort_keys=True)
+    if path == "-":
+        click.echo(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    except OSError as e:
+        raise CliError(f"--json {path}: cannot write the file ({e.strerror}).") from None
 

@@ -38,14 +38,68 @@ class CliError(Exception):
         return f"{prefix}error: {self.message}{hint}"
 
 
-def report(err: CliError) -> None:
-    """Print err to stderr; wrapped to the terminal width only on a terminal,
-    so pipes and tests see a single stable line."""
-    text = err.text()
-    if sys.stderr.isatty():
-        width = min(shutil.get_terminal_size((100, 20)).columns, 100)
-        text = textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
-    click.echo(text, err=True)
+class Diagnostics(CliError):
+    """Several findings at once (`jx compile --check`): each (where, message) is
+    reported in the chosen --error-format; the command exits 1."""
+
+    def __init__(self, items: list, summary: str):
+        super().__init__(summary)
+        self.items = items
+
+
+# --error-format: how errors are printed on stderr (every command takes it)
+FORMATS = ("text", "json", "github")
+
+
+def _split_where(where: str | None) -> tuple:
+    """'path:line' -> (path, line); a bare path -> (path, None)."""
+    if not where:
+        return None, None
+    head, sep, tail = where.rpartition(":")
+    return (head, int(tail)) if sep and tail.isdigit() else (where, None)
+
+
+def _github_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def format_diagnostic(where: str | None, message: str, fmt: str, hint: bool = False) -> str:
+    """One error line: `file:line: error: message` (text), a JSON object with
+    severity, file, line and message (json), or a GitHub Actions workflow command
+    `::error file=...,line=...::message` (github)."""
+    if fmt == "json":
+        import json
+        file, line = _split_where(where)
+        return json.dumps({"severity": "error", "file": file, "line": line,
+                           "message": message})
+    if fmt == "github":
+        file, line = _split_where(where)
+        props = ",".join(p for p in (f"file={_github_escape(file, True)}" if file else "",
+                                      f"line={line}" if line else "") if p)
+        return f"::error{' ' + props if props else ''}::{_github_escape(message)}"
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}error: {message}{' ' + DEBUG_HINT if hint else ''}"
+
+
+def report(err: CliError, fmt: str = "text") -> None:
+    """Print err to stderr in format fmt. Text is wrapped to the terminal width only
+    on a terminal, so pipes and tests see a single stable line; json and github
+    lines are never wrapped (a machine reads them)."""
+    items = err.items if isinstance(err, Diagnostics) else [(err.where, err.message)]
+    if fmt != "text":
+        for where, message in items:
+            click.echo(format_diagnostic(where, message, fmt), err=True)
+        return
+    lines = [format_diagnostic(w, m, fmt) for w, m in items] if isinstance(err, Diagnostics) \
+        else [err.text()]
+    if isinstance(err, Diagnostics):
+        lines.append(err.message)
+    for text in lines:
+        if sys.stderr.isatty():
+            width = min(shutil.get_terminal_size((100, 20)).columns, 100)
+            text = textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+        click.echo(text, err=True)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -6,7 +6,10 @@
              [--machine]
 
 Errors caused by the model or the options are printed as one paragraph on
-stderr (exit status 1, no traceback unless --debug).
+stderr (no traceback unless --debug; `--error-format json|github` for CI).
+Exit status: 0 success, 1 an error in the model or options, a failed build, a
+`compile --check` that found differences or a `bench` gate that failed, 2 a
+command line that does not parse (unknown option, missing argument).
 """
 from __future__ import annotations
 
@@ -19,20 +22,26 @@ import jx
 from jx.passes import pipeline
 
 from . import dump, loading
-from .errors import CliError, report
+from .errors import FORMATS, CliError, report
 
 
 def _reports_errors(command):
-    """CliError -> message and exit 1; --debug re-raises so the traceback shows."""
+    """CliError -> message (in --error-format) and exit 1; --debug re-raises so the
+    traceback shows."""
     @functools.wraps(command)
-    def wrapper(*args, debug: bool = False, **kwargs):
+    def wrapper(*args, debug: bool = False, error_format: str = "text", **kwargs):
         try:
             return command(*args, **kwargs)
         except CliError as e:
             if debug:
                 raise
-            report(e)
+            report(e, error_format)
             sys.exit(1)
+    wrapper = click.option("--error-format", type=click.Choice(FORMATS), default="text",
+                           show_default=True,
+                           help="How errors are printed on stderr: text (file:line: error: "
+                                "...), json (one object per line) or github (::error "
+                                "workflow commands).")(wrapper)
     return click.option("--debug", is_flag=True,
                         help="Show full Python tracebacks on errors.")(wrapper)
 

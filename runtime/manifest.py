@@ -3,6 +3,7 @@
     {"abi_version": 1, "jx_version": "0.1.0", "target": "<llvm triple>", "cpu": "<cpu>",
      "cpu_features": ["avx2", "fma", ...],   (optional: ISA extensions the code may use)
      "prefix": "mlp",        (optional: the symbols' prefix; absent before prefixes: "jx")
+     "tuning": {"interleave": 4, ...},   (optional: the code-generation constants used)
      "content_hash": "<64 hex digits>",
      "entries": [{"name": "predict", "symbol": "mlp_predict",
                   "arg_names": ["params", "x"],                       (optional)
@@ -10,6 +11,7 @@
                               "path": "params['w1']"}, ...],
                   "outputs": [{"shape": [128, 10], "dtype": "float32", "path": ""}],
                   "in_tree": <treespec JSON>, "out_tree": <treespec JSON>,
+                  "code_sha256": "<64 hex>",  (optional: the entry's fused program as text)
                   "baked": [{"arg": "params", "origin": "weights.npz",     (optional:
                              "sha256": "<64 hex>", "leaves": [...]}]}]}  arguments stored
                                                     inside, no longer in inputs/in_tree)

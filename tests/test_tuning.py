@@ -75,6 +75,17 @@ def test_off_keeps_the_defaults_and_a_bad_mode_is_an_error(fresh_cache, monkeypa
         tuning.mode()
 
 
+def test_off_ignores_a_measured_record(fresh_cache, monkeypatch):
+    """A host that measured once still builds with the defaults under JX_TUNE=off
+    (reproducible builds across hosts: jx compile --check)."""
+    tuning.save({"values": {"parallel_min_work": 777, "interleave": 2}, "measured": "t",
+                 "seconds": 0.0})
+    assert tuning.value("parallel_min_work") == 777
+    monkeypatch.setenv("JX_TUNE", "off")
+    assert tuning.value("parallel_min_work") == tuning.DEFAULTS["parallel_min_work"]
+    assert tuning.value("interleave") == tuning.DEFAULTS["interleave"]
+
+
 def test_a_corrupt_record_is_measured_again(fresh_cache):
     (fresh_cache / "tuning.json").write_text("{not json")
     assert tuning.record() is None

@@ -56,6 +56,13 @@ def _leaves(avals, tree, root_names=None) -> list:
             for a, p in zip(avals, paths)]
 
 
+def program_hash(program) -> str:
+    """sha256 of an entry's fused program as text (array constants by type only):
+    `jx compile --check` names the entries whose code changed by it."""
+    from jx.passes.fuse_print import format_program
+    return hashlib.sha256(format_program(program).encode()).hexdigest()
+
+
 def build_module(name: str, entries: list, cpu: str, triple: str,
                  parallel: bool = False, prefix: str | None = None) -> tuple:
     """(LLVM IR text with the manifest embedded, manifest dict)."""
@@ -70,11 +77,16 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "inputs": _leaves(g.in_avals, e.in_tree, e.arg_names),
             "outputs": _leaves(g.out_avals, e.out_tree),
             "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree),
+            "code_sha256": program_hash(e.program),
             **({"baked": e.baked} if e.baked else {})})
     code = mb.text()
     from .target import required_features
+    from . import tuning
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": triple,
                 "cpu": cpu, "cpu_features": required_features(cpu), "prefix": prefix,
+                # the host-measured constants the code was generated with (JX_TUNE=off:
+                # the defaults), so `jx compile --check` can tell why two builds differ
+                "tuning": {k: tuning.value(k) for k in sorted(tuning.DEFAULTS)},
                 "entries": records}
     manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
     return mb.embed_manifest(manifest_mod.manifest_json(manifest), code, prefix), manifest

@@ -60,9 +60,11 @@ os.register_at_fork(after_in_child=_renew_in_child)
 
 def value(name: str):
     """The value code generation uses: an override (see using), the host's measured
-    value, or the default."""
+    value, or the default (always, under JX_TUNE=off, even where a record exists)."""
     if name in OVERRIDE:
         return OVERRIDE[name]
+    if mode() == "off":
+        return DEFAULTS[name]
     rec = record()
     return (rec or {}).get("values", {}).get(name, DEFAULTS[name])
 

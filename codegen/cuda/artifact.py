@@ -17,7 +17,7 @@ from jx.runtime.abi import ABI_VERSION, entry_symbol
 from jx.runtime.cuda import SUFFIX, manifest_text
 from jx.version import __version__
 
-from jx.codegen.cpu.artifact import _leaves
+from jx.codegen.cpu.artifact import _leaves, program_hash
 
 from .kernels import GpuModule
 from .plan import ConstTable, plan_program
@@ -38,6 +38,7 @@ def build_module(name: str, entries: list, arch: str) -> tuple:
             "in_tree": treespec.encode(e.in_tree),
             "out_tree": treespec.encode(e.out_tree),
             "plan": plan_program(gm, e.program, consts),
+            "code_sha256": program_hash(e.program),
             **({"baked": e.baked} if getattr(e, "baked", None) else {})})
     ptx = compile_ptx(str(gm.module), arch)
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": TRIPLE,
