@@ -403,7 +403,8 @@ def test_caches_are_keyed_by_what_codegen_reads_from_the_host(tmp_path, monkeypa
     monkeypatch.setattr(target, "cache_sizes", lambda: {1: 48 << 10, 2: 2 << 20, 3: 4 << 20})
     other = build("c")
     assert not other["cache_hit"] and other["sha256"] != first["sha256"]
-    monkeypatch.setattr(target, "l1_geometry", lambda: (64, 12))
+    sets, ways = target.l1_geometry()          # another geometry than this host's
+    monkeypatch.setattr(target, "l1_geometry", lambda: (sets, 8 if ways != 8 else 12))
     assert not build("d")["cache_hit"]
 
     ir_text = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
