@@ -179,3 +179,27 @@ def subgraphs(eqn: Eqn):
             yield v
         elif isinstance(v, tuple):
             yield from (g for g in v if isinstance(g, Graph))
+
+
+def postorder(roots, children) -> list:
+    """Every node reachable from `roots` through `children(node)`, once each,
+    children before their parents (the order a recursive walk would give), by a
+    depth-first search on an explicit stack: a graph of any depth, whatever
+    Python's recursion limit. Nodes are told apart by identity."""
+    out, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(children(root)))]
+        while stack:
+            node, pending = stack[-1]
+            for child in pending:
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(children(child))))
+                    break
+            else:
+                stack.pop()
+                out.append(node)
+    return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jx.ir import Eqn, Graph, Literal, Var
+from jx.ir import Eqn, Graph, Literal, Var, postorder
 
 from .matvec import matvec_as_reduction
 from .siblings import order_kernels, sibling_groups
@@ -43,6 +43,17 @@ REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
 EXPENSIVE = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
                        "tan", "erf", "pow", "atan2", "sqrt", "rsqrt", "div", "rem"})
 CHEAP_LIMIT = 8      # one transcendental and a few ops: recompute rather than store
+# Code size of a fused body per element, in units: a transcendental is a range
+# reduction and a polynomial (~8 plain operations), layout equations only move
+# indices. BODY_LIMIT bounds a kernel: LLVM's time grows faster than a function.
+TRANSCENDENTAL_SIZE = 8
+BODY_LIMIT = 256
+
+
+def code_size(eqn: Eqn) -> int:
+    """Units of code one element of eqn takes in a fused body."""
+    name = eqn.prim.name
+    return TRANSCENDENTAL_SIZE if name in EXPENSIVE else (0 if name in _FREE else 1)
 
 
 @dataclass(eq=False)
@@ -134,16 +145,21 @@ def _fuse(graph: Graph) -> Program:
     rep = {id(e): id(g[0]) for g in groups for e in g}
     cost_memo: dict = {}
 
+    def fused_inputs(v) -> list:
+        return [a for a in producer[id(v)].inputs
+                if isinstance(a, Var) and id(a) not in mat and id(a) not in cost_memo]
+
     def cost(v) -> int:
-        """Cost of recomputing v from materialised values, per element."""
+        """Cost of recomputing v from materialised values, per element (inputs first,
+        without recursion: a chain of any length)."""
         if not isinstance(v, Var) or id(v) in mat:
             return 0
         if id(v) not in cost_memo:
-            e = producer[id(v)]
-            own = 4 if e.prim.name in EXPENSIVE else (0 if e.prim.name in {
-                "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "convert_element_type",
-                "transpose", "slice", "rev", "stop_gradient"} else 1)
-            cost_memo[id(v)] = own + sum(cost(a) for a in e.inputs)
+            for u in postorder([v], fused_inputs):
+                e = producer[id(u)]
+                own = 4 if e.prim.name in EXPENSIVE else (0 if e.prim.name in _FREE else 1)
+                cost_memo[id(u)] = own + sum(cost_memo.get(id(a), 0) for a in e.inputs
+                                             if isinstance(a, Var) and id(a) not in mat)
         return cost_memo[id(v)]
 
     # Fixpoint: materialise fused values that would be recomputed expensively.
@@ -164,7 +180,10 @@ def _fuse(graph: Graph) -> Program:
                     (expanded and (cost(v) > 1 or _strided(v, producer, mat))):
                 mat.add(id(v))
                 changed = True
-
+        # then bounded bodies; a cut makes new kernels, whose shared values the
+        # rule above may store in turn (a gradient's backward pieces would otherwise
+        # each recompute the forward chain from its start)
+        changed = changed or _bound_bodies(graph, mat)
     last = {id(g[-1]): g for g in groups}
     kernels = []
     for eqn in graph.eqns:
@@ -203,6 +222,9 @@ def _merged(members: list, graph: Graph, producer: dict, mat: set) -> Kernel:
 
 _VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "convert_element_type",
                     "stop_gradient"})
+# layout equations that cost nothing to recompute (cost())
+_FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims",
+                   "convert_element_type", "transpose", "slice", "rev", "stop_gradient"})
 
 
 def _strided(v, producer: dict, mat: set) -> bool:
@@ -229,20 +251,36 @@ def _strided(v, producer: dict, mat: set) -> bool:
     return False
 
 
+def _bound_bodies(graph: Graph, mat: set) -> bool:
+    """Materialise values so that no kernel's body passes BODY_LIMIT: in graph order,
+    where an equation's fused expression would pass it, its largest fused inputs
+    become kernel outputs. A chain of any length becomes kernels of bounded size;
+    a store and a load per cut cost little beside a body that large. Returns
+    whether it materialised anything."""
+    size: dict = {}
+    cut = False
+    for eqn in graph.eqns:
+        if _is_opaque(eqn):
+            continue
+        ins = _dedup([a for a in eqn.inputs if isinstance(a, Var) and id(a) not in mat
+                      and id(a) in size])
+        total = code_size(eqn) + sum(size[id(a)] for a in ins)
+        while total > BODY_LIMIT and ins:
+            big = max(ins, key=lambda a: size[id(a)])
+            mat.add(id(big))
+            total -= size[id(big)]
+            ins.remove(big)
+            cut = True
+        for o in eqn.outputs:
+            size[id(o)] = total
+    return cut
+
+
 def _pull(root: Eqn, producer: dict, mat: set) -> list:
     """The root and the fused equations it depends on, in graph order."""
-    seen: dict = {}
-
-    def visit(e: Eqn):
-        if id(e) in seen:
-            return
-        for a in e.inputs:
-            if isinstance(a, Var) and id(a) not in mat and id(a) in producer:
-                visit(producer[id(a)])
-        seen[id(e)] = e
-
-    visit(root)
-    return list(seen.values())
+    return postorder([root], lambda e: [producer[id(a)] for a in e.inputs
+                                        if isinstance(a, Var) and id(a) not in mat
+                                        and id(a) in producer])
 
 
 def _dedup(vs: list) -> list:

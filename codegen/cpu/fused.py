@@ -9,11 +9,13 @@ materialised values are loads. Values are memoised per index within a kernel.
 """
 from __future__ import annotations
 
+import types
+
 import llvmlite.ir as ir
 import numpy as np
 
 from jx.ir import Literal, Var
-from jx.passes.fuse import EXPENSIVE
+from jx.passes.fuse import EXPENSIVE, code_size
 
 from . import irutil as U
 from . import target, tuning
@@ -31,7 +33,12 @@ def index_rule(*names):
 
 
 class FusedEmitter:
-    """Emits the values of one kernel's fused equations inside its loop nest."""
+    """Emits the values of one kernel's fused equations inside its loop nest.
+
+    An index rule is a generator: it yields the (operand, index) pairs it needs
+    and receives their values, then returns its own. value() runs the rules on an
+    explicit stack, so a fused expression of any depth (a chain of 10,000
+    operations) is emitted without recursion."""
 
     def __init__(self, b: ir.IRBuilder, kernel, buffers: dict, consts, reuse=None):
         self.b = b
@@ -44,31 +51,61 @@ class FusedEmitter:
         self.memo: dict = {}
 
     def value(self, atom, idx) -> ir.Value:
+        v = self.known(atom, idx)
+        if v is not None:
+            return v
+        stack = [self._rule(atom, idx)]
+        sent = None
+        while True:
+            gen, key = stack[-1]
+            try:
+                atom, idx = gen.send(sent)
+            except StopIteration as done:
+                stack.pop()
+                self.memo[key] = sent = done.value
+                if not stack:
+                    return sent
+                continue
+            sent = self.known(atom, idx)
+            if sent is None:
+                stack.append(self._rule(atom, idx))
+
+    def known(self, atom, idx) -> ir.Value | None:
+        """atom's value at idx without running a rule (a literal, a load of a
+        materialised value, or one emitted before), or None."""
         if isinstance(atom, Literal):
             if atom.val.ndim == 0:
                 return U.const(atom.aval.dtype, atom.val[()])
             ptr = self.consts.array(atom.val)
             return U.load(self.b, ptr, U.linear(self.b, idx, atom.aval.shape), atom.aval.dtype)
         key = (id(atom), tuple(id(i) for i in idx))
-        if key in self.memo:
-            return self.memo[key]
-        if id(atom) in self.buffers:
-            v = U.load(self.b, self.buffers[id(atom)], U.linear(self.b, idx, atom.aval.shape),
-                       atom.aval.dtype)
-        else:
-            eqn = self.producer[id(atom)]
-            rule = INDEX_RULES.get(eqn.prim.name)
-            if rule is None:
-                raise NotImplementedError(f"cpu backend: no fused lowering for '{eqn.prim.name}'")
-            v = rule(self, eqn, list(idx))
-        self.memo[key] = v
+        v = self.memo.get(key)
+        if v is None and id(atom) in self.buffers:
+            v = self.memo[key] = U.load(self.b, self.buffers[id(atom)],
+                                        U.linear(self.b, idx, atom.aval.shape), atom.aval.dtype)
         return v
+
+    def _rule(self, atom, idx) -> tuple:
+        """(the generator computing atom at idx, its memo key)."""
+        eqn = self.producer[id(atom)]
+        rule = INDEX_RULES.get(eqn.prim.name)
+        if rule is None:
+            raise NotImplementedError(f"cpu backend: no fused lowering for '{eqn.prim.name}'")
+        gen = rule(self, eqn, list(idx))
+        if not isinstance(gen, types.GeneratorType):     # a rule that needs no operand
+            gen = _returning(gen)
+        return gen, (id(atom), tuple(id(i) for i in idx))
 
     def flat_value(self, atom, flat, shape) -> ir.Value:
         """The element at row-major offset `flat` (materialised values load directly)."""
         if not isinstance(atom, Literal) and id(atom) in self.buffers:
             return U.load(self.b, self.buffers[id(atom)], flat, atom.aval.dtype)
         return self.value(atom, U.delinear(self.b, flat, shape))
+
+
+def _returning(value):
+    return value
+    yield                   # (unreachable: makes this a generator)
 
 
 # Results a 16-bit float holds exactly when its operands do: no rounding needed.
@@ -78,7 +115,9 @@ EXACT_IN_KIND = frozenset({"neg", "abs", "sign", "max", "min", "select", "stop_g
 
 
 def _elementwise(em: FusedEmitter, eqn, idx):
-    args = [em.value(a, idx if a.aval.shape else []) for a in eqn.inputs]
+    args = []
+    for a in eqn.inputs:
+        args.append((yield a, idx if a.aval.shape else []))
     dt = eqn.inputs[0].aval.dtype if eqn.prim.name != "select" else eqn.inputs[1].aval.dtype
     out_dt = eqn.outputs[0].aval.dtype
     v = SCALAR[eqn.prim.name](em.b, args, dt, out_dt, **eqn.params)
@@ -95,7 +134,7 @@ for _name in SCALAR:
 @index_rule("convert_element_type")
 def _convert(em, eqn, idx):
     (x,) = eqn.inputs
-    return convert(em.b, em.value(x, idx), x.aval.dtype, eqn.outputs[0].aval.dtype)
+    return convert(em.b, (yield x, idx), x.aval.dtype, eqn.outputs[0].aval.dtype)
 
 
 @index_rule("broadcast_in_dim")
@@ -104,7 +143,7 @@ def _broadcast(em, eqn, idx):
     out_shape = eqn.params["shape"]
     sub = [U.i64(0) if x.aval.shape[i] == 1 and out_shape[d] != 1 else idx[d]
            for i, d in enumerate(eqn.params["broadcast_dimensions"])]
-    return em.value(x, sub)
+    return (yield x, sub)
 
 
 @index_rule("reshape", "squeeze", "expand_dims")
@@ -115,9 +154,11 @@ def _reshape(em, eqn, idx):
     nontrivial_out = [n for n in out_shape if n != 1]
     if nontrivial_in == nontrivial_out:      # only unit dims move: no division needed
         kept = iter([i for i, n in zip(idx, out_shape) if n != 1])
-        return em.value(x, [U.i64(0) if n == 1 else next(kept) for n in x.aval.shape])
+        return (yield x, [U.i64(0) if n == 1 else next(kept) for n in x.aval.shape])
     flat = U.linear(em.b, idx, out_shape)
-    return em.flat_value(x, flat, x.aval.shape)
+    if not isinstance(x, Literal) and id(x) in em.buffers:
+        return U.load(em.b, em.buffers[id(x)], flat, x.aval.dtype)
+    return (yield x, U.delinear(em.b, flat, x.aval.shape))
 
 
 @index_rule("transpose")
@@ -127,7 +168,7 @@ def _transpose(em, eqn, idx):
     sub = [None] * len(perm)
     for out_d, in_d in enumerate(perm):
         sub[in_d] = idx[out_d]
-    return em.value(x, sub)
+    return (yield x, sub)
 
 
 @index_rule("slice")
@@ -138,7 +179,7 @@ def _slice(em, eqn, idx):
     for i, s, k in zip(idx, eqn.params["start_indices"], eqn.params["strides"]):
         j = i if k == 1 else b.mul(i, U.i64(k))
         sub.append(j if s == 0 else b.add(j, U.i64(s)))
-    return em.value(x, sub)
+    return (yield x, sub)
 
 
 @index_rule("rev")
@@ -147,7 +188,7 @@ def _rev(em, eqn, idx):
     dims = eqn.params["dimensions"]
     sub = [em.b.sub(U.i64(x.aval.shape[d] - 1), i) if d in dims else i
            for d, i in enumerate(idx)]
-    return em.value(x, sub)
+    return (yield x, sub)
 
 
 def _clamp(b, i, n):
@@ -160,7 +201,7 @@ def _clamp(b, i, n):
 def _pad(em, eqn, idx):
     x, pv = eqn.inputs
     b = em.b
-    padval = em.value(pv, [])
+    padval = yield pv, []
     if 0 in x.aval.shape:
         return padval
     inside = ir.Constant(U.I1, 1)
@@ -174,7 +215,7 @@ def _pad(em, eqn, idx):
             ok = b.and_(ok, b.icmp_signed("==", b.srem(j, U.i64(step)), U.i64(0)))
         inside = b.and_(inside, ok)
         sub.append(_clamp(b, q, n))        # always a valid address, selected away if padding
-    return b.select(inside, em.value(x, sub), padval)
+    return b.select(inside, (yield x, sub), padval)
 
 
 def update_window(eqn) -> list:
@@ -192,7 +233,7 @@ def _dynamic_update_slice(em, eqn, idx):
     x, u = eqn.inputs[:2]
     b = em.b
     if 0 in u.aval.shape:
-        return em.value(x, idx)
+        return (yield x, idx)
     inside = ir.Constant(U.I1, 1)
     sub = []
     for i, (lo, n) in zip(idx, update_window(eqn)):
@@ -200,7 +241,8 @@ def _dynamic_update_slice(em, eqn, idx):
         inside = b.and_(inside, b.and_(b.icmp_signed(">=", j, U.i64(0)),
                                        b.icmp_signed("<", j, U.i64(n))))
         sub.append(_clamp(b, j, n))
-    return b.select(inside, em.value(u, sub), em.value(x, idx))
+    inner = yield u, sub
+    return b.select(inside, inner, (yield x, idx))
 
 
 @index_rule("concatenate")
@@ -215,7 +257,7 @@ def _concatenate(em, eqn, idx):
             continue
         sub = list(idx)
         sub[d] = _clamp(b, b.sub(idx[d], U.i64(start)), n)
-        v = em.value(x, sub)
+        v = yield x, sub
         out = v if out is None else b.select(b.icmp_signed(">=", idx[d], U.i64(start)), v, out)
         start += n
     return out
@@ -233,10 +275,10 @@ def _dynamic_slice(em, eqn, idx):
     b = em.b
     sub = []
     for i, s, n, size in zip(idx, starts, x.aval.shape, eqn.params["slice_sizes"]):
-        st = convert(b, em.value(s, []), s.aval.dtype, np.int64)
+        st = convert(b, (yield s, []), s.aval.dtype, np.int64)
         st = _clamp(b, st, n - size + 1)       # XLA: the window stays in bounds
         sub.append(b.add(st, i))
-    return em.value(x, sub)
+    return (yield x, sub)
 
 
 # ---------------------------------------------------------------- kernels
@@ -336,6 +378,7 @@ TILE = 16
 # 25% faster with 4 on the first hosts measured). tanh(x) * exp(x), whose two
 # chains already overlap, and single transcendentals gained nothing.
 INTERLEAVE_FROM = 2
+INTERLEAVE_BUDGET = 256   # code-size units (passes.fuse.code_size) of a body x its copies
 
 
 def _serial_depth(kernel) -> int:
@@ -350,9 +393,15 @@ def _serial_depth(kernel) -> int:
 
 
 def _interleave(b, kernel):
+    """Loop metadata interleaving `interleave` vector iterations of a chain of
+    transcendentals (latency hiding), fewer where the body is large: each copy is
+    the whole body again for LLVM to compile (a 100-operation chain compiled 3x
+    faster at 1 than at 4), and a large body overlaps its iterations anyway."""
     count = tuning.value("interleave")
-    return U.interleave_hint(b.module, count) \
-        if count and _serial_depth(kernel) >= INTERLEAVE_FROM else None
+    if not count or _serial_depth(kernel) < INTERLEAVE_FROM:
+        return None
+    size = sum(code_size(e) for e in kernel.eqns)
+    return U.interleave_hint(b.module, min(count, max(1, INTERLEAVE_BUDGET // max(size, 1))))
 
 
 def _transposes_last_dim(kernel) -> bool:

@@ -90,7 +90,7 @@ class GpuEmitter(FusedEmitter):
     def at(self, idx, flat, shape) -> None:
         self.flat[tuple(id(i) for i in idx)] = (flat, tuple(shape), idx)
 
-    def value(self, atom, idx):
+    def known(self, atom, idx):
         if not isinstance(atom, Literal) and id(atom) in self.buffers:
             key = tuple(id(i) for i in idx)
             hit = self.flat.get(key)
@@ -100,7 +100,7 @@ class GpuEmitter(FusedEmitter):
                     self.memo[mkey] = U.load(self.b, self.buffers[id(atom)], hit[0],
                                              atom.aval.dtype)
                 return self.memo[mkey]
-        return super().value(atom, idx)
+        return super().known(atom, idx)
 
 
 class _Group:
