@@ -18,7 +18,7 @@ from jx.ir import Literal, Var
 from jx.passes.fuse import EXPENSIVE, code_size
 
 from . import irutil as U
-from . import target, tuning
+from . import mathcalls, target, tuning
 from .scalar import SCALAR, convert
 
 INDEX_RULES: dict = {}
@@ -291,6 +291,7 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     shape = out.aval.shape
     if 0 in shape:
         return
+    b.jx_outline = mathcalls.wanted(kernel, b.module)      # read by the scalar rules (scalar._math)
     em = FusedEmitter(b, kernel, buffers, consts, reuse)
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
         shape[-1] >= TILE and shape[-2] >= TILE
@@ -576,6 +577,7 @@ def emit_reduce(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     merged kernel into its own output). spill=(ptr) also stores each reduced
     element there (for a later kernel of the row group; single roots only)."""
     root = kernel.root
+    b.jx_outline = mathcalls.wanted(kernel, b.module)
     xs, names, outs = _roots(kernel)
     x, out, name = xs[0], outs[0], names[0]
     axes = _axes(root)
@@ -703,6 +705,7 @@ def emit_reduce_part(b: ir.IRBuilder, kernel, buffers, consts, lo, hi, parts: in
     """partials[r * parts + c] = root r's reduction over chunk c of the first reduced
     axis, c in [lo, hi)."""
     root = kernel.root
+    b.jx_outline = mathcalls.wanted(kernel, b.module)
     xs, names, _ = _roots(kernel)
     x = xs[0]
     axes = root.params["axes"]

@@ -20,7 +20,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from . import epilogue, tuning
+from . import epilogue, mathcalls, tuning
 # The opaque rule families register into OPAQUE when imported. Every lowering (CPU
 # jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
 # them here fills the table before any read, and opaque.py never imports its
@@ -199,6 +199,11 @@ class ModuleBuilder:
                          f"k{self.n_kernels}.{kernel.name}")
         self.n_kernels += 1
         fn.linkage = "internal"
+        # Kept apart: LLVM inlines an internal function called once, which put every
+        # kernel of a program into its entry function, one body whose optimisation
+        # and code generation grow faster than the program (a 300-op gradient:
+        # 171 kernels, 8.7 s of LLVM). A call per kernel costs nothing beside a loop.
+        fn.attributes.add("noinline")
         n_in = len(kernel.inputs)
         for i, arg in enumerate(fn.args):
             if i >= n_in:
@@ -226,6 +231,7 @@ class ModuleBuilder:
                          f"k{self.n_kernels}.rows_" + "_".join(k.root.prim.name for k in members))
         self.n_kernels += 1
         fn.linkage = "internal"
+        fn.attributes.add("noinline")                    # (see kernel_function)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         n_rows = 1
         for r in rows:
@@ -451,6 +457,7 @@ class ModuleBuilder:
                    for i in range(len(g.outputs))]
         if self.parallel:                   # the runtime is linked: it can cancel
             b.call(self.runtime_function("jx_cancel_reset", U.VOID), [])
+        mathcalls.count_program(self.module, program)
         self.emit_program(b, program, inputs, outputs, fail)
         b.ret(self._status_unless_cancelled(b, STATUS_OK))
         b.position_at_end(fail)
@@ -534,6 +541,9 @@ class ModuleBuilder:
         return [fn] if known else [callee, fn]
 
     def text(self) -> str:
+        if not self.module.__dict__.get("_jx_kept"):    # once: it adds a global
+            mathcalls.keep_alive(self.module)
+            self.module._jx_kept = True
         return str(self.module)
 
 

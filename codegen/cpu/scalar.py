@@ -13,7 +13,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from . import mathlib, pow32
+from . import mathcalls, mathlib, pow32
 from . import irutil as U
 from .irutil import compute_type, const, is_float, is_signed
 
@@ -138,7 +138,7 @@ def _pow(b, args, dt, out_dt):
         v = c.constant if isinstance(c, ir.Constant) else None
         if isinstance(v, float) and _pow_by_products(v, dt):
             return _const_pow(b, a, v, dt)
-        return mathlib.emit_binary(b, "pow", a, c, _math_dtype(dt))
+        return _math(b, "pow", [a, c], dt)
     return _int_pow(b, a, c, dt)
 
 
@@ -214,9 +214,20 @@ def _math_dtype(dt):
     return np.dtype(np.float32) if compute_type(dt) == ir.FloatType() else np.dtype(dt)
 
 
+def _math(b, name, args, dt):
+    """mathlib's function inline, or in a kernel with a large body (the emitter sets
+    b.jx_outline) a call of one copy per module (mathcalls.py)."""
+    dt = _math_dtype(dt)
+    if getattr(b, "jx_outline", False):
+        return mathcalls.call(b, name, args, dt)
+    if len(args) == 1:
+        return mathlib.emit_unary(b, name, args[0], dt)
+    return mathlib.emit_binary(b, name, args[0], args[1], dt)
+
+
 def _unary_math(name):
     def lower(b, args, dt, out_dt):
-        return mathlib.emit_unary(b, name, args[0], _math_dtype(dt))
+        return _math(b, name, args[:1], dt)
     return lower
 
 
@@ -232,7 +243,7 @@ def _sqrt(b, args, dt, out_dt):
 
 @rule("atan2")
 def _atan2(b, args, dt, out_dt):
-    return mathlib.emit_binary(b, "atan2", args[0], args[1], _math_dtype(dt))
+    return _math(b, "atan2", args[:2], dt)
 
 
 SCALAR["floor"] = lambda b, args, dt, out_dt: _intrinsic(b, "llvm.floor", args[0])
