@@ -26,6 +26,7 @@ from jx.ir import Eqn, Graph, Literal, Var, postorder
 
 from .matvec import matvec_as_reduction
 from .siblings import order_kernels, sibling_groups
+from .sizes import _FREE, BODY_LIMIT, EXPENSIVE, code_size  # noqa: F401  (re-exported)
 
 # Primitives computed inside loops: index-mapped reads plus scalar math.
 FUSIBLE = frozenset({
@@ -40,20 +41,7 @@ FUSIBLE = frozenset({
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                         "argmin"})
 # Relative cost of recomputing one element (transcendentals are expensive).
-EXPENSIVE = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
-                       "tan", "erf", "pow", "atan2", "sqrt", "rsqrt", "div", "rem"})
 CHEAP_LIMIT = 8      # one transcendental and a few ops: recompute rather than store
-# Code size of a fused body per element, in units: a transcendental is a range
-# reduction and a polynomial (~8 plain operations), layout equations only move
-# indices. BODY_LIMIT bounds a kernel: LLVM's time grows faster than a function.
-TRANSCENDENTAL_SIZE = 8
-BODY_LIMIT = 256
-
-
-def code_size(eqn: Eqn) -> int:
-    """Units of code one element of eqn takes in a fused body."""
-    name = eqn.prim.name
-    return TRANSCENDENTAL_SIZE if name in EXPENSIVE else (0 if name in _FREE else 1)
 
 
 @dataclass(eq=False)
@@ -222,9 +210,6 @@ def _merged(members: list, graph: Graph, producer: dict, mat: set) -> Kernel:
 
 _VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "convert_element_type",
                     "stop_gradient"})
-# layout equations that cost nothing to recompute (cost())
-_FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims",
-                   "convert_element_type", "transpose", "slice", "rev", "stop_gradient"})
 
 
 def _strided(v, producer: dict, mat: set) -> bool:

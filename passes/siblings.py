@@ -20,6 +20,8 @@ import heapq
 
 from jx.ir import Var
 
+from .sizes import BODY_LIMIT, MAX_SIBLINGS, code_size
+
 MERGEABLE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
 
 
@@ -36,11 +38,12 @@ def _bits(mask: int):
 
 
 class _Group:
-    def __init__(self, eqn, bit: int, deps: int, footprint: set):
+    def __init__(self, eqn, bit: int, deps: int, footprint: set, size: int):
         self.members = [eqn]
         self.mask = 1 << bit         # the members' bits
         self.deps = deps             # bits of the reductions the members depend on
         self.footprint = footprint   # ids of fused equations and arrays the members read
+        self.size = size             # code-size units of the members' bodies
 
 
 def sibling_groups(graph, pull, mat: set) -> list:
@@ -66,10 +69,13 @@ def sibling_groups(graph, pull, mat: set) -> list:
     group_of: list = []              # bit -> index into groups
     for e in cands:
         deps = below.get(id(e.inputs[0]), 0)
-        new = _Group(e, bit[id(e)], deps, _footprint(e, pull, mat))
+        body = pull(e)
+        new = _Group(e, bit[id(e)], deps, _footprint(e, body, mat),
+                     sum(code_size(q) for q in body))
         target = None
         for gi, g in enumerate(groups):
-            if _key(g.members[0]) == _key(e) and \
+            if _key(g.members[0]) == _key(e) and len(g.members) < MAX_SIBLINGS and \
+                    g.size + new.size <= BODY_LIMIT and \
                     not deps & g.mask and g.footprint & new.footprint and \
                     not _closes_cycle(groups, group_of, g, new):
                 target = gi
@@ -83,14 +89,15 @@ def sibling_groups(graph, pull, mat: set) -> list:
             g.mask |= new.mask
             g.deps |= deps
             g.footprint |= new.footprint
+            g.size += new.size
             group_of.append(target)
     return [g.members for g in groups if len(g.members) > 1]
 
 
-def _footprint(eqn, pull, mat: set) -> set:
-    """What a reduction's kernel shares with others: its fused equations (root
-    excluded) and the non-scalar materialised arrays it reads."""
-    body = pull(eqn)
+def _footprint(eqn, body: list, mat: set) -> set:
+    """What a reduction's kernel shares with others (body: its fused equations,
+    root included): those equations but the root and the non-scalar materialised
+    arrays it reads."""
     out = {id(e) for e in body if e is not eqn}
     out |= {id(a) for e in body for a in e.inputs
             if isinstance(a, Var) and id(a) in mat and a.aval.size > 1}
