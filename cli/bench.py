@@ -329,7 +329,8 @@ def register(main: click.Group, reports_errors) -> None:
                   metavar="DIR", help="The suite: folder for results.md and results.json "
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
-                                                "corpus", "patterns", "array-api"]),
+                                                "corpus", "patterns", "array-api",
+                                                "compile"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
@@ -338,7 +339,9 @@ def register(main: click.Group, reports_errors) -> None:
                        "interpreted, compiled, JAX; --steps), corpus (the compatibility "
                        "corpus' jitted steps, jx vs JAX), patterns (issue 19's patterns of "
                        "real programs, jx vs JAX, with roofline fractions), array-api (the "
-                       "array API conformance suite, whole, on jx.numpy and jax.numpy).")
+                       "array API conformance suite, whole, on jx.numpy and jax.numpy), "
+                       "compile (first-call time of growing programs, jx vs JAX, each in a "
+                       "fresh process).")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
@@ -394,6 +397,12 @@ def register(main: click.Group, reports_errors) -> None:
                 os.makedirs(out_dir, exist_ok=True)
                 argv += ["--out", os.path.join(out_dir, "results-patterns.md")]
             raise SystemExit(_sub("patterns").main(argv))
+        if suite == "compile":
+            argv = [a for e in entries for a in ("--only", e)]
+            if out_dir is not None:
+                os.makedirs(out_dir, exist_ok=True)
+                argv += ["--out", os.path.join(out_dir, "results-compile.md")]
+            raise SystemExit(_sub("compile_scaling").main(argv))
         if suite == "array-api":
             argv = [a for e in entries for a in ("--only", e)]
             if out_dir is not None:

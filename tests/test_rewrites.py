@@ -245,3 +245,43 @@ def test_in_place_stencil_in_a_loop_matches_numpy(n, steps):
     g = jx.jit(evolve)
     np.testing.assert_allclose(np.asarray(g(u, 0.1)), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(np.asarray(u), u)          # the input is untouched
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_many_small_products_become_reductions(dtype):
+    """A program with many small matrix products (an unrolled network) computes them
+    as fused reductions, in every operand orientation, odd sizes included; one with
+    a few keeps the GEMM kernel."""
+    with jx.enable_x64(dtype == np.float64):
+        shapes = [(3, 5, 7), (16, 16, 16), (9, 1, 4), (2, 31, 3), (16, 32, 32)]
+        ops = [(RNG.standard_normal((m, k)).astype(dtype),
+                RNG.standard_normal((k, n)).astype(dtype)) for m, k, n in shapes]
+
+        def many(ops):
+            out = []
+            for rep in range(8):              # 40 products (scaled: none is a repeat)
+                for a, b in ops:
+                    a = a * (rep + 1)
+                    if rep % 4 == 0:
+                        out.append(a @ b)
+                    elif rep % 4 == 1:
+                        out.append(jnp.einsum("ki,kj->ij", a.T, b))
+                    elif rep % 4 == 2:
+                        out.append(jnp.einsum("ik,jk->ij", a, b.T))
+                    else:
+                        out.append(jnp.tanh(b.T @ a.T).T * rep)
+            return out
+
+        want = []
+        for rep in range(8):
+            for a, b in ops:
+                p = (a.astype(np.float64) * (rep + 1)) @ b.astype(np.float64)
+                want.append(np.tanh(p) * rep if rep % 4 == 3 else p)
+        f = jx.jit(many)
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        for g, w in zip(f(ops), want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=tol, atol=tol)
+        assert not any(k.root.prim.name == "dot_general" for k in f.lower(ops).kernels)
+        few = jx.jit(lambda a, b: a @ b)
+        a, b = ops[1]
+        assert any(k.root.prim.name == "dot_general" for k in few.lower(a, b).kernels)
