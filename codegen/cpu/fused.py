@@ -379,7 +379,7 @@ TILE = 16
 # 25% faster with 4 on the first hosts measured). tanh(x) * exp(x), whose two
 # chains already overlap, and single transcendentals gained nothing.
 INTERLEAVE_FROM = 2
-INTERLEAVE_BUDGET = 256   # code-size units (passes.fuse.code_size) of a body x its copies
+INTERLEAVE_BUDGET = 512   # code-size units (passes.fuse.code_size) of a body x its copies
 
 
 def _serial_depth(kernel) -> int:
@@ -402,7 +402,9 @@ def _interleave(b, kernel):
     if not count or _serial_depth(kernel) < INTERLEAVE_FROM:
         return None
     size = sum(code_size(e) for e in kernel.eqns)
-    return U.interleave_hint(b.module, min(count, max(1, INTERLEAVE_BUDGET // max(size, 1))))
+    while count > 1 and count * size > INTERLEAVE_BUDGET:
+        count //= 2                       # (powers of two: 7 copies ran slower than 8)
+    return U.interleave_hint(b.module, count)
 
 
 def _transposes_last_dim(kernel) -> bool:
