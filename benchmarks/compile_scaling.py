@@ -16,7 +16,6 @@ first-call times and jx's time per equation of the traced program at each size.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ import textwrap
 import time
 
 from . import machine
+from .corpus import parse_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = {"chain": (50, 200, 1000, 4000), "branches": (64, 256), "rk2": (10, 50, 200),
@@ -173,15 +173,7 @@ def report(rows: list, command: str) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="jx bench --suite compile")
-    p.add_argument("--out", default=os.path.join(HERE, "results-compile.md"))
-    p.add_argument("--only", action="append", default=[])
-    args = p.parse_args(argv)
-    try:
-        import jax  # noqa: F401
-        with_jax = True
-    except ImportError:
-        with_jax = False
+    args, with_jax = parse_args(argv, "compile", "results-compile.md")
     t0 = time.perf_counter()
     rows = run(args.only, with_jax, progress=lambda s: print(s, flush=True))
     command = "jx bench --suite compile" + "".join(f" --only {o}" for o in args.only)

@@ -290,6 +290,30 @@ def _command() -> str:
     return " ".join(["jx", *sys.argv[1:]])
 
 
+# The suites that run programs of their own: --suite NAME -> (module, report file,
+# the options it takes)
+_PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only")),
+                   "patterns": ("patterns", "results-patterns.md", ("min_time", "only")),
+                   "compile": ("compile_scaling", "results-compile.md", ("only",)),
+                   "array-api": ("array_api", "results-array-api.md", ("only",)),
+                   "eager": ("eager_control", "results-eager.md", ("steps", "min_time"))}
+
+
+def _run_program_suite(suite: str, entries, min_time, steps, out_dir) -> None:
+    module, report_file, takes = _PROGRAM_SUITES[suite]
+    argv = []
+    if "steps" in takes and steps is not None:
+        argv += ["--steps", str(steps)]
+    if "min_time" in takes and min_time is not None:
+        argv += ["--min-time", str(min_time)]
+    if "only" in takes:
+        argv += [a for e in entries for a in ("--only", e)]
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
+        argv += ["--out", os.path.join(out_dir, report_file)]
+    raise SystemExit(_sub(module).main(argv))
+
+
 def register(main: click.Group, reports_errors) -> None:
     @main.command("bench")
     @click.argument("path", required=False, type=click.Path())
@@ -383,39 +407,8 @@ def register(main: click.Group, reports_errors) -> None:
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))
-        if suite == "corpus":
-            argv = [] if min_time is None else ["--min-time", str(min_time)]
-            argv += [a for e in entries for a in ("--only", e)]
-            if out_dir is not None:
-                os.makedirs(out_dir, exist_ok=True)
-                argv += ["--out", os.path.join(out_dir, "results-corpus.md")]
-            raise SystemExit(_sub("corpus").main(argv))
-        if suite == "patterns":
-            argv = [] if min_time is None else ["--min-time", str(min_time)]
-            argv += [a for e in entries for a in ("--only", e)]
-            if out_dir is not None:
-                os.makedirs(out_dir, exist_ok=True)
-                argv += ["--out", os.path.join(out_dir, "results-patterns.md")]
-            raise SystemExit(_sub("patterns").main(argv))
-        if suite == "compile":
-            argv = [a for e in entries for a in ("--only", e)]
-            if out_dir is not None:
-                os.makedirs(out_dir, exist_ok=True)
-                argv += ["--out", os.path.join(out_dir, "results-compile.md")]
-            raise SystemExit(_sub("compile_scaling").main(argv))
-        if suite == "array-api":
-            argv = [a for e in entries for a in ("--only", e)]
-            if out_dir is not None:
-                os.makedirs(out_dir, exist_ok=True)
-                argv += ["--out", os.path.join(out_dir, "results-array-api.md")]
-            raise SystemExit(_sub("array_api").main(argv))
-        if suite == "eager":
-            argv = [] if steps is None else ["--steps", str(steps)]
-            argv += [] if min_time is None else ["--min-time", str(min_time)]
-            if out_dir is not None:
-                os.makedirs(out_dir, exist_ok=True)
-                argv += ["--out", os.path.join(out_dir, "results-eager.md")]
-            raise SystemExit(_sub("eager_control").main(argv))
+        if suite in _PROGRAM_SUITES:
+            _run_program_suite(suite, entries, min_time, steps, out_dir)
         if suite == "models" and target != "cuda":
             raise CliError("--suite models times model steps on the GPU: add --target cuda")
         if target == "cuda":
