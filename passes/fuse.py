@@ -40,7 +40,8 @@ FUSIBLE = frozenset({
 })
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                         "argmin"})
-# Relative cost of recomputing one element (transcendentals are expensive).
+# Recompute cost per element (a transcendental 4, other arithmetic 1) below which a
+# value several kernels read is recomputed in each rather than stored.
 CHEAP_LIMIT = 8      # one transcendental and a few ops: recompute rather than store
 
 
@@ -172,6 +173,7 @@ def _fuse(graph: Graph) -> Program:
         # rule above may store in turn (a gradient's backward pieces would otherwise
         # each recompute the forward chain from its start)
         changed = changed or _bound_bodies(graph, mat)
+
     last = {id(g[-1]): g for g in groups}
     kernels = []
     for eqn in graph.eqns:
