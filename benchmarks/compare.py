@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 
+from .report import fmt_time
+
 
 class CompareError(Exception):
     """A file that is not a comparable `jx bench --json` run, or runs that may not
@@ -111,18 +113,9 @@ def table(result: dict, names: tuple = ("old", "new")):
     for col in ("entry", names[0], names[1], "change", "noise", "status"):
         t.add_column(col, justify="left" if col in ("entry", "status") else "right")
     for r in result["rows"]:
-        cells = [r["name"], _t(r.get("old_s")), _t(r.get("new_s")),
+        cells = [r["name"], fmt_time(r.get("old_s")), fmt_time(r.get("new_s")),
                  f"{r['change'] * 100:+.1f}%" if "change" in r else "-",
                  f"±{r['noise'] * 100:.1f}%" if "noise" in r else "-", r["status"]]
         style = "bold red" if r["status"] == "REGRESSED" else None
         t.add_row(*[Text(c, style=style) for c in cells])
     return t
-
-
-def _t(s) -> str:
-    if not s:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s * 1e9:.3g} ns"

@@ -97,9 +97,8 @@ def _seed_cache(folder: str) -> None:
     once has them: the first call measures compiling the program, not those."""
     from jx.runtime import store
     src = os.path.dirname(store.record_path("tuning.json"))
-    for name in ("runtime",):
-        if os.path.isdir(os.path.join(src, name)):
-            shutil.copytree(os.path.join(src, name), os.path.join(folder, name))
+    if os.path.isdir(os.path.join(src, "runtime")):
+        shutil.copytree(os.path.join(src, "runtime"), os.path.join(folder, "runtime"))
     for name in ("tuning.json", "machine.json"):
         if os.path.isfile(os.path.join(src, name)):
             shutil.copy(os.path.join(src, name), folder)
@@ -151,7 +150,7 @@ def run(only=(), with_jax: bool = True, progress=print) -> list:
 def _s(t, rec) -> str:
     if t is not None:
         return f"{t:.2f} s"
-    return (rec or {}).get("error", "-") if rec else "-"
+    return rec.get("error", "-") if rec else "-"
 
 
 def report(rows: list, command: str) -> str:

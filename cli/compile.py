@@ -2,6 +2,7 @@
 artifact (shared object + C header) for the target."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -225,11 +226,14 @@ def register(main: click.Group, reports_errors) -> None:
             before = {} if check else _existing_entries(model, out_dir, name, prefix)
             dest = os.path.dirname(_artifact_base(model, out_dir, name, prefix))
             t0 = time.perf_counter()
-            with tempfile.TemporaryDirectory(prefix="jx-check-") as tmp:
+            # --check builds in a temporary folder, compared with dest and then dropped
+            place = tempfile.TemporaryDirectory(prefix="jx-check-") if check else \
+                contextlib.nullcontext(out_dir)
+            with place as tmp:
                 try:
-                    res = compile_model(model, tmp if check else out_dir, entries, shapes,
-                                        target, cpu, name, arch, lenient=many, prefix=prefix,
-                                        static=static, bakes=bakes)
+                    res = compile_model(model, tmp, entries, shapes, target, cpu, name, arch,
+                                        lenient=many, prefix=prefix, static=static,
+                                        bakes=bakes)
                 except loading.NoEntrySelected as e:
                     click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
                     continue

@@ -33,9 +33,7 @@ class CliError(Exception):
         self.debug_hint = debug_hint
 
     def text(self) -> str:
-        prefix = f"{self.where}: " if self.where else ""
-        hint = f" {DEBUG_HINT}" if self.debug_hint else ""
-        return f"{prefix}error: {self.message}{hint}"
+        return format_diagnostic(self.where, self.message, "text", self.debug_hint)
 
 
 class Diagnostics(CliError):
@@ -86,14 +84,15 @@ def report(err: CliError, fmt: str = "text") -> None:
     """Print err to stderr in format fmt. Text is wrapped to the terminal width only
     on a terminal, so pipes and tests see a single stable line; json and github
     lines are never wrapped (a machine reads them)."""
-    items = err.items if isinstance(err, Diagnostics) else [(err.where, err.message)]
+    several = isinstance(err, Diagnostics)
+    items = err.items if several else [(err.where, err.message)]
+    hint = err.debug_hint and not several and fmt == "text"
+    lines = [format_diagnostic(where, message, fmt, hint) for where, message in items]
     if fmt != "text":
-        for where, message in items:
-            click.echo(format_diagnostic(where, message, fmt), err=True)
+        for text in lines:
+            click.echo(text, err=True)
         return
-    lines = [format_diagnostic(w, m, fmt) for w, m in items] if isinstance(err, Diagnostics) \
-        else [err.text()]
-    if isinstance(err, Diagnostics):
+    if several:
         lines.append(err.message)
     for text in lines:
         if sys.stderr.isatty():

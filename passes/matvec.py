@@ -13,7 +13,7 @@ gradient, 200 x 50, twice per leapfrog step).
 """
 from __future__ import annotations
 
-from jx.ir import Eqn, Graph, ShapedArray, Var
+from jx.ir import Eqn, Graph, ShapedArray, Var, subgraphs
 from jx.prims import elementwise as ew
 from jx.prims import reductions as red
 from jx.prims import structural as st
@@ -152,9 +152,5 @@ def _count_small(graph: Graph) -> int:
             if eqn.prim.name == "dot_general" and _vector_product(eqn) is None and \
                     _small_product(eqn) is not None:
                 n += 1
-            for v in eqn.params.values():
-                if isinstance(v, Graph):
-                    stack.append(v)
-                elif isinstance(v, tuple):
-                    stack.extend(x for x in v if isinstance(x, Graph))
+            stack.extend(subgraphs(eqn))
     return n

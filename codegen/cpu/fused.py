@@ -96,12 +96,6 @@ class FusedEmitter:
             gen = _returning(gen)
         return gen, (id(atom), tuple(id(i) for i in idx))
 
-    def flat_value(self, atom, flat, shape) -> ir.Value:
-        """The element at row-major offset `flat` (materialised values load directly)."""
-        if not isinstance(atom, Literal) and id(atom) in self.buffers:
-            return U.load(self.b, self.buffers[id(atom)], flat, atom.aval.dtype)
-        return self.value(atom, U.delinear(self.b, flat, shape))
-
 
 def _returning(value):
     return value
@@ -295,11 +289,7 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     em = FusedEmitter(b, kernel, buffers, consts, reuse)
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
         shape[-1] >= TILE and shape[-2] >= TILE
-    if not transposing and not fixed and _plain_pad(kernel.root):
-        _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
-        return
-    if not transposing and not fixed and kernel.root.prim.name == "dynamic_update_slice" \
-            and 0 not in kernel.root.inputs[1].aval.shape:
+    if not transposing and not fixed and _window_root(kernel.root):
         _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
         return
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
@@ -309,8 +299,12 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
 
 
-def _plain_pad(eqn) -> bool:
-    """A root pad with edges only (no interior padding, no cropping)."""
+def _window_root(eqn) -> bool:
+    """A root _emit_window_root writes as rows: a pad with edges only (no interior
+    padding, no cropping), or a non-empty update at constant starts (fusion keeps
+    the others opaque)."""
+    if eqn.prim.name == "dynamic_update_slice":
+        return 0 not in eqn.inputs[1].aval.shape
     if eqn.prim.name != "pad" or 0 in eqn.inputs[0].aval.shape:
         return False
     return all(lo >= 0 and hi >= 0 and interior == 0

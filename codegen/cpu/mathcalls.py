@@ -19,6 +19,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.passes.sizes import EXPENSIVE, code_size
+
 from . import irutil as U
 from . import mathlib, target
 
@@ -30,8 +32,8 @@ _LANES = {4: (4, 8, 16), 8: (2, 4, 8)}        # vector widths by element size, u
 def count_program(module: ir.Module, program) -> None:
     """Note how many transcendentals a program (an entry, loop bodies included)
     applies: past MODULE_FROM its kernels call them, however small each kernel is
-    (a gradient's 171 small kernels each inlined a sin or cos)."""
-    from jx.passes.fuse import EXPENSIVE
+    (a gradient's 171 small kernels each inlined a sin or cos). The choice holds for
+    the rest of the module: its entries share the copies."""
     n, stack = 0, [program]
     while stack:
         p = stack.pop()
@@ -45,7 +47,6 @@ def count_program(module: ir.Module, program) -> None:
 
 def wanted(kernel, module: ir.Module) -> bool:
     """Should this kernel's transcendentals be calls?"""
-    from jx.passes.fuse import EXPENSIVE, code_size
     if module.__dict__.get("_jx_outline_all"):
         return True
     eqns = kernel.eqns
@@ -53,9 +54,12 @@ def wanted(kernel, module: ir.Module) -> bool:
         sum(code_size(e) for e in eqns) > OUTLINE_FROM
 
 
-def call(b: ir.IRBuilder, name: str, args: list, dtype) -> ir.Value:
-    """name(*args) (mathlib's unary or binary function) as a call of the module's
-    one copy, made on first use."""
+def emit(b: ir.IRBuilder, name: str, args: list, dtype) -> ir.Value:
+    """name(*args) (mathlib's unary or binary function): inline, or where the kernel
+    being emitted wants calls (the emitter sets b.jx_outline from wanted()) a call of
+    the module's one copy, made on first use."""
+    if not getattr(b, "jx_outline", False):
+        return _emit(b, name, list(args), dtype)
     return b.call(_function(b.module, name, np.dtype(dtype), len(args)), list(args))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from . import mathcalls, mathlib, pow32
+from . import mathcalls, pow32
 from . import irutil as U
 from .irutil import compute_type, const, is_float, is_signed
 
@@ -215,14 +215,7 @@ def _math_dtype(dt):
 
 
 def _math(b, name, args, dt):
-    """mathlib's function inline, or in a kernel with a large body (the emitter sets
-    b.jx_outline) a call of one copy per module (mathcalls.py)."""
-    dt = _math_dtype(dt)
-    if getattr(b, "jx_outline", False):
-        return mathcalls.call(b, name, args, dt)
-    if len(args) == 1:
-        return mathlib.emit_unary(b, name, args[0], dt)
-    return mathlib.emit_binary(b, name, args[0], args[1], dt)
+    return mathcalls.emit(b, name, args, _math_dtype(dt))
 
 
 def _unary_math(name):
