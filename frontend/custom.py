@@ -10,7 +10,7 @@ from .api import leaf_aval
 from .core import bind, trace
 from .errors import JxError
 from .lax.ops import stop_gradient  # noqa: F401  (jx.stop_gradient is jax.lax's)
-from .numpy._util import dtype_weak
+from .numpy._util import canonical_value, dtype_weak
 from .prims import autodiff as ad
 from .prims import elementwise as ew
 
@@ -66,7 +66,9 @@ class _CustomCall:
         static, dyn = _nondiff_split(args, custom.nondiff_argnums)
         self.static, self.n_args = static, len(args)
         self.n_static = tuple(static[i] for i in sorted(static))
-        self.leaves, self.in_tree = tree.flatten(dyn)
+        leaves, self.in_tree = tree.flatten(dyn)
+        # NumPy leaves in the mode's dtypes, as their avals say (float64 -> float32)
+        self.leaves = [canonical_value(x) for x in leaves]
         self.avals = [_aval(x) for x in self.leaves]
         self.call, self.call_consts, self.out_tree = _trace_flat(
             self.with_static(custom.fun), self.in_tree, self.avals, custom.__name__)
@@ -182,6 +184,7 @@ def checkpoint(fun: Callable) -> Callable:
     @functools.wraps(fun)
     def wrapped(*args):
         leaves, in_tree = tree.flatten(args)
+        leaves = [canonical_value(x) for x in leaves]
         avals = [leaf_aval(x) for x in leaves]
         body, consts, out_tree = _trace_flat(fun, in_tree, avals, "checkpoint")
         outs = bind(ad.checkpoint, *consts, *leaves, body=body, num_consts=len(consts))

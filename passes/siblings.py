@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 
-from jx.ir import Var
+from jx.ir import Var, postorder
 
 from .sizes import BODY_LIMIT, MAX_SIBLINGS, code_size
 
@@ -172,15 +172,6 @@ def split_siblings(program):
 
 def _pull_within(root, producer: dict) -> list:
     order = {id(e): i for i, e in enumerate(producer.values())}
-    seen: dict = {}
-
-    def visit(e):
-        if id(e) in seen:
-            return
-        for a in e.inputs:
-            if isinstance(a, Var) and id(a) in producer:
-                visit(producer[id(a)])
-        seen[id(e)] = e
-
-    visit(root)
-    return sorted(seen.values(), key=lambda e: order[id(e)])
+    body = postorder([root], lambda e: [producer[id(a)] for a in e.inputs
+                                        if isinstance(a, Var) and id(a) in producer])
+    return sorted(body, key=lambda e: order[id(e)])

@@ -745,3 +745,45 @@ def test_weak_types_through_transforms(case):
     # the weak gradient promotes as a Python float would: bfloat16-free check with float16
     if case == "grad":
         assert (got * np.ones(2, np.float16)).dtype == np.float16
+
+
+def _sin_times(y):
+    return jx.lax.mul(jx.lax.sin(y), y)
+
+
+def _wrapped_forms(lib):
+    """checkpoint, custom_jvp and custom_vjp of one function, in `lib`'s API."""
+    cj = lib.custom_jvp(_sin_times if lib is jx else lambda y: lib.lax.mul(lib.lax.sin(y), y))
+    cj.defjvp(lambda p, t: (cj.fun(p[0]), t[0] * 2.0))
+    cv = lib.custom_vjp(cj.fun)
+    cv.defvjp(lambda y: (cj.fun(y), y), lambda y, c: (c * 3.0,))
+    return {"checkpoint": lib.checkpoint(cj.fun), "custom_jvp": cj, "custom_vjp": cv}
+
+
+@pytest.mark.parametrize("form", ["checkpoint", "custom_jvp", "custom_vjp"])
+def test_float64_numpy_arguments_in_32bit_mode(form):
+    """A NumPy float64 argument outside jit computes in float32 (the mode's dtype),
+    as in JAX, value and gradient; it used to be refused by the call primitive."""
+    x = np.random.default_rng(3).standard_normal((3, 4))
+    f = _wrapped_forms(jx)[form]
+    got, g = f(x), jx.grad(lambda v: f(v).sum())(x)
+    assert got.dtype == np.float32 and g.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.sin(x) * x, rtol=1e-5)
+    jax = pytest.importorskip("jax")
+    jf = _wrapped_forms(jax)[form]
+    want_g = jax.grad(lambda v: jf(v).sum())(x)
+    assert np.asarray(want_g).dtype == np.float32
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want_g), rtol=1e-5, atol=1e-6)
+
+
+def test_bitcast_target_dtype_follows_the_mode():
+    """bitcast_convert_type(x, int64) in 32-bit mode reinterprets as int32, as JAX."""
+    x = np.random.default_rng(4).standard_normal(5)
+    got = jx.lax.bitcast_convert_type(x, np.int64)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got), x.astype(np.float32).view(np.int32))
+    with jx.enable_x64():
+        assert jx.lax.bitcast_convert_type(x, np.int64).dtype == np.int64
+    jax = pytest.importorskip("jax")
+    np.testing.assert_array_equal(np.asarray(got),
+                                  np.asarray(jax.lax.bitcast_convert_type(x, np.int64)))

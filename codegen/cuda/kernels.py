@@ -107,7 +107,17 @@ class _Group:
     """A row group's members as one unit (CPU rowfuse semantics)."""
 
     def __init__(self, members):
+        _single_outputs(members)
         self.inputs, self.outputs = group_buffers(members)
+
+
+def _single_outputs(kernels) -> None:
+    """A GPU reduction writes one output per row; merged siblings arrive split
+    (passes.siblings.split_siblings) or their other outputs would go unwritten."""
+    for k in kernels:
+        if k.siblings:
+            raise AssertionError(f"{k.name}: a merged reduction reached the CUDA emitter "
+                                 "unsplit (split_siblings first)")
 
 
 class GpuModule:
@@ -167,6 +177,7 @@ class GpuModule:
 
     # ------------------------------------------------------------------ reductions
     def reduce(self, kernel) -> list:
+        _single_outputs([kernel])
         root = kernel.root
         (x,) = root.inputs
         (out,) = root.outputs

@@ -27,6 +27,7 @@ from jx.ir import Literal, Var
 
 from jx.codegen.cpu.module import plan_buffers
 from jx.codegen.cpu.rowfuse import row_groups
+from jx.passes.siblings import split_siblings
 from jx.prims.collectives import COLLECTIVES
 
 from .kernels import GpuModule, Launch
@@ -96,6 +97,8 @@ def _collective(kernel) -> _Unit:
 
 
 def program_units(gm: GpuModule, program) -> list:
+    # a block reduces one row to one value: merged sibling reductions run apart
+    program = split_siblings(program)
     units = []
     for rows, members in row_groups(program):
         k = members[0]

@@ -71,7 +71,8 @@ def convert_element_type(x, new_dtype):
 
 def bitcast_convert_type(x, new_dtype):
     """The bits of x reinterpreted as new_dtype (one width: float32 <-> int32, ...)."""
-    return bind1(bc.bitcast_convert_type, as_value(x), new_dtype=np.dtype(new_dtype))
+    return bind1(bc.bitcast_convert_type, as_value(x),
+                 new_dtype=dtypes.canonicalize(new_dtype, "bitcast_convert_type"))
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
