@@ -2,15 +2,20 @@
 kernel with the buffers it reads and writes and its fused equations."""
 from __future__ import annotations
 
+import hashlib
+
+import numpy as np
+
+from jx.ir import Literal
 from jx.printer import _Names, _atom, _binder, format_value
 
 
-def _eqn_line(eqn, names) -> str:
+def _eqn_line(eqn, names, atom=_atom) -> str:
     outs = " ".join(_binder(v, names) for v in eqn.outputs)
     plain = {k: v for k, v in eqn.params.items() if not hasattr(v, "eqns") and not (
         isinstance(v, tuple) and any(hasattr(x, "eqns") for x in v))}
     params = " ".join(f"{k}={format_value(plain[k])}" for k in sorted(plain))
-    ins = " ".join(_atom(a, names) for a in eqn.inputs)
+    ins = " ".join(atom(a, names) for a in eqn.inputs)
     return f"{outs} = {eqn.prim.name}" + (f"[{params}]" if params else "") + \
         (f" {ins}" if ins else "")
 
@@ -44,3 +49,52 @@ def _program_lines(program, names, stats: bool) -> list:
 
 def format_program(program, stats: bool = False) -> str:
     return "\n".join(_program_lines(program, _Names(), stats))
+
+
+# ------------------------------------------------------------ kernel signatures
+_PLAIN = (bool, int, float, str, bytes, type(None), np.dtype, np.generic)
+
+
+def _plain(v) -> bool:
+    """A param whose text says all there is to it (no graph, function or object)."""
+    if isinstance(v, tuple):
+        return all(_plain(x) for x in v)
+    return isinstance(v, _PLAIN) or (isinstance(v, type) and issubclass(v, np.generic))
+
+
+def _valued_atom(a, names) -> str:
+    if isinstance(a, Literal) and np.ndim(a.val):
+        arr = np.ascontiguousarray(a.val)
+        return f"const<{a.aval}:{hashlib.sha1(arr.tobytes()).hexdigest()}>"
+    return _atom(a, names)
+
+
+def _kernel_lines(k, names) -> list | None:
+    if k.subprograms or not all(_plain(v) for e in k.eqns for v in e.params.values()):
+        return None
+    lines = [f"{k.kind} {'+'.join(r.prim.name for r in k.roots)} "
+             f"reads {' '.join(names(v) for v in k.inputs)} "
+             f"writes {' '.join(names(v) for v in k.outputs)}"]
+    lines += [_eqn_line(e, names, _valued_atom) for e in k.eqns]
+    if k.epilogue is not None:
+        tail = _kernel_lines(k.epilogue, names)
+        if tail is None:
+            return None
+        lines += ["epilogue"] + tail
+    return lines
+
+
+def kernel_signature(members: list, atoms: list, rows: tuple = ()) -> str | None:
+    """Text that two kernels (or row groups) share exactly when one compiled
+    function computes both, called with each one's buffers (`atoms`, in the
+    function's parameter order): structure, shapes, dtypes, params and constant
+    values, with buffers named by position. None for kernels holding sub-programs
+    or non-data params, which are never shared."""
+    names = _Names()
+    lines = [f"rows {rows} " + " ".join(_binder(a, names) for a in atoms)]
+    for k in members:
+        more = _kernel_lines(k, names)
+        if more is None:
+            return None
+        lines += more
+    return "\n".join(lines)

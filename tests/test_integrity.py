@@ -62,7 +62,9 @@ def jit_run(cache_dir) -> int:
 
 
 def objects(cache_dir) -> list:
-    return sorted(p for p in (cache_dir / "objects").glob("*/*.o"))
+    """Program objects and the runtime's LLVM-built ones (libcalls), both checked."""
+    return sorted(p for folder in ("objects", "runtime/objects")
+                  for p in (cache_dir / folder).glob("*/*.o"))
 
 
 def assert_intact(path) -> None:

@@ -134,7 +134,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
         with open(runtime_obj, "rb") as f:
             runtime_defined = frozenset(global_symbols(f.read())[0])
     symbols.check(obj, symbols.for_artifact(runtime_defined), "the artifact's object")
-    lib_obj, _ = compiler.cached_object(libcalls.module_ir(), cpu, triple)
+    lib_obj, _ = compiler.cached_object(libcalls.module_ir(), cpu, triple, runtime=True)
     lib_path = os.path.join(cache.cache_dir(), "runtime",
                             f"jx_libcalls-{hashlib.sha256(lib_obj).hexdigest()[:16]}.o")
     cache.ensure_file(lib_path, lib_obj)      # rewritten if missing or damaged

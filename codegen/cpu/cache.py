@@ -61,8 +61,8 @@ def cache_key(ir_text: str, cpu: str, triple: str) -> str:
     return h.hexdigest()
 
 
-def _path(key: str) -> str:
-    return os.path.join(cache_dir(), "objects", key[:2], key + ".o")
+def _path(key: str, folder: str = "objects") -> str:
+    return os.path.join(cache_dir(), folder, key[:2], key + ".o")
 
 
 _MAGIC = b"jx-cache-v1\0"
@@ -111,10 +111,11 @@ def _read_entry(path: str, key: str) -> bytes | None:
     return data
 
 
-def load(key: str) -> bytes | None:
+def load(key: str, folder: str = "objects") -> bytes | None:
     """The object stored under key, or None; also None (and the entry deleted) for one
-    whose ELF tables do not lie inside it, which LLVM would read past."""
-    path = _path(key)
+    whose ELF tables do not lie inside it, which LLVM would read past. Objects of
+    jx's own runtime (folder RUNTIME_OBJECTS) are kept like the C runtime's build."""
+    path = _path(key, folder)
     data = _read_entry(path, key)
     if data is not None and elf.check_object(data) is not None:
         _discard(path)
@@ -122,12 +123,13 @@ def load(key: str) -> bytes | None:
     return data
 
 
-def store(key: str, data: bytes) -> None:
-    path = _path(key)
+def store(key: str, data: bytes, folder: str = "objects") -> None:
+    path = _path(key, folder)
     try:
         make_dir(os.path.dirname(path))
         replace_file(path, _wrap(key, data))
-        _added([path])
+        if folder in ENTRY_FOLDERS:
+            _added([path])
     except OSError:
         pass            # a read-only or full cache only costs speed
 
@@ -206,6 +208,7 @@ def store_files(key: str, sources: dict) -> None:
 # -- the size cap (see the module docstring) ----------------------------------------------
 DEFAULT_MAX = 1 << 30
 ENTRY_FOLDERS = ("objects", "artifacts")     # evictable; runtime/ and records are kept
+RUNTIME_OBJECTS = os.path.join("runtime", "objects")   # libcalls: one per target, kept
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_FILE = "size"
 

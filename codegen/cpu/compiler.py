@@ -141,7 +141,8 @@ def libcalls_for_jit(cpu: str):
     """Compile libcalls.py for this process once (per target CPU) and make its
     routines visible to every later JIT module (llvm.add_symbol); returns the
     engine, which the cache keeps alive: the code must stay mapped."""
-    obj, _ = cached_object(libcalls.module_ir(), cpu, target.host_triple(), reloc="default")
+    obj, _ = cached_object(libcalls.module_ir(), cpu, target.host_triple(), reloc="default",
+                           runtime=True)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -150,16 +151,20 @@ def libcalls_for_jit(cpu: str):
     return engine
 
 
-def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic") -> tuple:
+def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",
+                  runtime: bool = False) -> tuple:
     """(object code, cache hit?) for the module, compiling with LLVM on a miss. The
     key has the LLVM feature string the object is built with: for a host build
-    it is the host's exact set, which a VM can cut below its CPU name's."""
+    it is the host's exact set, which a VM can cut below its CPU name's. runtime:
+    a program-independent object (libcalls), kept with the C runtime's build
+    rather than among the evictable program objects."""
     key = cache.cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
-    data = cache.load(key)
+    folder = cache.RUNTIME_OBJECTS if runtime else "objects"
+    data = cache.load(key, folder)
     if data is not None:
         return data, True
     data = emit_object(ir_text, cpu, triple, reloc=reloc)
-    cache.store(key, data)
+    cache.store(key, data, folder)
     return data, False
 
 

@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jx.ir import Literal, Var
+from jx.passes.fuse_print import kernel_signature
 
 from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
@@ -186,6 +187,7 @@ class ModuleBuilder:
             if parallel else None
         self.consts = ConstPool(self.module)
         self.n_kernels = 0
+        self._shared: dict = {}          # kernel signature -> function (shared_function)
         self._malloc = ir.Function(self.module, ir.FunctionType(U.PTR, [U.I64]), "malloc")
         self._free = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR]), "free")
 
@@ -263,6 +265,23 @@ class ModuleBuilder:
         else:
             emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
         b.ret(ir.Constant(U.I32, STATUS_OK))
+        return fn, atoms
+
+    def shared_function(self, members: list, rows: tuple) -> tuple:
+        """(function, its buffers in parameter order) for a kernel or row group: one
+        emitted before with the same signature is called again with these buffers.
+        An unrolled loop or a deep network repeats its kernels step after step or
+        layer after layer; compiling each once keeps LLVM's time proportional to
+        the distinct kernels, not to the depth."""
+        atoms = sum(group_buffers(members), []) if rows else \
+            list(members[0].inputs) + list(members[0].outputs)
+        key = kernel_signature(members, atoms, rows)
+        if key is not None and key in self._shared:
+            return self._shared[key], atoms
+        fn, atoms = self.group_function(members, rows) if rows else \
+            self.kernel_function(members[0])
+        if key is not None:
+            self._shared[key] = fn
         return fn, atoms
 
     def _outline(self, name: str, n_ctx: int) -> tuple:
@@ -357,7 +376,7 @@ class ModuleBuilder:
             if out0 in views:                       # nothing to run: read in place
                 buffers[out0] = buffers[id(views[out0])]
                 continue
-            fn, atoms = self.group_function(members, rows) if rows else self.kernel_function(k)
+            fn, atoms = self.shared_function(members, rows)
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
                                  else self.consts.array(a.val) for a in atoms])
             if k.kind == "opaque":

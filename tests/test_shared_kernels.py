@@ -1,0 +1,129 @@
+"""Kernels compiled once per module (issue 31): an unrolled loop or a deep network
+repeats the same kernel step after step; the CPU module emits it once and calls it
+with each step's buffers. Kernels that differ in anything the code depends on
+(constants, shapes, dtypes, structure) keep their own functions. Every result is
+checked against NumPy."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx.codegen.cpu.module import ModuleBuilder
+from jx.passes.fuse_print import kernel_signature
+
+RNG = np.random.default_rng(27)
+
+
+def _module_text(fn, *args) -> str:
+    program = jx.jit(fn).lower(*args)
+    mb = ModuleBuilder("t")
+    mb.entry("t", program)
+    return mb.text()
+
+
+def _counts(text: str) -> tuple:
+    """(kernel functions defined, kernel calls made by the entry)."""
+    defined = len(re.findall(r'^define internal i32 @"k\d+\.', text, re.M))
+    calls = len(re.findall(r'call i32 @"k\d+\.', text))
+    return defined, calls
+
+
+def _rk2(xp, s, n, h=0.01):
+    for _ in range(n):
+        k1 = {"q": s["p"], "p": -xp.sin(s["q"])}
+        mid = {k: s[k] + 0.5 * h * k1[k] for k in s}
+        k2 = {"q": mid["p"], "p": -xp.sin(mid["q"])}
+        s = {k: s[k] + h * k2[k] for k in s}
+    return s
+
+
+def test_unrolled_steps_share_their_kernels():
+    s = {"q": RNG.standard_normal(64).astype(np.float32),
+         "p": RNG.standard_normal(64).astype(np.float32)}
+    f = lambda s: _rk2(jnp, s, 40)      # noqa: E731
+    defined, calls = _counts(_module_text(f, s))
+    assert calls >= 40 and defined <= 4, (defined, calls)
+    got = jx.jit(f)(s)
+    want = _rk2(np, {k: v.astype(np.float64) for k, v in s.items()}, 40)
+    for k in s:
+        np.testing.assert_allclose(np.asarray(got[k]), want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_deep_mlp_gradient_shares_its_layers():
+    n, width = 24, 16
+    p = {f"w{i}": (0.3 * RNG.standard_normal((width, width))).astype(np.float32)
+         for i in range(n)}
+    p.update({f"b{i}": (0.1 * RNG.standard_normal(width)).astype(np.float32)
+              for i in range(n)})
+    x = RNG.standard_normal((8, width)).astype(np.float32)
+
+    def loss(p, x):
+        for i in range(n):
+            x = jnp.tanh(x @ p[f"w{i}"] + p[f"b{i}"])
+        return jnp.sum(x ** 2)
+
+    g = jx.grad(loss)
+    defined, calls = _counts(_module_text(g, p, x))
+    assert defined * 4 <= calls, (defined, calls)
+    got = jx.jit(g)(p, x)
+    # reference: the same gradient by hand in float64 (forward, then backward)
+    P = {k: v.astype(np.float64) for k, v in p.items()}
+    hs = [x.astype(np.float64)]
+    for i in range(n):
+        hs.append(np.tanh(hs[-1] @ P[f"w{i}"] + P[f"b{i}"]))
+    ct = 2 * hs[-1]
+    for i in reversed(range(n)):
+        dz = ct * (1 - hs[i + 1] ** 2)
+        np.testing.assert_allclose(np.asarray(got[f"w{i}"]), hs[i].T @ dz, rtol=2e-3,
+                                   atol=1e-4)
+        np.testing.assert_allclose(np.asarray(got[f"b{i}"]), dz.sum(0), rtol=2e-3, atol=1e-4)
+        ct = dz @ P[f"w{i}"].T
+
+
+@pytest.mark.parametrize("variant", ["scalar", "array", "shape", "dtype", "op"])
+def test_kernels_that_differ_keep_their_own_functions(variant):
+    """Two steps alike but for one thing: both computed right (a shared function
+    would give the second step the first one's constant, shape, dtype or op)."""
+    x = RNG.standard_normal((6, 10)).astype(np.float32)
+    c1, c2 = RNG.standard_normal(10).astype(np.float32), RNG.standard_normal(10).astype(
+        np.float32)
+
+    def step(xp, v, k):
+        if variant == "scalar":
+            return xp.sin(v * (1.5 if k == 0 else 2.5)) + 0.25
+        if variant == "array":
+            return xp.sin(v * (c1 if k == 0 else c2)) + 0.25
+        if variant == "shape":
+            return xp.sin(v[: 6 - k] * 1.5) + 0.25
+        if variant == "dtype":
+            return xp.sin(v.astype(np.float32 if k == 0 else np.float16) * 1.5) + 0.25
+        return (xp.sin if k == 0 else xp.cos)(v * 1.5) + 0.25
+
+    def f(xp, v):
+        a = step(xp, v, 0)
+        b = step(xp, v, 1)
+        return a.sum(0), b.sum(0)
+
+    got = jx.jit(lambda v: f(jnp, v))(x)
+    want = f(np, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), w,
+                                   rtol=5e-3 if variant == "dtype" else 1e-5, atol=1e-3)
+
+
+def test_signature_names_buffers_by_position():
+    """Same structure over other buffers: one signature; another constant, shape or
+    dtype: another signature."""
+    def two(v, w):
+        return jnp.exp(v) * 2.0, jnp.exp(w) * 2.0, jnp.exp(v) * 3.0
+
+    program = jx.jit(two).lower(jx.f32[5, 7], jx.f32[5, 7])
+    sigs = [kernel_signature([k], list(k.inputs) + list(k.outputs))
+            for k in program.kernels]
+    assert len(sigs) == 3 and sigs[0] == sigs[1] != sigs[2]
+    other = jx.jit(two).lower(jx.f32[5, 8], jx.f32[5, 8]).kernels[0]
+    assert kernel_signature([other], list(other.inputs) + list(other.outputs)) != sigs[0]
