@@ -127,3 +127,56 @@ def test_signature_names_buffers_by_position():
     assert len(sigs) == 3 and sigs[0] == sigs[1] != sigs[2]
     other = jx.jit(two).lower(jx.f32[5, 8], jx.f32[5, 8]).kernels[0]
     assert kernel_signature([other], list(other.inputs) + list(other.outputs)) != sigs[0]
+
+
+MATH_PROGRAM = '''
+import sys, numpy as np, jx, jx.numpy as jnp
+from jx.codegen.cpu import compiler
+n = int(sys.argv[1])
+def f(x):
+    for i in range(n):
+        x = jnp.sin(x) * 0.9 if i % 2 else jnp.tanh(x) + 0.1
+    return x
+x = np.random.default_rng(n).uniform(-2, 2, 1000).astype(np.float32)
+got = np.asarray(jx.jit(f)(x))
+ref = x.astype(np.float64)
+for i in range(n):
+    ref = np.sin(ref) * 0.9 if i % 2 else np.tanh(ref) + 0.1
+assert np.abs(got - ref).max() < 1e-5, np.abs(got - ref).max()
+print(sorted(compiler.math_for_jit.cache_info()._asdict().items()))
+'''
+
+
+def test_math_routines_are_runtime_objects_shared_by_programs(tmp_path):
+    """A long transcendental chain calls jx.math routines that its module only
+    declares; each routine is compiled once into the cache's runtime folder (kept
+    with the C runtime) and the next program, in another process, reuses it."""
+    import os
+    import subprocess
+    import sys
+    from jx.codegen.cpu.module import ModuleBuilder
+
+    f = lambda x: jnp.sin(jnp.tanh(jnp.sin(jnp.tanh(jnp.sin(x) * 2) * 2) * 2) * 2)  # noqa
+    for _ in range(3):
+        g = f
+        f = lambda x, g=g: g(jnp.sin(x) + 0.5)       # noqa: E731
+    mb = ModuleBuilder("t")
+    mb.entry("t", jx.jit(f).lower(jx.f32[4096]))
+    text = mb.text()
+    assert 'declare float @"jx.math.sin.float32"' in text
+    assert 'define float @"jx.math.sin.float32"' not in text
+
+    env = dict(os.environ, JX_CACHE_DIR=str(tmp_path))
+    script = tmp_path / "prog.py"
+    script.write_text(MATH_PROGRAM)
+    routines = tmp_path / "runtime" / "objects"
+    for n in (40, 41):      # two programs, each new to the cache
+        r = subprocess.run([sys.executable, str(script), str(n)], env=env,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        built = sorted(p.name for p in routines.glob("*/*.o"))
+        if n == 40:
+            first = built
+            assert len(first) >= 3          # libcalls, sin and tanh (f32)
+        else:
+            assert built == first            # nothing new: the routines were reused

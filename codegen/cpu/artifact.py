@@ -127,18 +127,24 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
     """The objects linked beside the model's: jx's parallel runtime and its
     compiler-runtime routines; every symbol the model's object needs must be
     defined by one of them or by the C library (symbols.py)."""
-    from . import libcalls, symbols
+    from . import libcalls, mathcalls, symbols
     from .objsyms import global_symbols
     runtime_defined = frozenset()
     if runtime_obj:
         with open(runtime_obj, "rb") as f:
             runtime_defined = frozenset(global_symbols(f.read())[0])
     symbols.check(obj, symbols.for_artifact(runtime_defined), "the artifact's object")
-    lib_obj, _ = compiler.cached_object(libcalls.module_ir(), cpu, triple, runtime=True)
-    lib_path = os.path.join(cache.cache_dir(), "runtime",
-                            f"jx_libcalls-{hashlib.sha256(lib_obj).hexdigest()[:16]}.o")
-    cache.ensure_file(lib_path, lib_obj)      # rewritten if missing or damaged
-    return ((runtime_obj,) if runtime_obj else ()) + (lib_path,)
+    pieces = [("jx_libcalls", libcalls.module_ir())]
+    pieces += [(routine.replace(".", "_"), mathcalls.library_ir(routine, cpu))
+               for routine in mathcalls.routines(global_symbols(obj)[1])]
+    paths = []
+    for name, ir_text in pieces:
+        data, _ = compiler.cached_object(ir_text, cpu, triple, runtime=True)
+        path = os.path.join(cache.cache_dir(), "runtime",
+                            f"{name}-{hashlib.sha256(data).hexdigest()[:16]}.o")
+        cache.ensure_file(path, data)      # rewritten if missing or damaged
+        paths.append(path)
+    return ((runtime_obj,) if runtime_obj else ()) + tuple(paths)
 
 
 def exported_symbols(manifest: dict) -> list:

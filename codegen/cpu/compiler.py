@@ -17,7 +17,8 @@ import threading
 
 import llvmlite.binding as llvm
 
-from . import cache, libcalls, symbols, target, tuning
+from . import cache, libcalls, mathcalls, symbols, target, tuning
+from .objsyms import global_symbols
 
 # Every use of LLVM for a compile holds this lock: LLVM's global state is not
 # safe to share between threads, and a fork must not copy a compile in flight
@@ -126,6 +127,8 @@ class JitModule:
         obj, self.cache_hit = cached_object(ir_text, cpu, target.host_triple(),
                                             reloc="default")
         libcalls_for_jit(cpu)
+        for routine in mathcalls.routines(global_symbols(obj)[1]):
+            math_for_jit(routine, cpu)
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
@@ -147,6 +150,20 @@ def libcalls_for_jit(cpu: str):
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     for name in libcalls.names():
+        llvm.add_symbol(name, engine.get_function_address(name))
+    return engine
+
+
+@functools.lru_cache(maxsize=None)
+def math_for_jit(routine: str, cpu: str):
+    """Load one math routine (mathcalls.library_ir, compiled once per host) into
+    this process and make it and its vector versions visible to later JIT modules."""
+    obj, _ = cached_object(mathcalls.library_ir(routine, cpu), cpu, target.host_triple(),
+                           reloc="default", runtime=True)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    for name in global_symbols(obj)[0]:
         llvm.add_symbol(name, engine.get_function_address(name))
     return engine
 

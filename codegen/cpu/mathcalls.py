@@ -1,11 +1,11 @@
-"""Transcendentals of large fused bodies as calls: one copy of each per module.
+"""Transcendentals of large fused bodies as calls to jx's math routines.
 
 mathlib emits a function inline where it is used, so a kernel applying `sin` 50
 times hands LLVM 50 range reductions and polynomials, each vectorised, each
 copied again for the scalar remainder: nearly all of a long chain's compile time
 (a 1000-op chain of sin/tanh/mul/add compiled in 7.7 s, the same chain of mul
 and add alone in 0.5 s). Kernels whose body passes OUTLINE_FROM code-size units
-call instead `jx.math.<fn>.<dtype>`, an internal scalar function whose
+call instead `jx.math.<fn>.<dtype>`, a scalar function whose
 "vector-function-abi-variant" attribute names vector versions for every width
 the target has (`jx.math.<fn>.<dtype>.v16`, ...): LLVM's loop vectoriser then
 calls the vector version from the vectorised loop. Each vector version is the
@@ -13,6 +13,13 @@ scalar body in a loop over its lanes, which the same vectoriser turns into
 straight vector code, so the arithmetic is mathlib's, bit for bit. Small bodies
 keep the inline form: a call clobbers every vector register, which a short
 chain would pay for at run time.
+
+The routines are part of jx's runtime, not of the program: a program's module
+only declares them, and each (function, dtype, target) is compiled once per host
+(library_ir), kept with the C runtime's build and shared by every program,
+loaded into the process for jx.jit and linked into artifacts. Compiling sin's
+four versions into every module that used them was most of a short chain's
+compile time (a 200-op chain: 75 of its 90 ms of LLVM).
 """
 from __future__ import annotations
 
@@ -63,29 +70,83 @@ def emit(b: ir.IRBuilder, name: str, args: list, dtype) -> ir.Value:
     return b.call(_function(b.module, name, np.dtype(dtype), len(args)), list(args))
 
 
+PREFIX = "jx.math."
+
+
 def _function(module: ir.Module, name: str, dtype: np.dtype, arity: int) -> ir.Function:
-    symbol = f"jx.math.{name}.{dtype.name}"
+    """The declaration of jx.math.<name>.<dtype> and of its vector versions."""
+    symbol = f"{PREFIX}{name}.{dtype.name}"
     try:
         return module.get_global(symbol)
     except KeyError:
         pass
-    t = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
+    t = _float(dtype)
     fn = ir.Function(module, ir.FunctionType(t, [t] * arity), symbol)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")        # else inlined back before the vectoriser runs
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    b.ret(_emit(b, name, list(fn.args), dtype))
-    vbytes = target.vector_bytes(target.of_module(module))
-    variants = []
-    for lanes in _LANES[dtype.itemsize]:
-        if lanes * dtype.itemsize > max(vbytes, 16):
-            continue
-        variants.append(_vector_version(module, symbol, name, t, lanes, arity, dtype))
+    variants = [(lanes, ir.Function(module, ir.FunctionType(ir.VectorType(t, lanes),
+                                                             [ir.VectorType(t, lanes)] * arity),
+                                    f"{symbol}.v{lanes}"))
+                for lanes in _widths(target.of_module(module), dtype)]
+    _name_variants(fn, symbol, arity, variants)
+    # the vectoriser calls a version only if it is declared: nothing else names it
+    module.__dict__.setdefault("_jx_keep", []).extend(v for _, v in variants)
+    return fn
+
+
+def _float(dtype: np.dtype):
+    return ir.FloatType() if dtype == np.float32 else ir.DoubleType()
+
+
+def _widths(cpu: str, dtype: np.dtype) -> list:
+    vbytes = target.vector_bytes(cpu)
+    return [n for n in _LANES[dtype.itemsize] if n * dtype.itemsize <= max(vbytes, 16)]
+
+
+def _name_variants(fn, symbol: str, arity: int, variants: list) -> None:
     # "_ZGV_LLVM_N<lanes><v per argument>_<scalar>(<vector>)": LLVM's vector ABI names
     names = ",".join(f"_ZGV_LLVM_N{n}{'v' * arity}_{symbol}({v.name})" for n, v in variants)
     set.add(fn.attributes, f'"vector-function-abi-variant"="{names}"')   # (a string attribute)
-    module.__dict__.setdefault("_jx_keep", []).extend(v for _, v in variants)
-    return fn
+
+
+def routines(undefined) -> list:
+    """The math routines (scalar symbols) an object's undefined symbols call."""
+    out = set()
+    for name in undefined:
+        if name.startswith(PREFIX):
+            base, _, last = name.rpartition(".")
+            out.add(base if last[:1] == "v" and last[1:].isdigit() else name)
+    return sorted(out)
+
+
+def provides(name: str) -> bool:
+    """Is `name` a routine library_ir defines (for some target)?"""
+    routine = (routines([name]) or [""])[0]
+    name_dt = routine[len(PREFIX):].rpartition(".")
+    if not routine.startswith(PREFIX) or name_dt[0] not in mathlib.UNARY | mathlib.BINARY \
+            or name_dt[2] not in ("float32", "float64"):
+        return False
+    lanes = name[len(routine) + 2:]
+    return name == routine or (lanes.isdigit() and
+                               int(lanes) in _LANES[np.dtype(name_dt[2]).itemsize])
+
+
+def library_ir(symbol: str, cpu: str) -> str:
+    """The module defining one routine (jx.math.<fn>.<dtype>) and its vector versions
+    for `cpu`: hidden symbols, linked beside a program's object, never exported."""
+    if not provides(symbol) or routines([symbol]) != [symbol]:
+        raise ValueError(f"{symbol!r} names no jx math routine")
+    name, _, dt = symbol[len(PREFIX):].rpartition(".")
+    dtype, arity = np.dtype(dt), 1 if name in mathlib.UNARY else 2
+    module = ir.Module(name=symbol)
+    module.jx_cpu = cpu
+    t = _float(dtype)
+    fn = ir.Function(module, ir.FunctionType(t, [t] * arity), symbol)
+    fn.attributes.add("noinline")        # else inlined into its vector versions first
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(_emit(b, name, list(fn.args), dtype))
+    for lanes in _widths(cpu, dtype):
+        _vector_version(module, symbol, name, t, lanes, arity, dtype)
+    # (llvmlite prints no visibility on functions)
+    return str(module).replace("\ndefine ", "\ndefine hidden ")
 
 
 def _emit(b, name, args, dtype):
@@ -99,8 +160,6 @@ def _vector_version(module, symbol, name, t, lanes, arity, dtype) -> tuple:
     lanes, through memory, which LLVM vectorises (and its allocas fold away)."""
     vt = ir.VectorType(t, lanes)
     fn = ir.Function(module, ir.FunctionType(vt, [vt] * arity), f"{symbol}.v{lanes}")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     arr = ir.ArrayType(t, lanes)
     ins = []
@@ -122,8 +181,8 @@ def _vector_version(module, symbol, name, t, lanes, arity, dtype) -> tuple:
 
 
 def keep_alive(module: ir.Module):
-    """The vector versions, listed in llvm.compiler.used: nothing calls them until
-    the vectoriser does, and an unused internal function is deleted before that.
+    """The vector versions' declarations, listed in llvm.compiler.used: nothing calls
+    them until the vectoriser does, and an unused declaration is dropped before that.
     Returns the global (None when the module has none)."""
     keep = module.__dict__.get("_jx_keep")
     if not keep:

@@ -174,6 +174,9 @@ class KernelContext:
         return self.buffers[id(atom)]
 
 
+PLAIN_ENTRY_FROM = 64     # kernel calls from which an entry is left unoptimised
+
+
 class ModuleBuilder:
     def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None):
         # llvmlite prints the name unescaped on a comment line: a newline would end it
@@ -188,6 +191,7 @@ class ModuleBuilder:
         self.consts = ConstPool(self.module)
         self.n_kernels = 0
         self._shared: dict = {}          # kernel signature -> function (shared_function)
+        self._calls: dict = {}           # function name -> kernel calls emitted into it
         self._malloc = ir.Function(self.module, ir.FunctionType(U.PTR, [U.I64]), "malloc")
         self._free = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR]), "free")
 
@@ -377,6 +381,7 @@ class ModuleBuilder:
                 buffers[out0] = buffers[id(views[out0])]
                 continue
             fn, atoms = self.shared_function(members, rows)
+            self._calls[b.function.name] = self._calls.get(b.function.name, 0) + 1
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
                                  else self.consts.array(a.val) for a in atoms])
             if k.kind == "opaque":
@@ -478,6 +483,12 @@ class ModuleBuilder:
             b.call(self.runtime_function("jx_cancel_reset", U.VOID), [])
         mathcalls.count_program(self.module, program)
         self.emit_program(b, program, inputs, outputs, fail)
+        if self._calls.get(fn.name, 0) >= PLAIN_ENTRY_FROM:
+            # A long entry is only calls and pointer arithmetic, and optimising it
+            # cost more than all its kernels together (a 100-layer MLP gradient's
+            # 426 calls: 0.17 of 0.33 s of LLVM); unoptimised it costs nanoseconds.
+            fn.attributes.add("noinline")
+            fn.attributes.add("optnone")
         b.ret(self._status_unless_cancelled(b, STATUS_OK))
         b.position_at_end(fail)
         b.ret(self._status_unless_cancelled(b, STATUS_OUT_OF_MEMORY))

@@ -20,6 +20,8 @@ from jx.errors import JxError
 from . import libcalls
 from .objsyms import global_symbols
 
+MATH_PREFIX = "jx.math."     # jx's math routines (mathcalls.py), linked beside the object
+
 SEEN: dict = {}          # symbol -> the first object (its role) that needed it
 
 
@@ -63,7 +65,7 @@ def check(obj: bytes, provided, what: str) -> set:
 def for_artifact(runtime_defined: frozenset):
     """The symbols an artifact's object may leave to be resolved at link time."""
     ours = libcalls.names() | runtime_defined
-    return lambda name: name in ours or in_c_library(name)
+    return lambda name: name in ours or name.startswith(MATH_PREFIX) or in_c_library(name)
 
 
 def resolvable_in_process(name: str) -> bool:
