@@ -67,14 +67,17 @@ def sibling_groups(graph, pull, mat: set) -> list:
             below[id(v)] = m
     groups: list = []
     group_of: list = []              # bit -> index into groups
+    by_key: dict = {}                # _key -> indices of the groups over that domain
     for e in cands:
         deps = below.get(id(e.inputs[0]), 0)
         body = pull(e)
         new = _Group(e, bit[id(e)], deps, _footprint(e, body, mat),
                      sum(code_size(q) for q in body))
         target = None
-        for gi, g in enumerate(groups):
-            if _key(g.members[0]) == _key(e) and len(g.members) < MAX_SIBLINGS and \
+        same = by_key.setdefault(_key(e), [])
+        for gi in same:
+            g = groups[gi]
+            if len(g.members) < MAX_SIBLINGS and \
                     g.size + new.size <= BODY_LIMIT and \
                     not deps & g.mask and g.footprint & new.footprint and \
                     not _closes_cycle(groups, group_of, g, new):
@@ -82,6 +85,7 @@ def sibling_groups(graph, pull, mat: set) -> list:
                 break
         if target is None:
             group_of.append(len(groups))
+            same.append(len(groups))
             groups.append(new)
         else:
             g = groups[target]
