@@ -86,6 +86,11 @@ def _function(module: ir.Module, name: str, dtype: np.dtype, arity: int) -> ir.F
                                                              [ir.VectorType(t, lanes)] * arity),
                                     f"{symbol}.v{lanes}"))
                 for lanes in _widths(target.of_module(module), dtype)]
+    # pure functions: calls may be hoisted, merged or dropped as the inline form's
+    for f in [fn] + [v for _, v in variants]:
+        f.attributes.add("nounwind")
+        f.attributes.add("readnone")
+        set.add(f.attributes, "willreturn")       # (llvmlite's list lacks it)
     _name_variants(fn, symbol, arity, variants)
     # the vectoriser calls a version only if it is declared: nothing else names it
     module.__dict__.setdefault("_jx_keep", []).extend(v for _, v in variants)
