@@ -93,7 +93,7 @@ PROGRAM = textwrap.dedent('''
 
 
 def build_runtime() -> None:
-    """jx's runtime pieces (the C runtime, the libcalls object, the math routines)
+    """jx's runtime pieces (the C runtime, the libcalls object, the routines)
     built in this process's cache, from where each measured process's cache is
     seeded: each is compiled once per host, whatever the program."""
     import numpy as np
@@ -101,7 +101,7 @@ def build_runtime() -> None:
     import jx
     from jx.codegen.cpu import compiler, target
     jx.jit(lambda x: x + 1)(np.ones(2, np.float32))
-    compiler.build_math_routines(target.jit_cpu())
+    compiler.build_routines(target.jit_cpu())
 
 
 def _seed_cache(folder: str) -> None:

@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from jx.ir import Literal
+from jx.ir import Literal, Var
 from jx.printer import _Names, _atom, _binder, format_value
 
 
@@ -62,39 +62,71 @@ def _plain(v) -> bool:
     return isinstance(v, _PLAIN) or (isinstance(v, type) and issubclass(v, np.generic))
 
 
-def _valued_atom(a, names) -> str:
-    if isinstance(a, Literal) and np.ndim(a.val):
-        arr = np.ascontiguousarray(a.val)
-        return f"const<{a.aval}:{hashlib.sha1(arr.tobytes()).hexdigest()}>"
-    return _atom(a, names)
+def _value_key(v):
+    """A param as an exact, hashable key (floats by their bits: -0.0 is not 0.0)."""
+    if isinstance(v, tuple):
+        return tuple(_value_key(x) for x in v)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, float):
+        return ("f", v.hex())
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.tobytes())
+    if isinstance(v, np.dtype):
+        return ("dtype", v.str)
+    if isinstance(v, type):
+        return ("type", v.__name__)
+    return v
 
 
-def _kernel_lines(k, names) -> list | None:
+class _Keys:
+    """Vars numbered by first appearance; avals and literals by exact value."""
+
+    def __init__(self):
+        self.index: dict = {}
+
+    def var(self, v) -> int:
+        return self.index.setdefault(id(v), len(self.index))
+
+    def binder(self, v) -> tuple:
+        return (self.var(v), v.aval.shape, np.dtype(v.aval.dtype).str)
+
+    def atom(self, a):
+        if isinstance(a, Literal):
+            arr = np.ascontiguousarray(np.asarray(a.val, dtype=a.aval.dtype))
+            data = arr.tobytes() if arr.size <= 64 else hashlib.sha1(arr.tobytes()).digest()
+            return ("lit", arr.shape, arr.dtype.str, data)
+        return self.var(a)
+
+
+def _kernel_key(k, keys: _Keys) -> tuple | None:
     if k.subprograms or not all(_plain(v) for e in k.eqns for v in e.params.values()):
         return None
-    lines = [f"{k.kind} {'+'.join(r.prim.name for r in k.roots)} "
-             f"reads {' '.join(names(v) for v in k.inputs)} "
-             f"writes {' '.join(names(v) for v in k.outputs)}"]
-    lines += [_eqn_line(e, names, _valued_atom) for e in k.eqns]
+    head = (k.kind, tuple(r.prim.name for r in k.roots), tuple(keys.var(v) for v in k.inputs),
+            tuple(keys.var(v) for v in k.outputs))
+    body = tuple((e.prim.name, tuple(sorted((n, _value_key(v)) for n, v in e.params.items())),
+                  tuple(keys.atom(a) for a in e.inputs),
+                  tuple(keys.binder(v) for v in e.outputs)) for e in k.eqns)
+    tail = None
     if k.epilogue is not None:
-        tail = _kernel_lines(k.epilogue, names)
+        tail = _kernel_key(k.epilogue, keys)
         if tail is None:
             return None
-        lines += ["epilogue"] + tail
-    return lines
+    return head, body, tail
 
 
-def kernel_signature(members: list, atoms: list, rows: tuple = ()) -> str | None:
-    """Text that two kernels (or row groups) share exactly when one compiled
+def kernel_signature(members: list, atoms: list, rows: tuple = ()) -> tuple | None:
+    """A key that two kernels (or row groups) share exactly when one compiled
     function computes both, called with each one's buffers (`atoms`, in the
     function's parameter order): structure, shapes, dtypes, params and constant
-    values, with buffers named by position. None for kernels holding sub-programs
-    or non-data params, which are never shared."""
-    names = _Names()
-    lines = [f"rows {rows} " + " ".join(_binder(a, names) for a in atoms)]
+    values, with buffers numbered by position. None for kernels holding
+    sub-programs or non-data params, which are never shared."""
+    keys = _Keys()
+    parts = [tuple(rows), tuple(keys.binder(a) if isinstance(a, Var) else keys.atom(a)
+                                for a in atoms)]
     for k in members:
-        more = _kernel_lines(k, names)
-        if more is None:
+        part = _kernel_key(k, keys)
+        if part is None:
             return None
-        lines += more
-    return "\n".join(lines)
+        parts.append(part)
+    return tuple(parts)

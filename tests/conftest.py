@@ -49,17 +49,17 @@ def rng():
 def pytest_sessionfinish(session, exitstatus):
     """Every undefined symbol of every object the suite built (codegen/cpu/symbols.py
     records them) must be one jx provides: its compiler-runtime routines, its
-    parallel runtime, its math routines, or the C library. Anything else would be a
+    parallel runtime, the routines it loaded or linked, or the C library. Anything else would be a
     call to address 0."""
     import sys
     symbols = sys.modules.get("jx.codegen.cpu.symbols")
     if symbols is None or not symbols.SEEN:
         return
-    from jx.codegen.cpu import libcalls, mathcalls
+    from jx.codegen.cpu import libcalls, routines
     from jx.codegen.cpu.artifact import _runtime_symbols
     bad = sorted(n for n in symbols.SEEN if n not in libcalls.names() and
                  n not in _runtime_symbols() and not symbols.in_c_library(n)
-                 and not mathcalls.provides(n))
+                 and n not in routines.BUILT)
     bad = [n for n in bad if not n.startswith("jx_test_")]   # the deliberate one
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if bad:

@@ -221,13 +221,13 @@ def tiny_so(tmp_path_factory):
 
 @needs_cc
 def test_compile_rebuilds_damaged_runtime_objects(tiny_so, tmp_path):
-    """jx compile links the runtime and libcalls objects from the cache by path: damaged
-    ones are rebuilt, and the artifact comes out byte-identical."""
+    """jx compile links the runtime, libcalls and routine objects from the cache by
+    path: damaged ones are rebuilt, and the artifact comes out byte-identical."""
     c = tmp_path / "cache"
     shutil.copytree(tiny_so.parent.parent / "cache", c)
     shutil.rmtree(c / "artifacts")                       # no cached artifact: link again
     damaged = sorted((c / "runtime").glob("*.o"))
-    assert {p.name.split("-")[0] for p in damaged} == {"jx_parallel", "jx_libcalls"}
+    assert {"jx_parallel", "jx_libcalls"} <= {p.name.split("-")[0] for p in damaged}
     for p in damaged:
         p.write_bytes(p.read_bytes()[:1000])
     r = subprocess.run([sys.executable, "-m", "jx.cli.main", "compile",

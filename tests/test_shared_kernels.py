@@ -143,7 +143,10 @@ ref = x.astype(np.float64)
 for i in range(n):
     ref = np.sin(ref) * 0.9 if i % 2 else np.tanh(ref) + 0.1
 assert np.abs(got - ref).max() < 1e-5, np.abs(got - ref).max()
-print(sorted(compiler.math_for_jit.cache_info()._asdict().items()))
+from jx.codegen.cpu.module import ModuleBuilder
+mb = ModuleBuilder("again")
+mb.entry("again", jx.jit(f).lower(jx.f32[1000]))
+print({name: type(code).__name__ for name, code in mb.routines().items()})
 '''
 
 
@@ -175,6 +178,10 @@ def test_math_routines_are_runtime_objects_shared_by_programs(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         built = sorted(p.name for p in routines.glob("*/*.o"))
+        # a module built after the routines were: found by name, no IR emitted for them
+        kinds = eval(r.stdout.strip().splitlines()[-1])
+        assert set(kinds) == {"jx.math.sin.float32", "jx.math.tanh.float32"}
+        assert set(kinds.values()) == {"bytes"}, kinds
         if n == 40:
             first = built
             assert len(first) >= 3          # libcalls, sin and tanh (f32)

@@ -64,10 +64,15 @@ def program_hash(program) -> str:
 
 
 def build_module(name: str, entries: list, cpu: str, triple: str,
-                 parallel: bool = False, prefix: str | None = None) -> tuple:
-    """(LLVM IR text with the manifest embedded, manifest dict)."""
+                 parallel: bool = False, prefix: str | None = None,
+                 routines: dict | None = None) -> tuple:
+    """(LLVM IR text with the manifest embedded, manifest dict); the routines the
+    module declares go into `routines` ({name: IR text or object}) when given."""
     prefix = prefix or default_prefix(name)
-    mb = ModuleBuilder(name, parallel=parallel, cpu=cpu)
+    from .target import host_triple
+    # routines are found and kept by name for the host's triple (routines.py)
+    mb = ModuleBuilder(name, parallel=parallel, cpu=cpu,
+                       external_routines=triple == host_triple())
     records = []
     for e in entries:
         symbol = mb.entry(e.name, e.program, prefix)
@@ -80,6 +85,8 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "code_sha256": program_hash(e.program),
             **({"baked": e.baked} if e.baked else {})})
     code = mb.text()
+    if routines is not None:
+        routines.update(mb.routines())
     from .target import required_features
     from . import tuning
     manifest = {"abi_version": ABI_VERSION, "jx_version": __version__, "target": triple,
@@ -123,27 +130,33 @@ def find_cc() -> str:
     return cc
 
 
-def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str) -> tuple:
-    """The objects linked beside the model's: jx's parallel runtime and its
-    compiler-runtime routines; every symbol the model's object needs must be
-    defined by one of them or by the C library (symbols.py)."""
-    from . import libcalls, mathcalls, symbols
+def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
+                     shared: dict | None = None) -> tuple:
+    """The objects linked beside the model's: jx's parallel runtime, its
+    compiler-runtime routines and the routines the module declares (`shared`:
+    {name: IR text or object}, each compiled once per host); every symbol the model's
+    object needs must be defined by one of them or by the C library (symbols.py)."""
+    from . import libcalls, routines, symbols
     from .objsyms import global_symbols
     runtime_defined = frozenset()
     if runtime_obj:
         with open(runtime_obj, "rb") as f:
             runtime_defined = frozenset(global_symbols(f.read())[0])
-    symbols.check(obj, symbols.for_artifact(runtime_defined), "the artifact's object")
-    pieces = [("jx_libcalls", libcalls.module_ir())]
-    pieces += [(routine.replace(".", "_"), mathcalls.library_ir(routine, cpu))
-               for routine in mathcalls.routines(global_symbols(obj)[1])]
-    paths = []
-    for name, ir_text in pieces:
-        data, _ = compiler.cached_object(ir_text, cpu, triple, runtime=True)
+    pieces = [("jx_libcalls", compiler.cached_object(libcalls.module_ir(), cpu, triple,
+                                                     runtime=True)[0])]
+    pieces += [(name.replace(".", "_"), routines.object_of(name, code, cpu, triple))
+               for name, code in sorted((shared or {}).items())]
+    paths, defined = [], set()
+    for label, data in pieces:
         path = os.path.join(cache.cache_dir(), "runtime",
-                            f"{name}-{hashlib.sha256(data).hexdigest()[:16]}.o")
+                            f"{label}-{hashlib.sha256(data).hexdigest()[:16]}.o")
         cache.ensure_file(path, data)      # rewritten if missing or damaged
         paths.append(path)
+        if label != "jx_libcalls":
+            defined |= global_symbols(data)[0]
+    routines.BUILT.update(defined)
+    symbols.check(obj, symbols.for_artifact(runtime_defined | defined),
+                  "the artifact's object")
     return ((runtime_obj,) if runtime_obj else ()) + tuple(paths)
 
 
@@ -315,8 +328,10 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
         if hit:
             manifest = _manifest_of(lib_path)
         else:
+            shared: dict = {}
             ir_text, manifest = build_module(name, entries, cpu, triple,
-                                             parallel=bool(runtime_obj), prefix=prefix)
+                                             parallel=bool(runtime_obj), prefix=prefix,
+                                             routines=shared)
             # the header first: it validates the manifest, and nothing is written when
             # that fails (a library without its header would look like a good build)
             header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
@@ -324,7 +339,7 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             if runtime_obj and not runtime.wait():
                 raise BuildError("the C compiler failed on jx's parallel runtime "
                                  f"({runtime_obj}); check `cc --version` or set CC")
-            support = _support_objects(obj, runtime_obj, cpu, triple)
+            support = _support_objects(obj, runtime_obj, cpu, triple, shared)
             try:
                 if static:
                     link_static(obj, lib_path, support, exported_symbols(manifest))

@@ -16,8 +16,10 @@ import sys
 import threading
 
 import llvmlite.binding as llvm
+import llvmlite.ir as ir
+import numpy as np
 
-from . import cache, libcalls, mathcalls, mathlib, symbols, target, tuning
+from . import cache, libcalls, mathcalls, mathlib, routines, symbols, target, tuning
 from .objsyms import global_symbols
 
 # Every use of LLVM for a compile holds this lock: LLVM's global state is not
@@ -115,20 +117,22 @@ class JitModule:
     """Object code loaded in-process; keeps the engine alive for its functions.
 
     The object comes from the persistent cache when this IR was compiled before
-    (by any process), so a warm jx.jit skips LLVM entirely.
+    (by any process), so a warm jx.jit skips LLVM entirely. `routines` ({name: IR
+    IR text or object}, ModuleBuilder.routines) are the shared routines the module
+    declares: each is loaded once per process, compiled once per host.
     """
 
-    def __init__(self, ir_text: str, cpu: str | None = None):
+    def __init__(self, ir_text: str, cpu: str | None = None, routines: dict | None = None):
         with COMPILE_LOCK:
-            self._load(ir_text, cpu)
+            self._load(ir_text, cpu, routines or {})
 
-    def _load(self, ir_text: str, cpu: str | None) -> None:
+    def _load(self, ir_text: str, cpu: str | None, routines: dict) -> None:
         cpu = cpu or target.jit_cpu()
         obj, self.cache_hit = cached_object(ir_text, cpu, target.host_triple(),
                                             reloc="default")
         libcalls_for_jit(cpu)
-        for routine in mathcalls.routines(global_symbols(obj)[1]):
-            math_for_jit(routine, cpu)
+        for name, code in routines.items():
+            routine_for_jit(name, code, cpu)
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
@@ -154,30 +158,43 @@ def libcalls_for_jit(cpu: str):
     return engine
 
 
-@functools.lru_cache(maxsize=None)
-def math_for_jit(routine: str, cpu: str):
-    """Load one math routine (mathcalls.library_ir, compiled once per host) into
-    this process and make it and its vector versions visible to later JIT modules."""
-    obj, _ = cached_object(mathcalls.library_ir(routine, cpu), cpu, target.host_triple(),
-                           reloc="default", runtime=True)
+_ROUTINES_LOADED: dict = {}       # (name, cpu) -> the engine keeping its code mapped
+
+
+def routine_for_jit(name: str, code, cpu: str) -> None:
+    """Load routine `name` (routines.py: its object, or IR compiled now, once per
+    host) into this process, its symbols visible to every later JIT module. (The
+    last target loaded under a name wins: a process runs code for targets its host
+    supports, and each version computes the same values.)"""
+    if (name, cpu) in _ROUTINES_LOADED:
+        return
+    obj = routines.object_of(name, code, cpu)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    for name in global_symbols(obj)[0]:
-        llvm.add_symbol(name, engine.get_function_address(name))
-    return engine
+    for symbol in global_symbols(obj)[0]:
+        llvm.add_symbol(symbol, engine.get_function_address(symbol))
+        routines.BUILT.add(symbol)
+    _ROUTINES_LOADED[(name, cpu)] = engine
 
 
-def build_math_routines(cpu: str) -> int:
-    """Compile every math routine for cpu into the cache (a warm host's state, as the
-    compile benchmark starts from); returns how many were compiled now."""
-    built = 0
+def build_routines(cpu: str) -> int:
+    """Compile every routine (routines.py) a program for cpu may call, the math
+    routines and the GEMM's, into the cache, as a host that compiled programs of
+    every kind has them (the compile benchmark starts from that state); returns
+    how many were compiled now."""
+    from . import gemm
+    module = ir.Module("jx.routines")
+    module.jx_cpu, module._jx_external_routines = cpu, True
     for name in sorted(mathlib.UNARY | mathlib.BINARY):
         for dt in ("float32", "float64"):
-            _, hit = cached_object(mathcalls.library_ir(f"{mathcalls.PREFIX}{name}.{dt}", cpu),
-                                   cpu, target.host_triple(), reloc="default", runtime=True)
-            built += not hit
-    return built
+            mathcalls._function(module, name, np.dtype(dt), 1 if name in mathlib.UNARY else 2)
+    for dt in ("float32", "float64"):
+        gemm.build_routines(module, dt)
+    todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
+    for name, code in todo.items():
+        routines.object_of(name, code, cpu)
+    return len(todo)
 
 
 def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",

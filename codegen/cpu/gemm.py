@@ -80,6 +80,23 @@ def blocking(dtype, n: int = 1 << 30, cpu: str | None = None) -> Blocking:
     return blk
 
 
+def build_routines(module, dtype) -> None:
+    """Declare in module (external routines: each gets its own module) every GEMM
+    routine the host's blockings for dtype can call: the packed micro-kernel and
+    each packing loop structure, for the narrow (one vector) and wide tiles. They
+    depend on no program, so a host can have them compiled before its first one."""
+    et = U.storage_type(np.dtype(dtype))
+    for n in (1, 1 << 30):
+        blk = blocking(dtype, n, target.of_module(module))
+        tag = f"{_vname(et)}.v{blk.vw}"
+        _micro_fn(module, et, tag, blk, packed=True)
+        for r in sorted({blk.mr, blk.nr}):
+            _pack_rows_fn(module, et, tag, r, 2)
+            # (sr, sk): k contiguous (8 x 8 transposes), rows contiguous, neither
+            for sr, sk in ((2, 1), (1, 2), (3, 2)):
+                _pack_fn(module, et, tag, r, sr, sk)
+
+
 def describe() -> dict:
     """The blocking this host gets, for `jx bench --machine`."""
     out = {}

@@ -12,6 +12,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import irutil as U
+from . import routines
 
 PREFETCH_C = True        # prefetch each C tile before its k loop
 
@@ -50,13 +51,20 @@ class Plan:
 
 
 # ------------------------------------------------------------------ IR helpers
-def _fn(module, name, ret, args):
-    """An internal function, or None when the module already has it."""
-    if name in module.globals:
+def _fn(module, name, ret, args, shared: bool = False):
+    """The function to fill, or None when the module already has it: internal, or
+    with `shared` a routine (routines.py; its body a function of its name and the
+    target alone, compiled once per host), whose intrinsics go into fn.module."""
+    ftype = ir.FunctionType(ret, args)
+    if shared:
+        fn = routines.define(module, name, ftype)
+    elif name in module.globals:
         return None
-    fn = ir.Function(module, ir.FunctionType(ret, args), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")      # called per panel or tile: calls are cheap; keeps
+    else:
+        fn = ir.Function(module, ftype, name)
+        fn.linkage = "internal"
+    if fn is not None:
+        fn.attributes.add("noinline")  # called per panel or tile: calls are cheap; keeps
     return fn                          # the pieces apart in profiles
 
 
@@ -92,7 +100,7 @@ def _pack_fn(module, et, tag, r, sr, sk):
     # a few source rows at a time, since rows at power-of-two strides share L1 sets
     g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
     name = f"jx.gemm.pack.{tag}.{r}.{'t' if transposing else 'g'}{g}"
-    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64, U.I64])
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64, U.I64], shared=True)
 
     def call(b, dst, src, rows, kc):
         return b.call(module.globals[name], [dst, src, rows, kc, _c(sr), _c(sk)])
@@ -128,7 +136,7 @@ def _pack_fn(module, et, tag, r, sr, sk):
                 b.store(v, _gep(b, dst, b.add(d, _c(i)), et))
     b.ret_void()
     b.position_at_end(edge)          # zero the panel, then copy the rows there are
-    memset = module.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
+    memset = fn.module.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
     nbytes = b.mul(kc, _c(r * _size(et)))
     b.call(memset, [dst, ir.Constant(U.I8, 0), nbytes, ir.Constant(U.I1, 0)])
     with _loop(b, 0, rows, 1, "i") as i:
@@ -145,7 +153,7 @@ def _pack_rows_fn(module, et, tag, r, sk):
     contiguous row segment, which the prefetchers follow (panel by panel, every k
     would touch another page). A partial last panel goes through a masked load."""
     name = f"jx.gemm.packrows.{tag}.{r}"
-    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64])
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64], shared=True)
 
     def call(b, dst, src, cols, kc):
         return b.call(module.globals[name], [dst, src, cols, kc, _c(sk)])
@@ -156,7 +164,7 @@ def _pack_rows_fn(module, et, tag, r, sk):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, r)
     mt = ir.VectorType(U.I1, r)
-    mload = _declare(module, f"llvm.masked.load.v{r}{_vname(et)}.p0", vt,
+    mload = _declare(fn.module, f"llvm.masked.load.v{r}{_vname(et)}.p0", vt,
                      [U.PTR, U.I32, mt, vt])
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     full = b.sdiv(cols, _c(r))
@@ -276,8 +284,10 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
     name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{'packed' if packed else 'direct'}"
     if not packed:
         name += f".{strides[0]}.{strides[1]}"
+    # packed: one function for every product of a dtype and blocking, a routine;
+    # direct: A's strides are constants of the copy (see above), kept in the module
     fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1,
-                                    U.I64, U.I64, U.I64])
+                                    U.I64, U.I64, U.I64], shared=packed)
     if fn is None:
         return module.globals[name]
     kc, ap, bp, c, mr, nr, first, ldc, sa, sk = fn.args
@@ -286,14 +296,14 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
     for a in (ap, bp, c):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, vw)
-    fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
+    fma = _declare(fn.module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
     valign = vw * _size(et)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     crows = [_gep(b, c, b.mul(ldc, _c(i)), et) for i in range(mr_)]
     arows = [ap if i == 0 else _gep(b, ap, _c(i) if packed else b.mul(sa, _c(i)), et)
              for i in range(mr_)]
     if PREFETCH_C:       # the C tile is read after the k loop: start fetching it now
-        pf = _declare(module, "llvm.prefetch.p0", U.VOID, [U.PTR, U.I32, U.I32, U.I32])
+        pf = _declare(fn.module, "llvm.prefetch.p0", U.VOID, [U.PTR, U.I32, U.I32, U.I32])
         for i in range(mr_):
             for v in range(0, nr_ * _size(et), 64):
                 ptr = b.gep(crows[i], [_c(v)], source_etype=U.I8)
@@ -333,9 +343,9 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
     b.position_at_end(edge)
     mt = ir.VectorType(U.I1, vw)
     it = ir.VectorType(U.I64, vw)
-    mload = _declare(module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
+    mload = _declare(fn.module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
                      [U.PTR, U.I32, mt, vt])
-    mstore = _declare(module, f"llvm.masked.store.v{vw}{_vname(et)}.p0", U.VOID,
+    mstore = _declare(fn.module, f"llvm.masked.store.v{vw}{_vname(et)}.p0", U.VOID,
                       [vt, U.PTR, U.I32, mt])
     nrv = _splat(b, nr, it)
     none = ir.Constant(mt, [ir.Constant(U.I1, 0)] * vw)

@@ -43,7 +43,7 @@ class CompiledFunction:
         mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
         symbol = mb.entry(name, program)
         self.ir_text = mb.text()
-        self.jit = JitModule(self.ir_text, cpu)
+        self.jit = JitModule(self.ir_text, cpu, mb.routines())
         parallel.watch_interrupts()
         self.fn = _ENTRY(self.jit.address(symbol))
         g = program.graph

@@ -14,10 +14,10 @@ straight vector code, so the arithmetic is mathlib's, bit for bit. Small bodies
 keep the inline form: a call clobbers every vector register, which a short
 chain would pay for at run time.
 
-The routines are part of jx's runtime, not of the program: a program's module
-only declares them, and each (function, dtype, target) is compiled once per host
-(library_ir), kept with the C runtime's build and shared by every program,
-loaded into the process for jx.jit and linked into artifacts. Compiling sin's
+The routines are part of jx's runtime, not of the program (routines.py): a
+program's module only declares them, and each (function, dtype, target) is
+compiled once per host, kept with the C runtime's build and shared by every
+program, loaded into the process for jx.jit and linked into artifacts. Compiling sin's
 four versions into every module that used them was most of a short chain's
 compile time (a 200-op chain: 75 of its 90 ms of LLVM).
 """
@@ -29,7 +29,7 @@ import numpy as np
 from jx.passes.sizes import EXPENSIVE, code_size
 
 from . import irutil as U
-from . import mathlib, target
+from . import mathlib, routines, target
 
 OUTLINE_FROM = 64           # code-size units (passes.fuse.code_size) of a kernel body
 MODULE_FROM = 16            # transcendentals in a program: every kernel calls them
@@ -74,27 +74,37 @@ PREFIX = "jx.math."
 
 
 def _function(module: ir.Module, name: str, dtype: np.dtype, arity: int) -> ir.Function:
-    """The declaration of jx.math.<name>.<dtype> and of its vector versions."""
+    """jx.math.<name>.<dtype> as module calls it, its vector versions named on it
+    (a routine: defined in its own module, or inside this one, routines.py)."""
     symbol = f"{PREFIX}{name}.{dtype.name}"
-    try:
-        return module.get_global(symbol)
-    except KeyError:
-        pass
+    if symbol in module.globals:
+        return module.globals[symbol]
     t = _float(dtype)
-    fn = ir.Function(module, ir.FunctionType(t, [t] * arity), symbol)
-    variants = [(lanes, ir.Function(module, ir.FunctionType(ir.VectorType(t, lanes),
-                                                             [ir.VectorType(t, lanes)] * arity),
-                                    f"{symbol}.v{lanes}"))
-                for lanes in _widths(target.of_module(module), dtype)]
-    # pure functions: calls may be hoisted, merged or dropped as the inline form's
-    for f in [fn] + [v for _, v in variants]:
-        f.attributes.add("nounwind")
-        f.attributes.add("readnone")
-        set.add(f.attributes, "willreturn")       # (llvmlite's list lacks it)
-    _name_variants(fn, symbol, arity, variants)
-    # the vectoriser calls a version only if it is declared: nothing else names it
+    widths = _widths(target.of_module(module), dtype)
+    fn = routines.define(module, symbol, ir.FunctionType(t, [t] * arity))
+    if fn is not None:                   # its body to emit, vector versions beside it
+        fn.attributes.add("noinline")    # else inlined back before the vectoriser runs
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(_emit(b, name, list(fn.args), dtype))
+        for lanes in widths:
+            routines.declare_beside(
+                module, _vector_version(fn.module, symbol, name, t, lanes, arity, dtype))
+    variants = []
+    for lanes in widths:
+        vt, vname = ir.VectorType(t, lanes), f"{symbol}.v{lanes}"
+        variants.append((lanes, module.globals.get(vname) or
+                         ir.Function(module, ir.FunctionType(vt, [vt] * arity), vname)))
+    scalar = module.globals[symbol]
+    if routines.external(module):
+        # pure functions: calls may be hoisted, merged or dropped, as the inline form's
+        for f in [scalar] + [v for _, v in variants]:
+            f.attributes.add("nounwind")
+            f.attributes.add("readnone")
+            set.add(f.attributes, "willreturn")       # (llvmlite's list lacks it)
+    _name_variants(scalar, symbol, arity, variants)
+    # the vectoriser calls a version only if it is there: nothing else names it
     module.__dict__.setdefault("_jx_keep", []).extend(v for _, v in variants)
-    return fn
+    return scalar
 
 
 def _float(dtype: np.dtype):
@@ -112,59 +122,18 @@ def _name_variants(fn, symbol: str, arity: int, variants: list) -> None:
     set.add(fn.attributes, f'"vector-function-abi-variant"="{names}"')   # (a string attribute)
 
 
-def routines(undefined) -> list:
-    """The math routines (scalar symbols) an object's undefined symbols call."""
-    out = set()
-    for name in undefined:
-        if name.startswith(PREFIX):
-            base, _, last = name.rpartition(".")
-            out.add(base if last[:1] == "v" and last[1:].isdigit() else name)
-    return sorted(out)
-
-
-def provides(name: str) -> bool:
-    """Is `name` a routine library_ir defines (for some target)?"""
-    routine = (routines([name]) or [""])[0]
-    name_dt = routine[len(PREFIX):].rpartition(".")
-    if not routine.startswith(PREFIX) or name_dt[0] not in mathlib.UNARY | mathlib.BINARY \
-            or name_dt[2] not in ("float32", "float64"):
-        return False
-    lanes = name[len(routine) + 2:]
-    return name == routine or (lanes.isdigit() and
-                               int(lanes) in _LANES[np.dtype(name_dt[2]).itemsize])
-
-
-def library_ir(symbol: str, cpu: str) -> str:
-    """The module defining one routine (jx.math.<fn>.<dtype>) and its vector versions
-    for `cpu`: hidden symbols, linked beside a program's object, never exported."""
-    if not provides(symbol) or routines([symbol]) != [symbol]:
-        raise ValueError(f"{symbol!r} names no jx math routine")
-    name, _, dt = symbol[len(PREFIX):].rpartition(".")
-    dtype, arity = np.dtype(dt), 1 if name in mathlib.UNARY else 2
-    module = ir.Module(name=symbol)
-    module.jx_cpu = cpu
-    t = _float(dtype)
-    fn = ir.Function(module, ir.FunctionType(t, [t] * arity), symbol)
-    fn.attributes.add("noinline")        # else inlined into its vector versions first
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    b.ret(_emit(b, name, list(fn.args), dtype))
-    for lanes in _widths(cpu, dtype):
-        _vector_version(module, symbol, name, t, lanes, arity, dtype)
-    # (llvmlite prints no visibility on functions)
-    return str(module).replace("\ndefine ", "\ndefine hidden ")
-
-
 def _emit(b, name, args, dtype):
     if len(args) == 1:
         return mathlib.emit_unary(b, name, args[0], dtype)
     return mathlib.emit_binary(b, name, args[0], args[1], dtype)
 
 
-def _vector_version(module, symbol, name, t, lanes, arity, dtype) -> tuple:
+def _vector_version(module, symbol, name, t, lanes, arity, dtype) -> ir.Function:
     """<lanes x t> symbol.v<lanes>(<lanes x t>...): the scalar body in a loop over the
     lanes, through memory, which LLVM vectorises (and its allocas fold away)."""
     vt = ir.VectorType(t, lanes)
     fn = ir.Function(module, ir.FunctionType(vt, [vt] * arity), f"{symbol}.v{lanes}")
+    fn.attributes.add("noinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     arr = ir.ArrayType(t, lanes)
     ins = []
@@ -182,7 +151,7 @@ def _vector_version(module, symbol, name, t, lanes, arity, dtype) -> tuple:
         xs = [b.load(b.gep(p, [U.i64(0), i])) for p in ins]
         b.store(_emit(b, name, xs, dtype), b.gep(out, [U.i64(0), i]))
     b.ret(b.load(b.bitcast(out, vt.as_pointer())))
-    return lanes, fn
+    return fn
 
 
 def keep_alive(module: ir.Module):

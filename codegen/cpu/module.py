@@ -21,7 +21,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from . import epilogue, mathcalls, tuning
+from . import epilogue, mathcalls, routines, tuning
 # The opaque rule families register into OPAQUE when imported. Every lowering (CPU
 # jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
 # them here fills the table before any read, and opaque.py never imports its
@@ -178,12 +178,16 @@ PLAIN_ENTRY_FROM = 64     # kernel calls from which an entry is left unoptimised
 
 
 class ModuleBuilder:
-    def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None):
+    def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None,
+                 external_routines: bool = True):
         # llvmlite prints the name unescaped on a comment line: a newline would end it
         self.module = ir.Module("".join(c if c.isascii() and c.isprintable() else "_"
                                         for c in name))
         # the CPU the code is for: target-dependent lowerings read it from the module
         self.module.jx_cpu = cpu
+        # routines (routines.py) declared here, compiled once per host; a module that
+        # cannot link them (the CUDA backend's) keeps them inside
+        self.module._jx_external_routines = external_routines
         self.parallel = parallel
         self._parallel_for = ir.Function(
             self.module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.I64]), "jx_parallel_for") \
@@ -569,6 +573,10 @@ class ModuleBuilder:
         else:
             b.ret(result)
         return [fn] if known else [callee, fn]
+
+    def routines(self) -> dict:
+        """{name: IR text or object} of the routines the module declares (routines.py)."""
+        return routines.declared(self.module)
 
     def text(self) -> str:
         if not self.module.__dict__.get("_jx_kept"):    # once: it adds a global

@@ -20,8 +20,6 @@ from jx.errors import JxError
 from . import libcalls
 from .objsyms import global_symbols
 
-MATH_PREFIX = "jx.math."     # jx's math routines (mathcalls.py), linked beside the object
-
 SEEN: dict = {}          # symbol -> the first object (its role) that needed it
 
 
@@ -63,9 +61,10 @@ def check(obj: bytes, provided, what: str) -> set:
 
 
 def for_artifact(runtime_defined: frozenset):
-    """The symbols an artifact's object may leave to be resolved at link time."""
+    """The symbols an artifact's object may leave to be resolved at link time
+    (runtime_defined: what the objects linked beside it define)."""
     ours = libcalls.names() | runtime_defined
-    return lambda name: name in ours or name.startswith(MATH_PREFIX) or in_c_library(name)
+    return lambda name: name in ours or in_c_library(name)
 
 
 def resolvable_in_process(name: str) -> bool:

@@ -125,7 +125,7 @@ class GpuModule:
     (serial, no thread pool) shares the module for the serial fallbacks."""
 
     def __init__(self, name: str = "jx"):
-        self.mb = ModuleBuilder(name, parallel=False)
+        self.mb = ModuleBuilder(name, parallel=False, external_routines=False)
         self.module = self.mb.module
         self.consts = self.mb.consts
         self.count = 0

@@ -1,0 +1,87 @@
+"""Routines: functions whose body is fixed by their name and the target, the same
+in every program that calls them (the math routines of mathcalls.py, GEMM's
+panel packing and packed micro-kernel), compiled once per host and shared.
+
+A CPU program's module only declares a routine; its definition goes into a
+module of its own (`define`), which the JIT loads and an artifact links from the
+cache's runtime folder, where it stays like the C runtime's build: a later
+program, in any process, finds it compiled. Each copy inside every program's
+module was LLVM work repeated per program (a 10-layer MLP gradient: its packing
+routines were most of its compile time). A module that cannot call out (the
+CUDA backend's NVPTX module, whose serial kernels share this code) keeps them
+as internal functions of its own, as before.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from . import cache, target
+
+BUILT: set = set()       # names defined by routine objects this process loaded or linked
+
+
+def external(module: ir.Module) -> bool:
+    return module.__dict__.get("_jx_external_routines", False)
+
+
+def define(module: ir.Module, name: str, ftype: ir.FunctionType) -> ir.Function | None:
+    """The function to fill with routine `name`'s body, or None when there is
+    nothing to fill: module has it already, or the host has its object compiled
+    (found by name: the body is a function of the name and the target, so neither
+    its IR nor its emission is needed). Module calls it by module.globals[name]
+    either way: a declaration, or where routines stay inside, the internal
+    definition itself."""
+    if name in module.globals:
+        return None
+    if not external(module):
+        fn = ir.Function(module, ftype, name)
+        fn.linkage = "internal"
+        return fn
+    ir.Function(module, ftype, name)
+    found = load(name, target.of_module(module))
+    module.__dict__.setdefault("_jx_routines", {})[name] = found
+    if found is not None:
+        return None
+    own = ir.Module(name=name)
+    own.jx_cpu = getattr(module, "jx_cpu", None)        # target-dependent lowerings read it
+    module._jx_routines[name] = own
+    return ir.Function(own, ftype, name)
+
+
+def declare_beside(module: ir.Module, fn: ir.Function) -> ir.Function:
+    """fn, defined in a routine's module next to the routine, as module sees it."""
+    if fn.module is module:
+        fn.linkage = "internal"
+        return fn
+    return module.globals.get(fn.name) or ir.Function(module, fn.ftype, fn.name)
+
+
+def declared(module: ir.Module) -> dict:
+    """{name: IR text to compile, or the object already compiled} for the routines
+    module declares; their symbols are hidden (llvmlite prints no visibility on
+    functions)."""
+    return {name: own if isinstance(own, bytes) else
+            str(own).replace("\ndefine ", "\ndefine hidden ")
+            for name, own in module.__dict__.get("_jx_routines", {}).items()}
+
+
+def _key(name: str, cpu: str, triple: str) -> str:
+    from .compiler import llvm_features
+    return cache.cache_key(f"routine\0{name}\0{llvm_features(cpu)}", cpu, triple)
+
+
+def load(name: str, cpu: str, triple: str | None = None) -> bytes | None:
+    """Routine `name`'s object for cpu, if the host has it compiled."""
+    return cache.load(_key(name, cpu, triple or target.host_triple()), cache.RUNTIME_OBJECTS)
+
+
+def object_of(name: str, code, cpu: str, triple: str | None = None) -> bytes:
+    """The routine's object: `code` itself (an object found at define time) or its
+    IR compiled now and kept, under its name, in the cache's runtime folder."""
+    if isinstance(code, bytes):
+        return code
+    from .compiler import emit_object
+    triple = triple or target.host_triple()
+    data = emit_object(code, cpu, triple, reloc="pic")
+    cache.store(_key(name, cpu, triple), data, cache.RUNTIME_OBJECTS)
+    return data
