@@ -25,6 +25,8 @@ import tempfile
 import textwrap
 import time
 
+from jx import timings
+
 from . import machine
 from .corpus import parse_args
 
@@ -84,10 +86,12 @@ PROGRAM = textwrap.dedent('''
     leaves = jax.tree_util.tree_leaves(out)
     [np.asarray(x) for x in leaves]
     first = time.perf_counter() - t0
-    eqns = None
+    eqns = breakdown = None
     if sys.argv[1] == "jx":
+        from jx import timings
+        breakdown = timings.take()
         eqns = len(jax.make_graph(f)(*args).eqns)
-    print(json.dumps({"first_s": first, "eqns": eqns,
+    print(json.dumps({"first_s": first, "eqns": eqns, "breakdown": breakdown,
                       "checksum": float(sum(np.asarray(x, np.float64).sum() for x in leaves))}))
 ''')
 
@@ -197,7 +201,30 @@ def report(rows: list, command: str) -> str:
         lines.append(f"| {r['program']} | {r['n']} | {r['jx'].get('eqns') or '-'} | "
                      f"{_s((r['jax'] or {}).get('first_s'), r['jax'])} | "
                      f"{_s(r['jx'].get('first_s'), r['jx'])} | {ratio} | {per} | {agrees} |")
+    lines += breakdown(rows)
     return "\n".join(lines) + "\n"
+
+
+def breakdown(rows: list) -> list:
+    """Lines of a table: where each jx first call went, stage by stage (ms;
+    jx.timings), `other` being what no stage covers (running the program, the
+    Python between stages)."""
+    rows = [r for r in rows if r["jx"].get("breakdown") is not None]
+    if not rows:
+        return []
+    stages = [s for s in timings.STAGES if any(s in r["jx"]["breakdown"] for r in rows)]
+    out = ["", "Where jx's first call goes (ms; `jx.timings` stages: import = the "
+           "backend's modules on first use, emit = LLVM IR, llvm = optimise and codegen "
+           "in the compile worker, load = the object into the process):", "",
+           "| program | N | " + " | ".join(stages) + " | other | total |",
+           "|---|---|" + "---|" * (len(stages) + 2)]
+    for r in rows:
+        b, total = r["jx"]["breakdown"], r["jx"]["first_s"]
+        cells = [f"{1e3 * b.get(s, 0.0):.0f}" for s in stages]
+        other = total - sum(b.values())
+        out.append(f"| {r['program']} | {r['n']} | " + " | ".join(cells) +
+                   f" | {1e3 * other:.0f} | {1e3 * total:.0f} |")
+    return out
 
 
 def main(argv=None) -> int:

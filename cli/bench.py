@@ -366,6 +366,10 @@ def register(main: click.Group, reports_errors) -> None:
                        "array API conformance suite, whole, on jx.numpy and jax.numpy), "
                        "compile (first-call time of growing programs, jx vs JAX, each in a "
                        "fresh process).")
+    @click.option("--compile-breakdown", is_flag=True,
+                  help="The compile suite (--suite compile), whose report ends with where "
+                       "each jx first call's time went: import, trace, passes, fuse, LLVM "
+                       "IR emission, optimisation, code generation, loading.")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
@@ -385,8 +389,8 @@ def register(main: click.Group, reports_errors) -> None:
                   help="With --baseline or --compare: compare runs from different machines.")
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
-                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, steps, wide,
-                  baseline, compare_files, fail_slower, any_machine):
+                  remeasure, model, no_jax, cold, quick, out_dir, busy, suite, compile_breakdown,
+                  steps, wide, baseline, compare_files, fail_slower, any_machine):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree. --baseline and
         --compare turn a run (or two saved ones) into a performance gate."""
@@ -404,6 +408,8 @@ def register(main: click.Group, reports_errors) -> None:
                 _sub("compare").load(baseline)
             except _sub("compare").CompareError as e:
                 raise CliError(f"--baseline {e}.") from None
+        if compile_breakdown:
+            suite = "compile"
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))

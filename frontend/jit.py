@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import flags, nan_checks, tree
+from . import flags, nan_checks, timings, tree
 from .array import Array
 from .api import (clear_registered_caches, leaf_aval, make_jaxpr, merge_static,
                   register_caches, split_static, _static_key)
@@ -101,7 +101,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
             args, kwargs = abstract(args), abstract(kwargs)
             arrays = {}
         else:
-            from jx.codegen.cpu.jit import CompiledFunction
+            with timings.stage("import"):
+                from jx.codegen.cpu.jit import CompiledFunction
             arrays = {"arrays": True}
             from .autotune import ensure
             ensure()                 # the host's tuned constants, measured at first use

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from . import timings
 from .api import trace_pytree
 
 
@@ -27,11 +28,15 @@ def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
           check: bool = False) -> Staged:
     """Trace fun on abstract versions of args, run the pass pipeline (verifying
     after each stage when `check`) and fuse."""
-    # the passes load on the first compile, not with `import jx`
-    from jx.passes.fuse import fuse
-    from jx.passes.pipeline import run
-    graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
+    with timings.stage("import"):    # the passes load on the first compile, not with `import jx`
+        from jx.passes.fuse import fuse
+        from jx.passes.pipeline import run
+    with timings.stage("trace"):
+        graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
     out_tree = graph.out_tree
     out_weak = tuple(a.aval.weak_type for a in graph.outputs)
-    graph = run(graph, check=check)
-    return Staged(graph, fuse(graph), out_tree, consts, out_weak)
+    with timings.stage("passes"):
+        graph = run(graph, check=check)
+    with timings.stage("fuse"):
+        program = fuse(graph)
+    return Staged(graph, program, out_tree, consts, out_weak)

@@ -141,3 +141,74 @@ def test_grad_of_a_300_layer_mlp():
         dn[name][idx] -= h
         fd = (loss(up, x.astype(np.float64), np) - loss(dn, x.astype(np.float64), np)) / (2 * h)
         assert np.asarray(g[name])[idx] == pytest.approx(fd, rel=2e-2, abs=1e-4), name
+
+
+def test_wide_unrolled_and_deep_programs_through_jx_compile(tmp_path):
+    """The fan-out, the unrolled pytree state and the deep gradient as entries of one
+    artifact (`jx compile`): repeated kernels share functions, routines are linked
+    beside the object; loaded with the runtime alone and checked against NumPy."""
+    from click.testing import CliRunner
+    from jx.cli.main import main
+    here = os.path.dirname(os.path.abspath(__file__))
+    (tmp_path / "big.py").write_text(textwrap.dedent(f'''
+        import sys
+        import numpy as np
+        import jx, jx.numpy as jnp
+        sys.path.insert(0, {here!r})
+        from test_big_programs import _rk2
+
+        C = np.linspace(0.5, 1.5, 1000).astype(np.float32)
+        N, W = 300, 8
+        PARAMS = {{**{{f"w{{i}}": jx.f32[W, W] for i in range(N)}},
+                   **{{f"b{{i}}": jx.f32[W] for i in range(N)}}}}
+
+        @jx.export(x=jx.f32[8, 64])
+        def branches(x):
+            return sum(jnp.tanh(x * C[i]).sum(axis=1) * (i % 3 - 1) for i in range(1000))
+
+        @jx.export(s={{"q": jx.f32[64], "p": jx.f32[64]}})
+        def steps(s):
+            return _rk2(jnp, s, 500)
+
+        def loss(p, x):
+            for i in range(N):
+                x = jnp.tanh(x @ p[f"w{{i}}"] + p[f"b{{i}}"])
+            return (x ** 2).sum()
+
+        @jx.export(p=PARAMS, x=jx.f32[4, W])
+        def grad(p, x):
+            return jx.grad(loss)(p, x)
+    '''))
+    r = CliRunner().invoke(main, ["compile", str(tmp_path / "big.py"), "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    lib = jx.runtime.load(tmp_path / "libbig.so")
+
+    x = RNG.uniform(-1, 1, (8, 64)).astype(np.float32)
+    c = np.linspace(0.5, 1.5, 1000)
+    want = sum(np.tanh(x.astype(np.float64) * c[i]).sum(axis=1) * (i % 3 - 1)
+               for i in range(1000))
+    np.testing.assert_allclose(lib.branches(x), want, rtol=1e-4, atol=2e-3)
+
+    s = {"q": RNG.uniform(-1, 1, 64).astype(np.float32), "p": np.zeros(64, np.float32)}
+    got = lib.steps(s)
+    want = _rk2(np, {k: v.astype(np.float64) for k, v in s.items()}, 500)
+    for k in s:
+        np.testing.assert_allclose(np.asarray(got[k]), want[k], rtol=1e-4, atol=1e-4)
+
+    n, w = 300, 8
+    p = {f"w{i}": (RNG.standard_normal((w, w)) / np.sqrt(w)).astype(np.float32)
+         for i in range(n)}
+    p.update({f"b{i}": (0.1 * RNG.standard_normal(w)).astype(np.float32) for i in range(n)})
+    xs = RNG.standard_normal((4, w)).astype(np.float32)
+    g = lib.grad(p, xs)
+    # backpropagation by hand in float64
+    P = {k: v.astype(np.float64) for k, v in p.items()}
+    hs = [xs.astype(np.float64)]
+    for i in range(n):
+        hs.append(np.tanh(hs[-1] @ P[f"w{i}"] + P[f"b{i}"]))
+    ct = 2 * hs[-1]
+    for i in reversed(range(n)):
+        dz = ct * (1 - hs[i + 1] ** 2)
+        np.testing.assert_allclose(np.asarray(g[f"w{i}"]), hs[i].T @ dz, rtol=5e-3, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(g[f"b{i}"]), dz.sum(0), rtol=5e-3, atol=1e-4)
+        ct = dz @ P[f"w{i}"].T

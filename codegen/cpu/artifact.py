@@ -136,7 +136,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
     compiler-runtime routines and the routines the module declares (`shared`:
     {name: IR text or object}, each compiled once per host); every symbol the model's
     object needs must be defined by one of them or by the C library (symbols.py)."""
-    from . import libcalls, routines, symbols
+    from . import libcalls, routines, symbols  # noqa: F401  (routines.BUILT)
     from .objsyms import global_symbols
     runtime_defined = frozenset()
     if runtime_obj:
@@ -144,7 +144,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
             runtime_defined = frozenset(global_symbols(f.read())[0])
     pieces = [("jx_libcalls", compiler.cached_object(libcalls.module_ir(), cpu, triple,
                                                      runtime=True)[0])]
-    pieces += [(name.replace(".", "_"), routines.object_of(name, code, cpu, triple))
+    pieces += [(name.replace(".", "_"), compiler.routine_object(name, code, cpu, triple))
                for name, code in sorted((shared or {}).items())]
     paths, defined = [], set()
     for label, data in pieces:

@@ -22,6 +22,8 @@ import numpy as np
 from . import cache, libcalls, mathcalls, mathlib, routines, symbols, target, tuning
 from .objsyms import global_symbols
 
+from jx import timings
+
 # Every use of LLVM for a compile holds this lock: LLVM's global state is not
 # safe to share between threads, and a fork must not copy a compile in flight
 # (the child would wait forever on locks held by a thread it does not have).
@@ -158,6 +160,28 @@ def libcalls_for_jit(cpu: str):
     return engine
 
 
+def _routine_key(name: str, cpu: str, triple: str) -> str:
+    # the body is a function of the name and the target (routines.py): no IR needed
+    return cache.cache_key(f"routine\0{name}\0{llvm_features(cpu)}", cpu, triple)
+
+
+def find_routine(name: str, cpu: str, triple: str | None = None) -> bytes | None:
+    """Routine `name`'s object for cpu, if the host has it compiled."""
+    return cache.load(_routine_key(name, cpu, triple or target.host_triple()),
+                      cache.RUNTIME_OBJECTS)
+
+
+def routine_object(name: str, code, cpu: str, triple: str | None = None) -> bytes:
+    """The routine's object: `code` itself (an object found when the module was
+    built) or its IR compiled now and kept, under its name, in the runtime folder."""
+    if isinstance(code, bytes):
+        return code
+    triple = triple or target.host_triple()
+    data = emit_object(code, cpu, triple, reloc="pic")
+    cache.store(_routine_key(name, cpu, triple), data, cache.RUNTIME_OBJECTS)
+    return data
+
+
 _ROUTINES_LOADED: dict = {}       # (name, cpu) -> the engine keeping its code mapped
 
 
@@ -168,7 +192,7 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
     supports, and each version computes the same values.)"""
     if (name, cpu) in _ROUTINES_LOADED:
         return
-    obj = routines.object_of(name, code, cpu)
+    obj = routine_object(name, code, cpu)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -186,6 +210,7 @@ def build_routines(cpu: str) -> int:
     from . import gemm
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
+    module._jx_routine_lookup = lambda name: find_routine(name, cpu)
     for name in sorted(mathlib.UNARY | mathlib.BINARY):
         for dt in ("float32", "float64"):
             mathcalls._function(module, name, np.dtype(dt), 1 if name in mathlib.UNARY else 2)
@@ -193,7 +218,7 @@ def build_routines(cpu: str) -> int:
         gemm.build_routines(module, dt)
     todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
     for name, code in todo.items():
-        routines.object_of(name, code, cpu)
+        routine_object(name, code, cpu)
     return len(todo)
 
 
@@ -245,9 +270,11 @@ def emit_here(ir_text: str, cpu: str, triple: str, features: str, reloc: str) ->
     """Optimise and emit in this process."""
     with COMPILE_LOCK:
         tm = target_machine(cpu, triple, features=features, reloc=reloc)
-        mod = optimise(ir_text, tm)
+        with timings.stage("optimise"):
+            mod = optimise(ir_text, tm)
         try:
-            return tm.emit_object(mod)
+            with timings.stage("codegen"):
+                return tm.emit_object(mod)
         finally:
             mod.close()
             tm.close()
@@ -288,8 +315,9 @@ def _in_worker(*request) -> bytes:
             return emit_here(*request)
         _WORKER["served"] = 0
     try:
-        write_message(proc.stdin, request)
-        reply = read_message(proc.stdout)
+        with timings.stage("llvm"):
+            write_message(proc.stdin, request)
+            reply = read_message(proc.stdout)
     except BrokenPipeError:         # it died before reading all of the request
         reply = None
     except BaseException:           # Ctrl-C mid-message: the pipe's state is unknown

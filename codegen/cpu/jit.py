@@ -11,6 +11,7 @@ from jx.array import Array
 from jx.dtypes import short_name
 from jx.errors import OutOfMemoryError
 from jx.ir import subgraphs
+from jx import timings
 from jx.runtime import pool
 from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
@@ -40,10 +41,13 @@ class CompiledFunction:
         self.name = name
         self.program = program
         name = safe_symbol(str(name))
-        mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
-        symbol = mb.entry(name, program)
-        self.ir_text = mb.text()
-        self.jit = JitModule(self.ir_text, cpu, mb.routines())
+        with timings.stage("emit"):
+            mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
+            symbol = mb.entry(name, program)
+            self.ir_text = mb.text()
+            routines = mb.routines()
+        with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
+            self.jit = JitModule(self.ir_text, cpu, routines)
         parallel.watch_interrupts()
         self.fn = _ENTRY(self.jit.address(symbol))
         g = program.graph

@@ -21,7 +21,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from . import epilogue, mathcalls, routines, tuning
+from . import compiler, epilogue, mathcalls, routines, target, tuning
 # The opaque rule families register into OPAQUE when imported. Every lowering (CPU
 # jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
 # them here fills the table before any read, and opaque.py never imports its
@@ -188,6 +188,9 @@ class ModuleBuilder:
         # routines (routines.py) declared here, compiled once per host; a module that
         # cannot link them (the CUDA backend's) keeps them inside
         self.module._jx_external_routines = external_routines
+        if external_routines:           # a routine the host has compiled is not emitted
+            self.module._jx_routine_lookup = lambda name: compiler.find_routine(
+                name, target.of_module(self.module))
         self.parallel = parallel
         self._parallel_for = ir.Function(
             self.module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.I64]), "jx_parallel_for") \

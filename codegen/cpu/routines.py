@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from . import cache, target
-
 BUILT: set = set()       # names defined by routine objects this process loaded or linked
 
 
@@ -38,7 +36,8 @@ def define(module: ir.Module, name: str, ftype: ir.FunctionType) -> ir.Function 
         fn.linkage = "internal"
         return fn
     ir.Function(module, ftype, name)
-    found = load(name, target.of_module(module))
+    lookup = module.__dict__.get("_jx_routine_lookup")      # (compiler.find_routine)
+    found = lookup(name) if lookup is not None else None
     module.__dict__.setdefault("_jx_routines", {})[name] = found
     if found is not None:
         return None
@@ -63,25 +62,3 @@ def declared(module: ir.Module) -> dict:
     return {name: own if isinstance(own, bytes) else
             str(own).replace("\ndefine ", "\ndefine hidden ")
             for name, own in module.__dict__.get("_jx_routines", {}).items()}
-
-
-def _key(name: str, cpu: str, triple: str) -> str:
-    from .compiler import llvm_features
-    return cache.cache_key(f"routine\0{name}\0{llvm_features(cpu)}", cpu, triple)
-
-
-def load(name: str, cpu: str, triple: str | None = None) -> bytes | None:
-    """Routine `name`'s object for cpu, if the host has it compiled."""
-    return cache.load(_key(name, cpu, triple or target.host_triple()), cache.RUNTIME_OBJECTS)
-
-
-def object_of(name: str, code, cpu: str, triple: str | None = None) -> bytes:
-    """The routine's object: `code` itself (an object found at define time) or its
-    IR compiled now and kept, under its name, in the cache's runtime folder."""
-    if isinstance(code, bytes):
-        return code
-    from .compiler import emit_object
-    triple = triple or target.host_triple()
-    data = emit_object(code, cpu, triple, reloc="pic")
-    cache.store(_key(name, cpu, triple), data, cache.RUNTIME_OBJECTS)
-    return data
