@@ -19,7 +19,7 @@ PACKAGES = {"runtime": "jx.runtime", "frontend": "jx", "passes": "jx.passes",
 # Bottom-up. A module may import its own layer (without cycles) and those below.
 LAYERS = {
     "jx.version": 0, "jx.timings": 0, "jx.runtime": 0,         # runtime: numpy only
-    "jx.errors": 1, "jx.flags": 1, "jx.dtypes": 1, "jx.tree": 1, "jx.ir": 1,  # IR, dtypes, primitives
+    "jx.errors": 1, "jx.flags": 1, "jx.dtypes": 1, "jx.tree": 1, "jx.ir": 1, "jx.dims": 1,  # IR, dtypes, primitives
     "jx.printer": 1, "jx.verify": 1, "jx.array": 1, "jx.core": 1, "jx.interpret": 1, "jx.prims": 1,
     "jx.numpy": 2, "jx.lax": 2, "jx.nn": 2, "jx.random": 2,   # the traced library
     "jx.api": 2, "jx.custom": 2, "jx.scipy": 2, "jx.tree_util": 1,
