@@ -15,6 +15,8 @@ import jx.numpy as jnp
 from jx.codegen.cpu.module import ModuleBuilder
 from jx.passes.fuse_print import kernel_signature
 
+from test_big_programs import tanh_mlp_grad
+
 RNG = np.random.default_rng(27)
 
 
@@ -70,18 +72,8 @@ def test_deep_mlp_gradient_shares_its_layers():
     defined, calls = _counts(_module_text(g, p, x))
     assert defined * 4 <= calls, (defined, calls)
     got = jx.jit(g)(p, x)
-    # reference: the same gradient by hand in float64 (forward, then backward)
-    P = {k: v.astype(np.float64) for k, v in p.items()}
-    hs = [x.astype(np.float64)]
-    for i in range(n):
-        hs.append(np.tanh(hs[-1] @ P[f"w{i}"] + P[f"b{i}"]))
-    ct = 2 * hs[-1]
-    for i in reversed(range(n)):
-        dz = ct * (1 - hs[i + 1] ** 2)
-        np.testing.assert_allclose(np.asarray(got[f"w{i}"]), hs[i].T @ dz, rtol=2e-3,
-                                   atol=1e-4)
-        np.testing.assert_allclose(np.asarray(got[f"b{i}"]), dz.sum(0), rtol=2e-3, atol=1e-4)
-        ct = dz @ P[f"w{i}"].T
+    for name, want in tanh_mlp_grad(p, x, n).items():
+        np.testing.assert_allclose(np.asarray(got[name]), want, rtol=2e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("variant", ["scalar", "array", "shape", "dtype", "op"])
