@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dtypes, flags, tree
+from . import dims, dtypes, flags, tree
 from . import numpy as _jnp  # noqa: F401  (declares the primitives, installs Tracer's methods)
 from .array import Array
 from .core import Tracer, known_value, trace
@@ -25,17 +25,31 @@ def _spec_error(text: str):
 
 @dataclass(frozen=True)
 class ShapeDtypeStruct:
-    """An abstract argument: a shape and a dtype, no data (JAX's name)."""
+    """An abstract argument: a shape and a dtype, no data (JAX's name). A dimension
+    is an int, or symbolic: a name ('B'), an expression ('2*B') or jx.dims.dim(...)
+    with constraints, kept in `constraints` (jx.dims.DimSpec each)."""
     shape: tuple
     dtype: np.dtype
+    constraints: tuple = ()
 
     def __post_init__(self):
+        shape, specs = [], list(self.constraints)
         for d in self.shape:      # 3.7 or True would silently become 3 or 1
+            if isinstance(d, (str, dims.DimSpec, dims.Dim)):
+                if isinstance(d, dims.DimSpec):
+                    specs.append(d)
+                try:
+                    shape.append(dims.parse(d))
+                except dims.DimensionSpecError as e:
+                    _spec_error(f"shape {tuple(self.shape)!r}: {e}")
+                continue
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 \
                     or d >= 1 << 48:
                 _spec_error(f"shape {tuple(self.shape)!r}: each dimension must be an int "
-                            f"from 0 to 2**48 - 1, got {d!r}")
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+                            f"from 0 to 2**48 - 1 or a symbol's name such as 'B', got {d!r}")
+            shape.append(int(d))
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "constraints", tuple(specs))
         # a declaration: float64 stays float64 in either mode (its trace runs with
         # 64-bit mode on, see trace_pytree); Python's float/int take the mode's
         dt = self.dtype

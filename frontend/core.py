@@ -30,6 +30,7 @@ from . import dtypes, flags
 from .array import Array
 from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
                      user_location)
+from .dims import InconclusiveDimensionError
 from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
 from . import printer  # noqa: F401  (installs str(graph): every traced graph prints)
 
@@ -179,6 +180,8 @@ def _abstract_eval(prim: Primitive, in_avals, params) -> list:
     except ShapeError as e:
         where = user_location()
         raise ShapeError(f"{prim.name}: {e}" + (f" (at {where})" if where else "")) from None
+    except InconclusiveDimensionError as e:      # a symbolic size the rule cannot decide
+        raise InconclusiveDimensionError(f"{prim.name}: {e}") from None   # (names the line)
 
 
 def _reference(prim: Primitive, vals, params, out_avals) -> list:

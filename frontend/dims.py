@@ -22,7 +22,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .errors import JxError
+from .errors import JxError, user_location
 
 
 class InconclusiveDimensionError(JxError, TypeError):
@@ -131,14 +131,23 @@ class Dim:
 
     def _refuse(self, what: str):
         raise InconclusiveDimensionError(
-            f"the symbolic dimension {self} has no {what} while tracing: compare it "
-            "through the shape rules (jx.dims.Constraints), or give the symbol a "
-            "fixed size")
+            f"the symbolic dimension {self} has no {what} while tracing{where()}: this "
+            "step needs a fixed size; give the symbol one, or write it with the "
+            "operations that take symbols (README, 'Symbolic dimensions')")
+
+    # Order as any size the symbols may take decides it (each symbol at least 1, as
+    # in JAX); where sizes would disagree, InconclusiveDimensionError: never a guess.
+    def __ge__(self, other):
+        return _DEFAULT.greater_equal(self, other)
+
+    def __le__(self, other):
+        return _DEFAULT.greater_equal(other, self)
+
+    def __gt__(self, other):
+        return _DEFAULT.greater_equal(self, other + 1)
 
     def __lt__(self, other):
-        self._refuse("order")
-
-    __le__ = __gt__ = __ge__ = __lt__
+        return _DEFAULT.greater_equal(other, self + 1)
 
     def __bool__(self):
         self._refuse("truth value")
@@ -228,6 +237,33 @@ def is_symbolic(d) -> bool:
     return isinstance(d, Dim)
 
 
+def exact_quotient(a, b):
+    """a / b when b divides a for every size the symbols may take (ints, or a Dim
+    divided by an int or by one of its monomials: 784*B / B = 784), else None."""
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return a // b if b and a % b == 0 else None
+    if not isinstance(b, Dim):
+        return a // b if b and all(c % b == 0 for c in a.terms.values()) else None
+    if len(b.terms) != 1:
+        return None
+    (mb, cb), = b.terms.items()
+    if not isinstance(a, Dim):
+        return None
+    out = {}
+    for m, c in a.terms.items():
+        powers = dict(m)
+        for atom, p in mb:
+            if powers.get(atom, 0) < p:
+                return None
+            powers[atom] -= p
+        if c % cb:
+            return None
+        key = tuple(sorted(((k, v) for k, v in powers.items() if v),
+                           key=lambda ap: _atom_key(ap[0])))
+        out[key] = out.get(key, 0) + c // cb
+    return _simplest(Dim(out))
+
+
 # ---------------------------------------------------------------- constraints
 @dataclass(frozen=True)
 class DimSpec:
@@ -312,7 +348,7 @@ class Constraints:
     def _decide(self, question: str, answer, settle: str):
         if answer is None:
             raise InconclusiveDimensionError(
-                f"cannot tell whether {question} from the declared constraints "
+                f"cannot tell whether {question}{where()} from the declared constraints "
                 f"({self.describe() or 'none'}); {settle}")
         return answer
 
@@ -353,6 +389,15 @@ class Constraints:
 
     def describe(self) -> str:
         return ", ".join(describe_spec(s) for s in self.specs.values())
+
+
+_DEFAULT = Constraints()          # every symbol >= 1, nothing else known
+
+
+def where() -> str:
+    # the user's line: past jx and the libraries jx calls into
+    where = user_location(("jx", "contextlib", "functools", "numpy"))
+    return f" (at {where})" if where else ""
 
 
 def _mono_div(m: tuple, name: str) -> tuple:

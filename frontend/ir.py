@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .dims import Dim
 from .errors import reject_masked
 
 
@@ -28,7 +29,9 @@ class ShapedArray:
     weak_type: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        # a dimension is an int, or a symbol's expression (jx.dims: f32[B,784])
+        object.__setattr__(self, "shape", tuple(d if type(d) is Dim else int(d)
+                                                for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
     @property
@@ -64,7 +67,9 @@ MAX_ARRAY_BYTES = 1 << 62
 
 def extent_problem(shape, dtype) -> str | None:
     """Why an array of this shape and dtype cannot be indexed with 64-bit offsets,
-    or None when it can."""
+    or None when it can (or when its size is symbolic: known when the code runs)."""
+    if any(type(d) is Dim for d in shape):
+        return None
     count = math.prod(int(d) for d in shape)
     nbytes = count * max(np.dtype(dtype).itemsize, 1)
     if nbytes <= MAX_ARRAY_BYTES:

@@ -47,10 +47,15 @@ def test_canonical_forms():
     assert {B * T: 1}[T * B] == 1                          # usable as a key
 
 
-def test_a_dimension_has_no_number_or_order_while_tracing():
-    for use in (int, bool, lambda d: d < 3, lambda d: range(d), lambda d: [0][d]):
+def test_a_dimension_has_no_number_while_tracing_and_order_only_where_decided():
+    for use in (int, bool, lambda d: range(d), lambda d: [0][d]):
         with pytest.raises(InconclusiveDimensionError, match="symbolic dimension B"):
             use(B)
+    # each symbol is at least 1 (as in JAX): these are decided, these are not
+    assert B >= 1 and B > 0 and not B < 1 and 2 * B >= B and max(B, 1) == B
+    for undecided in (lambda d: d < 3, lambda d: d > 1, lambda d: min(d, 1)):
+        with pytest.raises(InconclusiveDimensionError, match="cannot tell whether"):
+            undecided(B)
     with pytest.raises(InconclusiveDimensionError, match="integers only"):
         B // T
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..core import Tracer
+from ..dims import Dim, InconclusiveDimensionError, exact_quotient, where
 from ..errors import ShapeError
 from ..prims import structural as st
 from .creation import _wrap_public
@@ -37,13 +38,24 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape.count(-1) > 1:
         raise ShapeError(f"reshape: only one -1 allowed in {shape}")
     if -1 in shape:
-        known = math.prod(int(s) for s in shape if s != -1)
-        if known == 0 or size % known:
+        known = math.prod(s for s in shape if not _minus_one(s))
+        rest = exact_quotient(size, known) if not (type(known) is int and known == 0) \
+            else None
+        if rest is None and isinstance(size, Dim) and isinstance(known, int) and known:
+            raise InconclusiveDimensionError(
+                f"reshape: cannot tell whether {known} divides {size}{where()} for every "
+                f"size its symbols may take; declare it, e.g. "
+                f"jx.dims.dim('{min(size.symbols())}', multiple_of={known})")
+        if rest is None:
             raise ShapeError(f"cannot reshape array of size {size} into shape {shape}")
-        shape = tuple(size // known if s == -1 else s for s in shape)
+        shape = tuple(rest if _minus_one(s) else s for s in shape)
     if shape == shape_of(x):
         return x
     return bind1(st.reshape, x, new_sizes=shape)
+
+
+def _minus_one(s) -> bool:
+    return not isinstance(s, Dim) and s == -1
 
 
 def ravel(a):

@@ -46,7 +46,8 @@ broadcast_in_dim = declare("broadcast_in_dim", _broadcast_rule, _broadcast)
 
 def _reshape_rule(x, new_sizes):
     _check_sizes(new_sizes)
-    if math.prod(int(d) for d in new_sizes) != x.size:      # exact: int64 can wrap
+    # exact (int64 would wrap); symbolic sizes compare in canonical form
+    if math.prod(new_sizes) != x.size:
         raise ShapeError(f"cannot reshape {x} ({x.size} elements) to {tuple(new_sizes)}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
