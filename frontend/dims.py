@@ -436,10 +436,9 @@ def _hint(d, rel: str) -> str:
     """A constraint that settles `d >= 0` when d is linear in one symbol."""
     names = sorted(d.symbols()) if isinstance(d, Dim) else []
     if len(names) == 1 and set(d.terms) <= {(), ((names[0], 1),)}:
-        c, k = d.terms[((names[0], 1),)], d.terms.get((), 0)
-        if c > 0:
-            return f"'{names[0]} >= {-(k // c)}'"
-        return f"'{names[0]} <= {k // -c}'"
+        c, k, n = d.terms[((names[0], 1),)], d.terms.get((), 0), names[0]
+        edge = -(k // c) if c > 0 else k // -c + 1      # where the answer flips
+        return f"'{n} >= {edge}' or '{n} <= {edge - 1}'"
     return f"a constraint on {', '.join(names)}" if names else f"'{d} {rel}'"
 
 

@@ -78,7 +78,7 @@ def test_decisions_and_what_would_settle_the_open_ones():
     assert c.greater_equal(B, 8)                   # the least multiple of 8 allowed
     assert not c.greater_equal(B, 5000) and c.equal(B, B) and not c.equal(B, B + 1)
     assert c.divisible(B * T, 8) and c.divisible(2 * B + 16, 8) and c.divisible(48, 8)
-    with pytest.raises(InconclusiveDimensionError, match=r"B >= 100.*'B >= 100'"):
+    with pytest.raises(InconclusiveDimensionError, match=r"B >= 100.*'B >= 100' or 'B <= 99'"):
         c.greater_equal(B, 100)
     with pytest.raises(InconclusiveDimensionError, match=r"T == 2.*same symbol"):
         c.equal(T, 2)

@@ -20,6 +20,7 @@ included.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ import numpy as np
 from .. import dtypes
 from ..array import Array
 from ..core import Tracer
+from ..dims import Dim, InconclusiveDimensionError, where
 from ..errors import JxError, ShapeError
 from ..prims import elementwise as ew
 from ..prims import indexing as ix
@@ -112,8 +114,10 @@ def _parse(shape: tuple, idx) -> list:
             for _ in range(len(shape) - used):
                 full(pos)
         elif kind == "slice":
-            start, stop, step = v.indices(shape[d])
-            entries.append(_Entry("slice", pos, d, start, step, len(range(start, stop, step))))
+            start, stop, step = _slice_indices(v, shape[d])
+            length = stop - start if isinstance(shape[d], Dim) else \
+                len(range(start, stop, step))
+            entries.append(_Entry("slice", pos, d, start, step, length))
             d += 1
         elif kind == "int":
             if shape[d] == 0:
@@ -135,6 +139,25 @@ def _parse(shape: tuple, idx) -> list:
     while d < len(shape):
         full(len(items) + d)
     return entries
+
+
+def _slice_indices(s: slice, size) -> tuple:
+    """slice.indices, also for a symbolic size (step 1): each clamp is decided for
+    every size the symbols may take, or InconclusiveDimensionError says it cannot be."""
+    if not isinstance(size, Dim):
+        return s.indices(size)
+    if s.step not in (None, 1):
+        raise InconclusiveDimensionError(
+            f"slicing an axis of symbolic size {size} with step {s.step}{where()}: only "
+            "step 1 takes symbolic sizes yet")
+
+    def bound(v, default):
+        if v is None:
+            return default
+        v = operator.index(v)
+        return min(max(size + v, 0), size) if v < 0 else min(v, size)
+    start = bound(s.start, 0)
+    return start, max(bound(s.stop, size), start), 1
 
 
 # ---------------------------------------------------------------- helpers

@@ -100,7 +100,7 @@ def _slice_rule(x, start_indices, limit_indices, strides):
     for d, (s, l, st) in enumerate(zip(start_indices, limit_indices, strides)):
         if not (0 <= s <= l <= x.shape[d]) or st < 1:
             raise ShapeError(f"slice [{s}:{l}:{st}] out of range for dim {d} of {x}")
-        shape.append(max(0, -(-(l - s) // st)))
+        shape.append(-(-(l - s) // st))          # >= 0: l >= s above
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -121,7 +121,7 @@ def _pad_rule(x, padval, padding_config):
     for n, (lo, hi, interior) in zip(x.shape, padding_config):
         if interior < 0:
             raise ShapeError("interior padding must be >= 0")
-        size = lo + hi + n + max(0, n - 1) * interior
+        size = lo + hi + n + (n - 1 if n >= 1 else 0) * interior   # (decides for symbols)
         if size < 0:
             raise ShapeError(f"padding {padding_config} leaves a negative size for {x}")
         shape.append(size)
