@@ -155,6 +155,9 @@ class Dim:
     def __int__(self):
         self._refuse("integer value")
 
+    def __float__(self):
+        self._refuse("number value (the size as a value is dimension_size)")
+
     __index__ = __int__
 
     # -- values and names
@@ -262,6 +265,56 @@ def exact_quotient(a, b):
                            key=lambda ap: _atom_key(ap[0])))
         out[key] = out.get(key, 0) + c // cb
     return _simplest(Dim(out))
+
+
+def substitute(obj, values: dict):
+    """obj (a dim, or tuples and lists of them) with every symbol given its value."""
+    if isinstance(obj, Dim):
+        return obj.evaluate(values)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(substitute(x, values) for x in obj)
+    return obj
+
+
+def solve(pairs) -> dict:
+    """{symbol: value} from (dimension, size) pairs: each bare symbol, then each
+    expression linear in one symbol not yet known (2*B + 1 of size 9: B = 4);
+    DimensionSpecError for sizes that disagree or a symbol left unknown."""
+    values: dict = {}
+    pairs = [(d, int(n)) for d, n in pairs]
+    for _ in range(2):
+        for d, n in pairs:
+            if not isinstance(d, Dim):
+                continue
+            unknown = sorted(d.symbols() - set(values))
+            if len(unknown) != 1:
+                continue
+            s = unknown[0]
+            rest = d - Dim.symbol(s) * d.terms.get(((s, 1),), 0)
+            c = d.terms.get(((s, 1),), 0)
+            if c == 0 or (isinstance(rest, Dim) and rest.symbols() & {s}):
+                continue            # not linear in s
+            k = rest.evaluate(values) if isinstance(rest, Dim) else rest
+            if (n - k) % c:
+                raise DimensionSpecError(f"no integer {s} makes {d} = {n}")
+            values[s] = (n - k) // c
+    for d, n in pairs:
+        if isinstance(d, Dim):
+            missing = d.symbols() - set(values)
+            if missing:
+                raise DimensionSpecError(f"cannot tell {', '.join(sorted(missing))} from an "
+                                         f"argument of size {n} for {d}: give it in a "
+                                         "dimension of its own")
+            if d.evaluate(values) != n:
+                raise DimensionSpecError(f"{d} is {d.evaluate(values)} with "
+                                         f"{_show(values)}, but an argument has {n} there")
+        elif d != n:
+            raise DimensionSpecError(f"an argument has size {n} where {d} is declared")
+    return values
+
+
+def _show(values: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(values.items()))
 
 
 # ---------------------------------------------------------------- constraints

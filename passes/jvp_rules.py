@@ -140,7 +140,7 @@ for _name in ("sign", "floor", "ceil", "round"):
     jvp_rules[_name] = _PIECEWISE_CONSTANT
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left",
               "shift_right_logical", "shift_right_arithmetic", "is_finite", "argmax",
-              "argmin", "iota"):
+              "argmin", "iota", "dimension_size"):
     jvp_rules[_name] = _NON_FLOAT
 # JAX: a zero tangent (defjvp_zero), also where the result is a float
 jvp_rules["bitcast_convert_type"] = NotDifferentiable("reinterprets bits")

@@ -167,6 +167,8 @@ def _dot_rule(xs, ds, axis_size, dimension_numbers, preferred_element_type=None)
 batch_rules["dot_general"] = _dot_rule
 
 
-# iota has no operands, so it is never batched; the rule exists for the coverage test
-batch_rules["iota"] = lambda xs, ds, axis_size, **params: (
-    bind(PRIMITIVES["iota"], **params), [None])
+# iota and dimension_size have no operands, so they are never batched; the rules
+# exist for the coverage test
+for _name in ("iota", "dimension_size"):
+    batch_rules[_name] = lambda xs, ds, axis_size, _name=_name, **params: (
+        bind(PRIMITIVES[_name], **params), [None])

@@ -1,12 +1,17 @@
 """Reductions with NumPy's axis/keepdims conventions and JAX's result dtypes."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
+from ..core import bind_like
+from ..dims import Dim
 from ..prims import elementwise as ew
 from ..prims import reductions as rd
 from ..prims import structural as st
+from ..prims import symbolic
 from ..errors import EmptyReductionError, ShapeError, user_location
 from .creation import _wrap_public
 from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, promote_dtypes, \
@@ -100,8 +105,21 @@ min = _reducer(rd.reduce_min, False)
 amax, amin = max, min
 
 
-def _count(shape, axes) -> int:
-    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+def _count(shape, axes):
+    """The number of elements the axes hold: an int, or a symbolic dimension."""
+    n = math.prod(shape[a] for a in axes)
+    return n if isinstance(n, Dim) else int(n)
+
+
+def _count_value(n, like):
+    """n as a divisor of the array `like`: a Python float, or for a symbolic n its
+    size as a value (dimension_size, staged into like's trace), which the symbols'
+    values give when the code runs."""
+    if not isinstance(n, Dim):
+        return float(n)
+    (size,) = bind_like((like,), symbolic.dimension_size, dim=n,
+                        dtype=dtypes.canonical(np.dtype(np.int64)))
+    return convert(size, like.dtype)
 
 
 def _computation(dtype):
@@ -116,7 +134,7 @@ def mean(a, axis=None, dtype=None, keepdims=False):
     result = dtypes.canonicalize(dtype, "mean") if dtype is not None else x.dtype
     x = convert(x, _computation(result))
     axes = canonical_axes(axis, len(shape_of(x)))
-    out = divide(sum(x, axes, keepdims=keepdims), float(_count(shape_of(x), axes)))
+    out = divide(sum(x, axes, keepdims=keepdims), _count_value(_count(shape_of(x), axes), x))
     return convert(out, result)
 
 
@@ -139,7 +157,8 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
     axes = canonical_axes(axis, len(shape_of(x)))
     centered = subtract(x, mean(x, axes, keepdims=True))
     n = _count(shape_of(x), axes) - ddof
-    return convert(divide(sum(square(centered), axes, keepdims=keepdims), float(n)), result)
+    return convert(divide(sum(square(centered), axes, keepdims=keepdims),
+                          _count_value(n, x)), result)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):

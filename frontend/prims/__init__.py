@@ -6,3 +6,4 @@ from . import indexing  # noqa: F401
 from . import autodiff  # noqa: F401
 from . import collectives  # noqa: F401
 from . import bitcast  # noqa: F401
+from . import symbolic  # noqa: F401
