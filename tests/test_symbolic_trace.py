@@ -95,9 +95,11 @@ def test_symbols_flow_through_reshape_concat_broadcast_vmap():
     (lambda v: v[0], (4,)), (lambda v: jnp.pad(v, ((1, 1), (0, 0))), (B + 2, 4)),
     (lambda v: jnp.stack([v, v]), (2, B, 4)), (lambda v: jnp.cumsum(v, axis=0), (B, 4)),
     (lambda v: jnp.sort(v, axis=0), (B, 4)), (lambda v: jnp.argmax(v, axis=0), (4,)),
-    (lambda v: v[:, :, None] * v[:, None, :], (B, 4, 4))],
+    (lambda v: v[:, :, None] * v[:, None, :], (B, 4, 4)),
+    (lambda v: v + jnp.ones_like(v), (B, 4)), (lambda v: jnp.full_like(v, 2.5), (B, 4)),
+    (lambda v: jnp.zeros_like(v, dtype=jnp.int32), (B, 4))],
     ids=["x[1:]", "x[:-1]", "x[-1:]", "diff", "x[:,1:3]", "x[0]", "pad", "stack", "cumsum",
-         "sort", "argmax", "outer"])
+         "sort", "argmax", "outer", "ones_like", "full_like", "zeros_like"])
 def test_slicing_and_library_functions_with_a_symbolic_axis(f, shape):
     assert jx.eval_shape(f, jx.f32["B", 4]).shape == shape
     # the same function at a fixed size agrees with the symbols evaluated there
@@ -147,8 +149,9 @@ def test_symbolic_graphs_evaluate_like_the_fixed_size_program(b):
         want = _leaves(jx.jit(f)(p, x, y))
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=1e-6)
-    stats = jx.make_graph(lambda v: (v.mean(axis=0), v.var(axis=0), jnp.mean(v)))(specs[1])
-    for g, w in zip(eval_graph(stats, x), (x.mean(0), x.var(0), x.mean())):
+    stats = jx.make_graph(lambda v: (v.mean(axis=0), v.var(axis=0), jnp.mean(v),
+                                     v - jnp.full_like(v, 0.5)))(specs[1])
+    for g, w in zip(eval_graph(stats, x), (x.mean(0), x.var(0), x.mean(), x - 0.5)):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-6)
 
 

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer
+from ..core import Tracer, bind_like
+from ..dims import Dim
 from ..errors import OutOfMemoryError, ShapeError, user_location
 from ..ir import extent_problem
 from ..prims import elementwise as ew
@@ -229,6 +230,12 @@ def _like(a, dtype, shape, value, what):
     a = as_value(a)
     dt, weak = dtype_weak(a)
     s = shape_of(a) if shape is None else _shape(shape)
+    if isinstance(a, Tracer) and any(isinstance(d, Dim) for d in s):
+        # a symbolic size: no constant can hold it, so the fill joins a's trace
+        v = bind1(ew.convert_element_type, convert(as_value(value), _dtype(dtype, dt, what)),
+                  new_dtype=_dtype(dtype, dt, what), weak_type=dtype is None and weak)
+        return bind_like((a,), st.broadcast_in_dim, v, shape=tuple(s),
+                         broadcast_dimensions=())[0]
     return _full(s, value, _dtype(dtype, dt, what), dtype is None and weak, what)
 
 
