@@ -236,10 +236,6 @@ def _simplest(d: Dim):
     return d
 
 
-def is_symbolic(d) -> bool:
-    return isinstance(d, Dim)
-
-
 def exact_quotient(a, b):
     """a / b when b divides a for every size the symbols may take (ints, or a Dim
     divided by an int or by one of its monomials: 784*B / B = 784), else None."""

@@ -136,7 +136,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
     compiler-runtime routines and the routines the module declares (`shared`:
     {name: IR text or object}, each compiled once per host); every symbol the model's
     object needs must be defined by one of them or by the C library (symbols.py)."""
-    from . import libcalls, routines, symbols  # noqa: F401  (routines.BUILT)
+    from . import libcalls, routines, symbols
     from .objsyms import global_symbols
     runtime_defined = frozenset()
     if runtime_obj:

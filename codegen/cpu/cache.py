@@ -208,7 +208,7 @@ def store_files(key: str, sources: dict) -> None:
 # -- the size cap (see the module docstring) ----------------------------------------------
 DEFAULT_MAX = 1 << 30
 ENTRY_FOLDERS = ("objects", "artifacts")     # evictable; runtime/ and records are kept
-RUNTIME_OBJECTS = os.path.join("runtime", "objects")   # libcalls: one per target, kept
+RUNTIME_OBJECTS = os.path.join("runtime", "objects")   # libcalls, routines: kept
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_FILE = "size"
 

@@ -120,7 +120,7 @@ class JitModule:
 
     The object comes from the persistent cache when this IR was compiled before
     (by any process), so a warm jx.jit skips LLVM entirely. `routines` ({name: IR
-    IR text or object}, ModuleBuilder.routines) are the shared routines the module
+    text or object}, ModuleBuilder.routines) are the shared routines the module
     declares: each is loaded once per process, compiled once per host.
     """
 
@@ -152,10 +152,17 @@ def libcalls_for_jit(cpu: str):
     engine, which the cache keeps alive: the code must stay mapped."""
     obj, _ = cached_object(libcalls.module_ir(), cpu, target.host_triple(), reloc="default",
                            runtime=True)
+    return _map_symbols(obj, cpu, libcalls.names())
+
+
+def _map_symbols(obj: bytes, cpu: str, names) -> object:
+    """obj loaded into this process, each of `names` it defines made visible to
+    every later JIT module; returns the engine, which must stay alive (the code
+    stays mapped as long as it does)."""
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    for name in libcalls.names():
+    for name in names:
         llvm.add_symbol(name, engine.get_function_address(name))
     return engine
 
@@ -193,13 +200,9 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
     if (name, cpu) in _ROUTINES_LOADED:
         return
     obj = routine_object(name, code, cpu)
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    for symbol in global_symbols(obj)[0]:
-        llvm.add_symbol(symbol, engine.get_function_address(symbol))
-        routines.BUILT.add(symbol)
-    _ROUTINES_LOADED[(name, cpu)] = engine
+    defined = global_symbols(obj)[0]
+    _ROUTINES_LOADED[(name, cpu)] = _map_symbols(obj, cpu, defined)
+    routines.BUILT.update(defined)
 
 
 def build_routines(cpu: str) -> int:

@@ -17,8 +17,8 @@ chain would pay for at run time.
 The routines are part of jx's runtime, not of the program (routines.py): a
 program's module only declares them, and each (function, dtype, target) is
 compiled once per host, kept with the C runtime's build and shared by every
-program, loaded into the process for jx.jit and linked into artifacts. Compiling sin's
-four versions into every module that used them was most of a short chain's
+program, loaded into the process for jx.jit and linked into artifacts. Compiling
+sin's four versions into every module that used them was most of a short chain's
 compile time (a 200-op chain: 75 of its 90 ms of LLVM).
 """
 from __future__ import annotations

@@ -38,12 +38,12 @@ def define(module: ir.Module, name: str, ftype: ir.FunctionType) -> ir.Function 
     ir.Function(module, ftype, name)
     lookup = module.__dict__.get("_jx_routine_lookup")      # (compiler.find_routine)
     found = lookup(name) if lookup is not None else None
-    module.__dict__.setdefault("_jx_routines", {})[name] = found
+    table = module.__dict__.setdefault("_jx_routines", {})
     if found is not None:
+        table[name] = found
         return None
-    own = ir.Module(name=name)
+    own = table[name] = ir.Module(name=name)
     own.jx_cpu = getattr(module, "jx_cpu", None)        # target-dependent lowerings read it
-    module._jx_routines[name] = own
     return ir.Function(own, ftype, name)
 
 

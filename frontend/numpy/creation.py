@@ -230,13 +230,14 @@ def _like(a, dtype, shape, value, what):
     a = as_value(a)
     dt, weak = dtype_weak(a)
     s = shape_of(a) if shape is None else _shape(shape)
+    dt, weak = _dtype(dtype, dt, what), dtype is None and weak
     if isinstance(a, Tracer) and any(isinstance(d, Dim) for d in s):
         # a symbolic size: no constant can hold it, so the fill joins a's trace
-        v = bind1(ew.convert_element_type, convert(as_value(value), _dtype(dtype, dt, what)),
-                  new_dtype=_dtype(dtype, dt, what), weak_type=dtype is None and weak)
+        v = bind1(ew.convert_element_type, convert(as_value(value), dt), new_dtype=dt,
+                  weak_type=weak)
         return bind_like((a,), st.broadcast_in_dim, v, shape=tuple(s),
                          broadcast_dimensions=())[0]
-    return _full(s, value, _dtype(dtype, dt, what), dtype is None and weak, what)
+    return _full(s, value, dt, weak, what)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):

@@ -39,8 +39,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise ShapeError(f"reshape: only one -1 allowed in {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if not _minus_one(s))
-        rest = exact_quotient(size, known) if not (type(known) is int and known == 0) \
-            else None
+        rest = exact_quotient(size, known)            # None where known does not divide
         if rest is None and isinstance(size, Dim) and isinstance(known, int) and known:
             raise InconclusiveDimensionError(
                 f"reshape: cannot tell whether {known} divides {size}{where()} for every "
