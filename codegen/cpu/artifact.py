@@ -72,7 +72,7 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     from .target import host_triple
     # routines are found and kept by name for the host's triple (routines.py)
     mb = ModuleBuilder(name, parallel=parallel, cpu=cpu,
-                       external_routines=triple == host_triple())
+                       external_routines=triple == host_triple(), reloc="pic")
     records = []
     for e in entries:
         symbol = mb.entry(e.name, e.program, prefix)
@@ -144,7 +144,8 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
             runtime_defined = frozenset(global_symbols(f.read())[0])
     pieces = [("jx_libcalls", compiler.cached_object(libcalls.module_ir(), cpu, triple,
                                                      runtime=True)[0])]
-    pieces += [(name.replace(".", "_"), compiler.routine_object(name, code, cpu, triple))
+    pieces += [(name.replace(".", "_"),
+                compiler.routine_object(name, code, cpu, "pic", triple))
                for name, code in sorted((shared or {}).items())]
     paths, defined = [], set()
     for label, data in pieces:

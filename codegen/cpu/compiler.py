@@ -167,25 +167,32 @@ def _map_symbols(obj: bytes, cpu: str, names) -> object:
     return engine
 
 
-def _routine_key(name: str, cpu: str, triple: str) -> str:
+# Routine objects come in the two forms program objects do: "default" for jx.jit
+# (the JIT code model: MCJIT may map their sections far apart, beyond the 32-bit
+# reach of position-independent code) and "pic" for artifacts' shared objects.
+def _routine_key(name: str, cpu: str, triple: str, reloc: str) -> str:
     # the body is a function of the name and the target (routines.py): no IR needed
-    return cache.cache_key(f"routine\0{name}\0{llvm_features(cpu)}", cpu, triple)
+    return cache.cache_key(f"routine\0{name}\0{reloc}\0{llvm_features(cpu)}", cpu,
+                           triple)
 
 
-def find_routine(name: str, cpu: str, triple: str | None = None) -> bytes | None:
-    """Routine `name`'s object for cpu, if the host has it compiled."""
-    return cache.load(_routine_key(name, cpu, triple or target.host_triple()),
+def find_routine(name: str, cpu: str, reloc: str,
+                 triple: str | None = None) -> bytes | None:
+    """Routine `name`'s object for cpu and reloc, if the host has it compiled."""
+    return cache.load(_routine_key(name, cpu, triple or target.host_triple(), reloc),
                       cache.RUNTIME_OBJECTS)
 
 
-def routine_object(name: str, code, cpu: str, triple: str | None = None) -> bytes:
+def routine_object(name: str, code, cpu: str, reloc: str,
+                   triple: str | None = None) -> bytes:
     """The routine's object: `code` itself (an object found when the module was
-    built) or its IR compiled now and kept, under its name, in the runtime folder."""
+    built for this reloc) or its IR compiled now and kept, under its name, in the
+    runtime folder."""
     if isinstance(code, bytes):
         return code
     triple = triple or target.host_triple()
-    data = emit_object(code, cpu, triple, reloc="pic")
-    cache.store(_routine_key(name, cpu, triple), data, cache.RUNTIME_OBJECTS)
+    data = emit_object(code, cpu, triple, reloc=reloc)
+    cache.store(_routine_key(name, cpu, triple, reloc), data, cache.RUNTIME_OBJECTS)
     return data
 
 
@@ -199,7 +206,7 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
     supports, and each version computes the same values.)"""
     if (name, cpu) in _ROUTINES_LOADED:
         return
-    obj = routine_object(name, code, cpu)
+    obj = routine_object(name, code, cpu, "default")
     defined = global_symbols(obj)[0]
     _ROUTINES_LOADED[(name, cpu)] = _map_symbols(obj, cpu, defined)
     routines.BUILT.update(defined)
@@ -213,7 +220,7 @@ def build_routines(cpu: str) -> int:
     from . import gemm
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
-    module._jx_routine_lookup = lambda name: find_routine(name, cpu)
+    module._jx_routine_lookup = lambda name: find_routine(name, cpu, "default")
     for name in sorted(mathlib.UNARY | mathlib.BINARY):
         for dt in ("float32", "float64"):
             mathcalls._function(module, name, np.dtype(dt), 1 if name in mathlib.UNARY else 2)
@@ -221,7 +228,7 @@ def build_routines(cpu: str) -> int:
         gemm.build_routines(module, dt)
     todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
     for name, code in todo.items():
-        routine_object(name, code, cpu)
+        routine_object(name, code, cpu, "default")
     return len(todo)
 
 

@@ -179,7 +179,7 @@ PLAIN_ENTRY_FROM = 64     # kernel calls from which an entry is left unoptimised
 
 class ModuleBuilder:
     def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None,
-                 external_routines: bool = True):
+                 external_routines: bool = True, reloc: str = "default"):
         # llvmlite prints the name unescaped on a comment line: a newline would end it
         self.module = ir.Module("".join(c if c.isascii() and c.isprintable() else "_"
                                         for c in name))
@@ -189,8 +189,10 @@ class ModuleBuilder:
         # cannot link them (the CUDA backend's) keeps them inside
         self.module._jx_external_routines = external_routines
         if external_routines:           # a routine the host has compiled is not emitted
+            # (reloc: the routine objects' form, "default" for jx.jit, "pic" for
+            # an artifact's shared object; see compiler.routine_object)
             self.module._jx_routine_lookup = lambda name: compiler.find_routine(
-                name, target.of_module(self.module))
+                name, target.of_module(self.module), reloc)
         self.parallel = parallel
         self._parallel_for = ir.Function(
             self.module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.I64]), "jx_parallel_for") \
