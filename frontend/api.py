@@ -1,6 +1,7 @@
 """Tracing entry points: make_graph, shape specs, and the trace cache."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import weakref
@@ -158,8 +159,10 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
         with flags.enable_x64():
             return trace_pytree(f, args, kwargs, static_argnums, name, known)
     in_avals = tuple(leaf_aval(x) for x in leaves)
+    # symbolic dimensions: shape rules decide under the arguments' declared constraints
+    cons = dims.constraints_of(x.constraints for x in leaves if isinstance(x, ShapeDtypeStruct))
     key = (flags.STATE.mode, tuple(sorted((i, _static_key(v)) for i, v in static.items())),
-           in_tree, in_avals)
+           in_tree, in_avals, cons.symbols_key())
     per_fun = _CACHE.setdefault(f, {}) if _weakrefable(f) else {}
     if key in per_fun and not any(isinstance(x, Tracer) for x in leaves):
         return per_fun[key], []
@@ -173,8 +176,9 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
         return [_check_output(o, f) for o in out_leaves]
 
     values = _known_leaves(leaves, in_avals) if known else None
-    graph, consts = trace(flat_fun, in_avals, name=getattr(f, "__name__", "function"),
-                          values=values)
+    with dims.scope(cons) if cons.specs else contextlib.nullcontext():
+        graph, consts = trace(flat_fun, in_avals, name=getattr(f, "__name__", "function"),
+                              values=values)
     graph = type(graph)(graph.inputs, graph.eqns, graph.outputs, in_tree, out_tree_box[0])
     if not consts and values is None:
         per_fun[key] = graph

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .errors import JxError, user_location
@@ -135,19 +136,21 @@ class Dim:
             "step needs a fixed size; give the symbol one, or write it with the "
             "operations that take symbols (README, 'Symbolic dimensions')")
 
-    # Order as any size the symbols may take decides it (each symbol at least 1, as
-    # in JAX); where sizes would disagree, InconclusiveDimensionError: never a guess.
+    # Order as any size the symbols may take decides it (the active scope's
+    # constraints; each symbol at least 1 by default, as in JAX); where sizes would
+    # disagree, InconclusiveDimensionError: never a guess (see scope() for the
+    # compiler's performance heuristics, which may guess).
     def __ge__(self, other):
-        return _DEFAULT.greater_equal(self, other)
+        return active().greater_equal(self, other)
 
     def __le__(self, other):
-        return _DEFAULT.greater_equal(other, self)
+        return active().greater_equal(other, self)
 
     def __gt__(self, other):
-        return _DEFAULT.greater_equal(self, other + 1)
+        return active().greater_equal(self, other + 1)
 
     def __lt__(self, other):
-        return _DEFAULT.greater_equal(other, self + 1)
+        return active().greater_equal(other, self + 1)
 
     def __bool__(self):
         self._refuse("truth value")
@@ -341,10 +344,33 @@ class Constraints:
     """What the symbols of one trace are declared to be; answers shape rules'
     questions, or raises InconclusiveDimensionError saying what would settle them."""
 
+    hinting = False        # see scope(): undecided questions answered at the hints
+
     def __init__(self, specs=()):
         self.specs: dict = {}
         for s in specs:
             self.add(s)
+
+    def hint(self, name: str) -> int:
+        """The size a heuristic assumes for a symbol: 128 (a typical batch) moved
+        into its range and onto its multiple."""
+        s = self.spec(name)
+        k = s.multiple_of
+        v = -(-max(s.min, 128 if s.max is None else min(s.max, 128)) // k) * k
+        return v if s.max is None or v <= s.max else s.max // k * k
+
+    def hints(self, d) -> dict:
+        return {n: self.hint(n) for n in (d.symbols() if isinstance(d, Dim) else ())}
+
+    def with_hints(self) -> "Constraints":
+        out = Constraints(self.specs.values())
+        out.hinting = True
+        return out
+
+    def symbols_key(self) -> tuple:
+        """The declared constraints as a hashable value (compile caches)."""
+        return tuple(sorted((s.name, s.min, s.max, s.multiple_of)
+                            for s in self.specs.values()))
 
     def add(self, spec) -> None:
         spec = parse_constraint(spec) if isinstance(spec, str) else spec
@@ -406,6 +432,8 @@ class Constraints:
         lo, hi = self.bounds(a - b)
         answer = True if lo is not None and lo >= 0 else \
             False if hi is not None and hi < 0 else None
+        if answer is None and self.hinting:
+            answer = substitute(a - b, self.hints(a - b)) >= 0
         return self._decide(f"{a} >= {b}" + (f" ({why})" if why else ""), answer,
                             "declare a constraint that decides it, e.g. "
                             + _hint(a - b, ">= 0"))
@@ -416,6 +444,8 @@ class Constraints:
         lo, hi = self.bounds(a - b)
         answer = False if (lo is not None and lo > 0) or (hi is not None and hi < 0) \
             else None
+        if answer is None and self.hinting:
+            answer = substitute(a - b, self.hints(a - b)) == 0
         return self._decide(f"{a} == {b}" + (f" ({why})" if why else ""), answer,
                             "give both the same symbol, or fix one size")
 
@@ -441,6 +471,56 @@ class Constraints:
 
 
 _DEFAULT = Constraints()          # every symbol >= 1, nothing else known
+_SCOPES: list = [_DEFAULT]
+
+
+def active() -> Constraints:
+    """The constraints Dim comparisons consult: the innermost scope's."""
+    return _SCOPES[-1]
+
+
+@contextmanager
+def scope(constraints: Constraints | None = None, hinting: bool = False):
+    """Decide Dim comparisons under `constraints` (a trace: its arguments'
+    declared constraints). hinting=True is for the compiler's performance
+    heuristics alone (fuse this? split over threads?), whose every answer gives
+    correct code: a question the constraints leave open is answered at the hint
+    sizes (Constraints.hint) instead of raising. Shape rules never run under it."""
+    c = constraints or Constraints()
+    _SCOPES.append(c.with_hints() if hinting else c)
+    try:
+        yield _SCOPES[-1]
+    finally:
+        _SCOPES.pop()
+
+
+def hinted(v) -> int:
+    """v at the hint sizes of the active constraints (Constraints.hint), for a
+    choice of speed alone (a split, a blocking, a vector width) that is correct
+    code at every size; ints pass through."""
+    return substitute(v, active().hints(v)) if isinstance(v, Dim) else v
+
+
+def hinting():
+    """scope(hinting=True) under the active constraints: for one heuristic."""
+    return scope(active(), hinting=True)
+
+
+def constraints_of(shapes_and_specs) -> Constraints:
+    """The constraints of a set of declared arguments: the specs they carry
+    (ShapeDtypeStruct.constraints)."""
+    c = Constraints()
+    for specs in shapes_and_specs:
+        for s in specs:
+            c.add(s)
+    return c
+
+
+def symbols_of(shapes) -> tuple:
+    """The symbols a list of shapes names, sorted: the order of a compiled
+    entry's dims array."""
+    return tuple(sorted({n for shape in shapes for d in shape if isinstance(d, Dim)
+                         for n in d.symbols()}))
 
 
 def where() -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from . import timings
+import contextlib
+
+from . import dims, timings, tree
 from .api import trace_pytree
-from .dims import Dim
-from .errors import JxError
 
 
 @dataclass(frozen=True)
@@ -23,18 +23,6 @@ class Staged:
     out_tree: object     # rebuilds the function's result from the flat outputs
     consts: list         # tracers captured from an enclosing trace (leading inputs)
     out_weak: tuple = ()  # the traced outputs' weak types (the passes keep only dtypes)
-
-
-def _refuse_symbols(graph, name: str) -> None:
-    """Symbolic dimensions trace (jx.make_jaxpr, jx.eval_shape) but are not compiled
-    yet (issue 22): say so before a pass or a backend meets a size it cannot use."""
-    found = sorted({str(s) for v in graph.inputs for d in v.aval.shape
-                    if isinstance(d, Dim) for s in d.symbols()})
-    if found:
-        raise JxError(
-            f"{name}: symbolic dimensions ({', '.join(found)}) can be traced "
-            "(jx.make_jaxpr, jx.eval_shape) but not compiled yet; give the sizes for "
-            "jx.jit and jx compile (e.g. jx.f32[128, 784] instead of jx.f32['B', 784])")
 
 
 def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
@@ -47,11 +35,25 @@ def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
         from jx.passes.pipeline import run
     with timings.stage("trace"):
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
-    _refuse_symbols(graph, name or getattr(fun, "__name__", "function"))
     out_tree = graph.out_tree
     out_weak = tuple(a.aval.weak_type for a in graph.outputs)
-    with timings.stage("passes"):
-        graph = run(graph, check=check)
-    with timings.stage("fuse"):
-        program = fuse(graph)
+    cons = _constraints(graph, args, kwargs, static_argnums)
+    # the passes' size questions are performance heuristics: any answer is correct
+    # code, so those the constraints leave open are answered at the hint sizes
+    with dims.scope(cons, hinting=True) if cons is not None else contextlib.nullcontext():
+        with timings.stage("passes"):
+            graph = run(graph, check=check)
+        with timings.stage("fuse"):
+            program = fuse(graph)
+    program.constraints = cons
     return Staged(graph, program, out_tree, consts, out_weak)
+
+
+def _constraints(graph, args, kwargs, static_argnums):
+    """The declared constraints of a graph with symbolic inputs, else None."""
+    if not dims.symbols_of(v.aval.shape for v in graph.inputs):
+        return None
+    from .api import ShapeDtypeStruct, split_static
+    _, dynamic = split_static(args, static_argnums)
+    leaves = tree.flatten((tuple(dynamic), kwargs or {}))[0]
+    return dims.constraints_of(x.constraints for x in leaves if isinstance(x, ShapeDtypeStruct))

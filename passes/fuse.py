@@ -36,7 +36,7 @@ FUSIBLE = frozenset({
     "and", "or", "xor", "not", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "convert_element_type", "broadcast_in_dim",
     "reshape", "transpose", "squeeze", "expand_dims", "slice", "rev", "pad", "concatenate",
-    "iota", "stop_gradient", "dynamic_slice", "bitcast_convert_type",
+    "iota", "stop_gradient", "dynamic_slice", "bitcast_convert_type", "dimension_size",
 })
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                         "argmin"})
@@ -73,6 +73,9 @@ class Program:
     graph: Graph
     kernels: list
     materialised: set          # ids of Vars with buffers
+    # symbolic dimensions: their declared constraints (jx.dims.Constraints), which
+    # code generation decides under; None for a program of fixed sizes
+    constraints: object = None
 
     def __str__(self) -> str:
         from .fuse_print import format_program

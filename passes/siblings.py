@@ -171,7 +171,7 @@ def split_siblings(program):
             inputs = [v for v in k.inputs
                       if any(a is v for e in body for a in e.inputs)]
             kernels.append(Kernel("reduce", root, body, inputs, list(root.outputs)))
-    return Program(program.graph, kernels, program.materialised)
+    return Program(program.graph, kernels, program.materialised, program.constraints)
 
 
 def _pull_within(root, producer: dict) -> list:

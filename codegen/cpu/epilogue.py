@@ -69,4 +69,4 @@ def attach(program: Program) -> Program:
             k = Kernel("opaque", prod.root, list(prod.eqns) + list(k.eqns), inputs,
                        list(k.outputs), epilogue=k)
         out.append(k)
-    return Program(program.graph, out, program.materialised)
+    return Program(program.graph, out, program.materialised, program.constraints)

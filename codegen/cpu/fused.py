@@ -14,6 +14,7 @@ import types
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import hinted
 from jx.ir import Literal, Var
 from jx.passes.fuse import EXPENSIVE, code_size
 
@@ -263,6 +264,12 @@ def _iota(em, eqn, idx):
     return convert(em.b, idx[eqn.params["dimension"]], np.int64, dt)
 
 
+@index_rule("dimension_size")
+def _dimension_size(em, eqn, idx):
+    """A symbolic size as a value: the function's value of it (irutil.dims_scope)."""
+    return convert(em.b, U.i64(eqn.params["dim"]), np.int64, eqn.params["dtype"])
+
+
 @index_rule("dynamic_slice")
 def _dynamic_slice(em, eqn, idx):
     x, *starts = eqn.inputs
@@ -445,6 +452,7 @@ def _reduce_over(b, em, xs, names, at, red_shape, outer=None, spill=None) -> lis
         return _elements(b, em, xs, at([]), spill)
     n = red_shape[-1]
     span = n if len(red_shape) > 1 or outer is None else -(-n // reduce_parts_of(n))
+    span = hinted(span)           # (both paths hold at every size: a choice of speed)
     if U.is_float(dt) and span >= _vector_lanes(b, dt):
         return _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span)
     # In order: integers are associative (LLVM vectorises this loop itself), and a
@@ -662,7 +670,7 @@ def _arg_reduce(b, em, x, kept, axes, red_shape, oidx, name):
     b.store(first, best)
     b.store(U.i64(0), best_i)
     em.memo.clear()
-    if n > 1:
+    if U.is_symbolic(n) or n > 1:
         with U.for_range(b, n - 1, "r") as r:
             i = b.add(r, U.i64(1))
             v = em.value(x, _merge(kept, oidx, axes, [i], x.aval.ndim))
@@ -691,9 +699,10 @@ def reduce_parts(kernel) -> int:
     return reduce_parts_of(x.aval.shape[root.params["axes"][0]] if x.aval.shape else 0)
 
 
-def reduce_parts_of(first: int) -> int:
-    """reduce_parts for a reduction whose first reduced dim has `first` elements."""
-    return min(64, first)
+def reduce_parts_of(first) -> int:
+    """reduce_parts for a reduction whose first reduced dim has `first` elements
+    (symbolic: 64, some of them empty at small sizes)."""
+    return 64 if U.is_symbolic(first) else min(64, first)
 
 
 def emit_reduce_part(b: ir.IRBuilder, kernel, buffers, consts, lo, hi, parts: int,

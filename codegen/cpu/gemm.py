@@ -32,6 +32,8 @@ import dataclasses
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import exact_quotient, hinted
+
 from . import irutil as U
 from . import target, tuning
 from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
@@ -109,6 +111,14 @@ def describe() -> dict:
     return out
 
 
+def _prod(sizes):
+    """The product of sizes (ints or symbolic, jx.dims.Dim)."""
+    out = 1
+    for n in sizes:
+        out = out * n
+    return out
+
+
 def _row_strides(shape) -> list:
     out, s = [], 1
     for n in reversed(shape):
@@ -126,7 +136,7 @@ def _merge(shape, strides, dims):
     for d, e in zip(dims, dims[1:]):
         if strides[d] != strides[e] * shape[e]:
             return None
-    return int(np.prod([shape[d] for d in dims], dtype=np.int64)), strides[dims[-1]]
+    return _prod([shape[d] for d in dims]), strides[dims[-1]]
 
 
 def plan(kernel) -> Plan | None:
@@ -165,14 +175,24 @@ def _pack_panels(b, pack, dst, mat, first, count, step, s_row, s_k, pc, kc, et):
         pack(b, _panel_at(b, dst, j, step, kc, et), src, _min(b, _c(step), b.sub(count, j)), kc)
 
 
-def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
-    """sub(a, b, c, mlen, nlen, scratch): C[:mlen, :nlen] = A[:mlen] B[:, :nlen]."""
-    name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.kc}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
+def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int, symbols: tuple = ()):
+    """sub(a, b, c, mlen, nlen, scratch, kc[, dims]): C[:mlen, :nlen] = A[:mlen] B[:, :nlen],
+    K in blocks of kc (chosen by the caller: at run time when K is symbolic).
+    `symbols`: the module's symbolic sizes, whose values `dims` points at."""
+    name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
             f"{p.am}.{p.ak}.{p.bk}.{p.bn}.{ap_elems}")   # B's scratch starts at ap_elems
-    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR])
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR, U.I64] +
+             ([U.PTR] if symbols else []))
     if fn is None:
         return module.globals[name]
-    a, bmat, c, mlen, nlen, scratch = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with U.dims_scope(U.dims_from(b, fn.args[-1], symbols) if symbols else None):
+        _sub_body(b, module, et, tag, blk, p, ap_elems, *fn.args[:7])
+    b.ret_void()
+    return fn
+
+
+def _sub_body(b, module, et, tag, blk, p, ap_elems, a, bmat, c, mlen, nlen, scratch, kcb):
     pack_a = _pack_fn(module, et, tag, blk.mr, p.am, p.ak)
     # A stored transposed (contiguous along M, e.g. h.T @ g in a gradient): pack the
     # whole block a k-row at a time; panel by panel, every k step would land in the
@@ -184,15 +204,14 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
     direct = _direct_a(p)
     if direct:      # full row panels read A in place; only a last partial one is packed
         micro_a = _micro_fn(module, et, tag, blk, packed=False, strides=(p.am, p.ak))
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
     mr, nr = _c(blk.mr), _c(blk.nr)
     mcb = 1 << 40 if direct else blk.mc        # read in place, A needs no M blocks
     with _loop(b, 0, mlen, mcb, "ic") as ic:
         mc = _min(b, _c(mcb), b.sub(mlen, ic))
-        with _loop(b, 0, p.k, blk.kc, "pc") as pc:
-            kc = _min(b, _c(blk.kc), b.sub(_c(p.k), pc))
+        with _loop(b, 0, p.k, kcb, "pc") as pc:
+            kc = _min(b, kcb, b.sub(_c(p.k), pc))
             first = b.icmp_signed("==", pc, _c(0))
             if direct:
                 tail = b.srem(mc, mr)
@@ -233,8 +252,6 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int):
                                     b.call(micro, args + [_c(0), _c(0)])
                         else:
                             b.call(micro, args + [_c(0), _c(0)])
-    b.ret_void()
-    return fn
 
 
 
@@ -243,7 +260,9 @@ def _narrow_rows(p: Plan, blk: Blocking) -> int:
     for C a few columns wide (a 10-class output layer's gradient h.T @ dy) vectors
     along N would be mostly empty lanes, while A stored transposed (contiguous
     along M) gives full vectors along M with nothing to pack."""
-    if NARROW is False or p.am != 1 or p.m < blk.vw or p.n > blk.vw or p.k < 2:
+    if NARROW is False or any(U.is_symbolic(v) for v in (p.m, p.n, p.k, p.ak, p.bk, p.bn)):
+        return 0          # (its function has the sizes built in)
+    if p.am != 1 or p.m < blk.vw or p.n > blk.vw or p.k < 2:
         return 0
     vectors = 2 if p.n <= 12 else 1             # p.n x vectors accumulators, of 32
     return vectors * blk.vw
@@ -257,7 +276,7 @@ def _direct_a(p: Plan) -> bool:
     contiguous copies, and read in place its k steps may all hit one L1 set.)"""
     if DIRECT_A is not None:
         return DIRECT_A
-    return p.ak == 1 and p.am != 1 and not _rows_collide(p.am * p.dtype.itemsize)
+    return p.ak == 1 and p.am != 1 and not _rows_collide(hinted(p.am) * p.dtype.itemsize)
 
 
 def _rows_collide(row_bytes: int, rows: int = 12) -> bool:
@@ -281,7 +300,8 @@ def _split(p: Plan, blk: Blocking):
     A read in place, column ranges share nothing, so nothing is packed twice; row
     ranges would each pack all of B."""
     gm, gn = -(-p.m // blk.mr), -(-p.n // blk.nr)
-    by_m = p.nbatch * gn < 8 and gm > gn if SPLIT is None else SPLIT == "m"
+    hgm, hgn = hinted(gm), hinted(gn)
+    by_m = hinted(p.nbatch) * hgn < 8 and hgm > hgn if SPLIT is None else SPLIT == "m"
     return (True, blk.mr, gm) if by_m else (False, blk.nr, gn)
 
 
@@ -295,16 +315,29 @@ def emit(ctx, kernel, p: Plan) -> None:
     item = p.dtype.itemsize
     epi = kernel.epilogue              # see epilogue.py: C is its output, updated in place
     cp = ctx.ptr(epi.outputs[0] if epi is not None else out)
+    symbols = ctx.module.symbols
     if out.aval.size == 0:
         return
+    memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
     if p.k == 0:                         # empty sum
-        memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
         b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
                         ir.Constant(U.I1, 0)])
         return
-    blk = blocking(p.dtype, p.n, target.of_module(mod))
-    nk = -(-p.k // blk.kc)               # equal K blocks: no short last block
-    blk = dataclasses.replace(blk, kc=-(-p.k // nk))
+    blk = blocking(p.dtype, hinted(p.n), target.of_module(mod))
+    if U.is_symbolic(p.k):
+        # K known at run time: an empty sum there is zeros (epilogue or not: C is its
+        # output, updated in place), else equal K blocks of at most KC, as below
+        k = _c(p.k)
+        with b.if_then(b.icmp_signed("<=", k, _c(0)), likely=False):
+            b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
+                            ir.Constant(U.I1, 0)])
+        nk = b.sdiv(b.add(k, _c(blk.kc - 1)), _c(blk.kc))
+        nk = b.select(b.icmp_signed("<", nk, _c(1)), _c(1), nk)
+        kcb = b.sdiv(b.add(k, b.sub(nk, _c(1))), nk)
+    else:
+        nk = -(-p.k // blk.kc)               # equal K blocks: no short last block
+        blk = dataclasses.replace(blk, kc=-(-p.k // nk))
+        kcb = _c(blk.kc)
     tag = f"{_vname(et)}.v{blk.vw}"
     rows = _narrow_rows(p, blk)
     if rows:             # vectors along M, nothing packed (see _narrow_fn)
@@ -313,24 +346,32 @@ def emit(ctx, kernel, p: Plan) -> None:
         sub = _narrow_fn(mod, et, tag, blk.vw, rows // blk.vw, p)
     else:
         by_m, gran, per = _split(p, blk)
-        kc = min(blk.kc, p.k)
-        arows = blk.mr if _direct_a(p) else -(-min(blk.mc, p.m) // blk.mr) * blk.mr
+        # the packing slots: sized for the largest blocks a symbolic size can take
+        kc = blk.kc if U.is_symbolic(p.k) else min(blk.kc, p.k)
+        arows = blk.mr if _direct_a(p) else blk.mc if U.is_symbolic(p.m) else \
+            -(-min(blk.mc, p.m) // blk.mr) * blk.mr
         ap_elems = -(-(arows * kc + arows // blk.mr * _pad(et)) * item // 64) * 64 // item
-        bcols = min(blk.nc, -(-p.n // blk.nr) * blk.nr)
+        bcols = blk.nc if U.is_symbolic(p.n) else min(blk.nc, -(-p.n // blk.nr) * blk.nr)
         bp_elems = bcols * kc + bcols // blk.nr * _pad(et)
         slot = -(-(ap_elems + bp_elems) * item // 64) * 64
-        sub = _sub_fn(mod, et, tag, blk, p, ap_elems)
+        sub = _sub_fn(mod, et, tag, blk, p, ap_elems, symbols)
     units = p.nbatch * per
     work = p.nbatch * p.m * p.n * p.k
-    max_threads = max(1, min(units, work // tuning.value("gemm_min_work")))
+    symbolic = U.is_symbolic(units) or U.is_symbolic(work)
+    max_threads = _c(1) if not symbolic else None
+    if symbolic:        # the thread split, at run time: max(1, min(units, work / min))
+        mt = _min(b, _c(units), b.sdiv(_c(work), _c(tuning.value("gemm_min_work"))))
+        max_threads = b.select(b.icmp_signed("<", mt, _c(1)), _c(1), mt)
+    else:
+        max_threads = max(1, min(units, work // tuning.value("gemm_min_work")))
 
     extra = [v for v in epi.inputs if v is not out] if epi is not None else []
-    tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p) \
-        if epi is not None else None
+    tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p,
+                        symbols) if epi is not None else None
     pool = ctx.module._parallel_for
-    threaded = pool is not None and max_threads > 1
+    threaded = pool is not None and (symbolic or max_threads > 1)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail,
-                    indexed=threaded)
+                    indexed=threaded, symbols=symbols, kcb=kcb)
 
     shares_packing = not rows and (by_m or not _direct_a(p))
     per_thread = TASKS_PER_THREAD_PACKING if shares_packing else TASKS_PER_THREAD
@@ -339,7 +380,7 @@ def emit(ctx, kernel, p: Plan) -> None:
     if threaded:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
         pool_threads = b.sext(b.call(nthreads, []), U.I64)
-        threads = _min(b, pool_threads, _c(max_threads))
+        threads = _min(b, pool_threads, _c(max_threads) if not symbolic else max_threads)
         tasks = b.select(b.icmp_signed(">", threads, _c(1)),
                          _min(b, b.mul(threads, _c(per_thread)), _c(units)), _c(1))
         # any thread of the pool may take a task, not only `threads` of them
@@ -357,9 +398,11 @@ def emit(ctx, kernel, p: Plan) -> None:
     with b.goto_block(entry):        # a static alloca: A, B, C, scratch, tasks, epilogue's
         if entry.instructions:
             b.position_before(entry.instructions[0])
-        args = b.alloca(U.PTR, _c(_CTX + len(extra)), name="gemm.ctx")
+        args = b.alloca(U.PTR, _c(_CTX + len(extra) + (1 if symbols else 0)), name="gemm.ctx")
     for i, v in enumerate([ctx.ptr(lhs), ctx.ptr(rhs), cp, base, b.inttoptr(tasks, U.PTR),
-                           b.inttoptr(slots, U.PTR)] + [ctx.ptr(v) for v in extra]):
+                           b.inttoptr(slots, U.PTR), b.inttoptr(kcb, U.PTR)] +
+                          [ctx.ptr(v) for v in extra] +
+                          ([U.current_dims_ptr()] if symbols else [])):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
     if threaded:
         many = b.function.append_basic_block("gemm.parallel")
@@ -378,7 +421,7 @@ def emit(ctx, kernel, p: Plan) -> None:
     b.call(free, [mem])
 
 
-def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan):
+def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan, symbols=()):
     """tail(b, args, c, bi, r0, r1, c0, c1): the epilogue kernel `epi` over rows
     r0..r1 and columns c0..c1 of matrix bi of C, reading the product of `dot` from
     C and writing C; the buffers of `extra`, its other inputs, are args[_CTX:]. The
@@ -392,42 +435,46 @@ def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan):
     shape = res.aval.shape
     bshape, mshape, nshape = shape[:nb], shape[nb:nb + nlf], shape[nb + nlf:]
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) +
-                                             [U.I64] * 5), f"{kname}.epilogue")
+                                             [U.I64] * 5 + [U.PTR] * bool(symbols)),
+                     f"{kname}.epilogue")
     fn.linkage = "internal"
     fn.attributes.add("noinline")     # inlined, its noalias facts were lost
     c, *ptrs = fn.args[:1 + len(extra)]
-    bi, r0, r1, c0, c1 = fn.args[1 + len(extra):]
+    bi, r0, r1, c0, c1 = fn.args[1 + len(extra):6 + len(extra)]
     for a in fn.args[:1 + len(extra)]:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     buffers = {id(v): q for v, q in zip(extra, ptrs)}
     buffers[id(prod)] = buffers[id(res)] = c
     em = FusedEmitter(b, epi, buffers, consts)
-    bidx = U.delinear(b, bi, bshape)
-    with _loop(b, r0, r1, 1, "er") as r:
-        midx = U.delinear(b, r, mshape)
-        with _loop(b, c0, c1, 1, "ec") as col:
-            idx = bidx + midx + U.delinear(b, col, nshape)
-            v = em.value(res, idx)
-            # the address the product was read from, computed the same way: LLVM
-            # must see the in-place update as one location to vectorise it
-            U.store(b, v, c, U.linear(b, idx, shape), res.aval.dtype)
+    with U.dims_scope(U.dims_from(b, fn.args[-1], symbols) if symbols else None):
+        bidx = U.delinear(b, bi, bshape)
+        with _loop(b, r0, r1, 1, "er") as r:
+            midx = U.delinear(b, r, mshape)
+            with _loop(b, c0, c1, 1, "ec") as col:
+                idx = bidx + midx + U.delinear(b, col, nshape)
+                v = em.value(res, idx)
+                # the address the product was read from, computed the same way: LLVM
+                # must see the in-place update as one location to vectorise it
+                U.store(b, v, c, U.linear(b, idx, shape), res.aval.dtype)
     b.ret_void()
 
     def tail(b, args, c, bi, r0, r1, c0, c1):
         ptrs = [b.load(b.gep(args, [_c(_CTX + i)], source_etype=U.PTR), typ=U.PTR)
                 for i in range(len(extra))]
-        b.call(fn, [c, *ptrs, bi, r0, r1, c0, c1])
+        b.call(fn, [c, *ptrs, bi, r0, r1, c0, c1] +
+               ([U.current_dims_ptr()] if symbols else []))
+    tail.extra = extra
     return tail
 
 
-# The GEMM's context array: A, B, C, scratch, tasks, scratch slots, then the
-# epilogue's other inputs.
-_CTX = 6
+# The GEMM's context array: A, B, C, scratch, tasks, scratch slots, KC, then the
+# epilogue's other inputs, then (symbolic sizes) the dims array.
+_CTX = 7
 
 
 def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail=None,
-             indexed=False):
+             indexed=False, symbols=(), kcb=None):
     """body(ctx, lo, hi): tasks w in lo..hi-1 each run their contiguous share of
     the batch's M (or N) granules (then `tail`, an epilogue, over the same share),
     packing into the scratch slot of the pool thread running them (indexed), or
@@ -438,9 +485,25 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
     fn.linkage = "internal"
     args, lo, hi = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    a, bm, c, scratch, tasks, slots = (
+    a, bm, c, scratch, tasks, slots, kcb = (
         b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(_CTX))
-    tasks, slots = b.ptrtoint(tasks, U.I64), b.ptrtoint(slots, U.I64)
+    tasks, slots, kcb = (b.ptrtoint(v, U.I64) for v in (tasks, slots, kcb))
+    dims = None
+    if symbols:       # last in ctx, after the epilogue's inputs (emit)
+        n_extra = len(tail.extra) if tail is not None else 0
+        dims = b.load(b.gep(args, [_c(_CTX + n_extra)], source_etype=U.PTR), typ=U.PTR)
+        scope = U.dims_scope(U.dims_from(b, dims, symbols))
+    else:
+        scope = U.dims_scope(None)
+    with scope:
+        _body_tasks(b, fn, module, et, p, sub, by_m, gran, per, units, slot, tail, indexed,
+                    args, lo, hi, a, bm, c, scratch, tasks, slots, kcb, dims)
+    b.ret_void()
+    return fn
+
+
+def _body_tasks(b, fn, module, et, p, sub, by_m, gran, per, units, slot, tail, indexed,
+                args, lo, hi, a, bm, c, scratch, tasks, slots, kcb, dims):
     own = ir.Constant(U.PTR, None)
     mine = scratch
     if indexed:
@@ -485,13 +548,13 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
         if by_m:
             aoff = b.add(aoff, b.mul(lo_, _c(p.am)))
             coff = b.add(coff, b.mul(lo_, _c(p.n)))
-            dims = [len_, _c(p.n)]
+            sizes = [len_, _c(p.n)]
         else:
             boff = b.add(boff, b.mul(lo_, _c(p.bn)))
             coff = b.add(coff, lo_)
-            dims = [_c(p.m), len_]
+            sizes = [_c(p.m), len_]
         b.call(sub, [_gep(b, a, aoff, et), _gep(b, bm, boff, et), _gep(b, c, coff, et),
-                     *dims, mine])
+                     *sizes, mine, kcb] + ([dims] if dims is not None else []))
         if tail is not None:            # this share of C is done and still in cache
             hi_ = b.add(lo_, len_)
             if by_m:
@@ -503,16 +566,14 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
         b.position_at_end(end)
     if indexed:
         b.call(_declare(module, "free", U.VOID, [U.PTR]), [own])
-    b.ret_void()
-    return fn
 
 
 def _delinear(b, flat, sizes):
     """Row-major indices of flat in sizes."""
     out = []
-    stride = int(np.prod(sizes, dtype=np.int64))
+    stride = _prod(sizes)
     for n in sizes:
-        stride //= n
+        stride = exact_quotient(stride, n)
         q = b.sdiv(flat, _c(stride)) if stride != 1 else flat
         out.append(b.srem(q, _c(n)) if out else q)
     return out

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import Dim, InconclusiveDimensionError, exact_quotient
 from jx.dtypes import is_half  # noqa: F401  (float16/bfloat16: computed in f32, rounded)
 
 I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
@@ -65,8 +66,113 @@ def const(dt, value) -> ir.Constant:
         return ir.Constant(t, float(np.asarray(value).astype(np.dtype(dt))))
 
 
-def i64(v: int) -> ir.Constant:
+def i64(v) -> ir.Value:
+    """An i64 constant, or for a symbolic size (jx.dims.Dim) its value in the function
+    being emitted (dims_scope)."""
+    if isinstance(v, Dim):
+        if not _DIM_SCOPES:
+            raise InconclusiveDimensionError(
+                f"cpu backend: the symbolic size {v} reached code emitted outside a "
+                "function that receives the dims (an internal error: please report it)")
+        return _DIM_SCOPES[-1].value(v)
     return ir.Constant(I64, int(v))
+
+
+# ---------------------------------------------------------------- symbolic sizes
+class DimValues:
+    """The symbolic sizes of one function as i64 values: each symbol loaded once
+    from the dims array (`load(name) -> i64`) and each expression computed once,
+    all in the function's entry block, so they dominate every use. The body is
+    emitted from a second block the entry branches to."""
+
+    def __init__(self, b: ir.IRBuilder, load):
+        entry = b.block
+        start = b.function.append_basic_block("start")
+        self.term = b.branch(start)
+        self.pre = ir.IRBuilder(entry)
+        b.position_at_end(start)
+        self.load = load
+        self.memo: dict = {}
+
+    def value(self, d) -> ir.Value:
+        if not isinstance(d, Dim):
+            return ir.Constant(I64, int(d))
+        v = self.memo.get(d)
+        if v is None:
+            # (re-placed each time: llvmlite keeps a builder's place as an index, which
+            # an alloca put first in the entry block would shift)
+            self.pre.position_before(self.term)
+            v = self.memo[d] = self._poly(d)
+        return v
+
+    def _atom(self, atom) -> ir.Value:
+        key = ("atom", atom)
+        v = self.memo.get(key)
+        if v is None:
+            self.pre.position_before(self.term)
+            if isinstance(atom, str):
+                v = self.load(self.pre, atom)
+            else:                         # floor(num / den), den > 0, num of any sign
+                b, num = self.pre, self.value(atom.num)
+                neg = b.icmp_signed("<", num, i64(0))
+                adj = b.select(neg, i64(atom.den - 1), i64(0))
+                v = b.sdiv(b.sub(num, adj), i64(atom.den))
+            self.memo[key] = v
+        return v
+
+    def _poly(self, d: Dim) -> ir.Value:
+        b = self.pre
+        total = None
+        for mono, c in sorted(d.terms.items(), key=lambda mc: str(mc[0])):
+            term = None
+            for atom, p in mono:
+                for _ in range(p):
+                    a = self._atom(atom)
+                    term = a if term is None else b.mul(term, a)
+            if term is None:
+                term = i64(c)
+            elif c != 1:
+                term = b.mul(term, i64(c))
+            total = term if total is None else b.add(total, term)
+        return total
+
+
+_DIM_SCOPES: list = []
+
+
+@contextmanager
+def dims_scope(values: DimValues | None):
+    """Symbolic sizes given to i64() mean `values` (one function's) until the end."""
+    if values is None:
+        yield None
+        return
+    _DIM_SCOPES.append(values)
+    try:
+        yield values
+    finally:
+        _DIM_SCOPES.pop()
+
+
+def dims_from(b: ir.IRBuilder, dims_ptr, symbols: tuple) -> DimValues:
+    """DimValues of a function whose `dims_ptr` points at the symbols' i64 values
+    (in `symbols` order)."""
+    index = {n: i for i, n in enumerate(symbols)}
+
+    def load(pre, name):
+        return pre.load(pre.gep(dims_ptr, [i64(index[name])], source_etype=I64, inbounds=True),
+                        typ=I64, name=f"dim.{name}")
+    values = DimValues(b, load)
+    values.ptr = dims_ptr
+    return values
+
+
+def current_dims_ptr():
+    """The dims array pointer of the function being emitted (dims_scope)."""
+    return _DIM_SCOPES[-1].ptr
+
+
+def is_symbolic(n) -> bool:
+    return isinstance(n, Dim)
 
 
 def load(b: ir.IRBuilder, ptr, offset, dt) -> ir.Value:
@@ -162,7 +268,12 @@ def interleave_hint(module: ir.Module, count: int):
 @contextmanager
 def for_range(b: ir.IRBuilder, n: int, name: str = "i", hint=None):
     """for (i = 0; i < n; i++) with a static trip count n > 0; yields i (i64).
-    `hint`: loop metadata for the latch (see interleave_hint)."""
+    `hint`: loop metadata for the latch (see interleave_hint). A symbolic n (it may
+    be 0 at run time) gets a guarded loop."""
+    if isinstance(n, Dim):
+        with for_step(b, 0, n, 1, name, hint) as i:
+            yield i
+        return
     fn = b.function
     pre = b.block
     body = fn.append_basic_block(f"{name}.body")
@@ -224,9 +335,12 @@ def linear(b: ir.IRBuilder, idx, shape) -> ir.Value:
 def delinear(b: ir.IRBuilder, flat, shape) -> list:
     """Inverse of `linear` (divisions by the static strides)."""
     idx = []
-    stride = int(np.prod(shape, dtype=np.int64))
+    stride = 1
     for n in shape:
-        stride //= max(n, 1)
+        stride = stride * n
+    for n in shape:
+        stride = stride // max(n, 1) if not isinstance(n, Dim) else \
+            (exact_quotient(stride, n) if isinstance(stride, Dim) else 0)
         if n == 1:
             idx.append(i64(0))
             continue
@@ -260,7 +374,7 @@ def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None =
 def for_step(b: ir.IRBuilder, lo, hi, step, name: str = "s", hint=None):
     """for (i = lo; i < hi; i += step); each bound an int or an i64 value. The one
     run-time-bounded loop every lowering uses (CPU, GEMM, NVPTX)."""
-    lo, hi, step = (i64(v) if isinstance(v, int) else v for v in (lo, hi, step))
+    lo, hi, step = (i64(v) if isinstance(v, (int, Dim)) else v for v in (lo, hi, step))
     fn = b.function
     pre = b.block
     body = fn.append_basic_block(f"{name}.body")

@@ -8,8 +8,9 @@ import math
 import numpy as np
 
 from jx.array import Array
+from jx.dims import DimensionSpecError, solve, substitute, symbols_of
 from jx.dtypes import short_name
-from jx.errors import OutOfMemoryError
+from jx.errors import OutOfMemoryError, ShapeError
 from jx.ir import subgraphs
 from jx import timings
 from jx.runtime import pool
@@ -20,6 +21,9 @@ from .compiler import JitModule
 from .module import ModuleBuilder
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+# an entry with symbolic sizes takes their values first (module.py)
+_DIMS_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.c_void_p)
 
 
 
@@ -44,22 +48,77 @@ class CompiledFunction:
         with timings.stage("emit"):
             mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
             symbol = mb.entry(name, program)
+            self.symbols = symbols_of([v.aval.shape for v in program.graph.inputs])
             self.ir_text = mb.text()
             routines = mb.routines()
         with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
             self.jit = JitModule(self.ir_text, cpu, routines)
         parallel.watch_interrupts()
-        self.fn = _ENTRY(self.jit.address(symbol))
+        self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
         # (allocate, shape, dtype) per output, the allocator chosen once by size
-        self.out_allocs = tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
+        self.out_allocs = () if self.symbols else \
+            tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
         # the traced outputs' weak types (simplification may forward a strong input)
         self.out_weak = tuple(out_weak) if out_weak is not None else \
             tuple(a.aval.weak_type for a in g.outputs)
 
-        self._call = self._make_call(arrays)
+        self._call = self._make_symbolic_call(arrays) if self.symbols else \
+            self._make_call(arrays)
+
+    def _make_symbolic_call(self, arrays: bool):
+        """The call of an entry with symbolic sizes: their values read off the
+        arguments' shapes (checked against each other and the constraints), the
+        outputs allocated at the shapes they give. Solved once per set of shapes."""
+        in_avals, specs, weak = self.in_avals, self.out_specs, self.out_weak
+        n_in, n_out = len(in_avals), len(specs)
+        solved: dict = {}
+        cons = self.program.constraints
+        fn, name = self.fn, self.name
+
+        def plan(shapes):
+            try:
+                values = solve([(d, n) for a, s in zip(in_avals, shapes)
+                                for d, n in zip(a.shape, s)])
+                if cons is not None:
+                    cons.check(values)
+            except DimensionSpecError as e:
+                raise ShapeError(f"jx.jit function {name!r}: the arguments' shapes "
+                                 f"{[tuple(s) for s in shapes]} do not fit its symbolic "
+                                 f"dimensions: {e}") from None
+            dims = (ctypes.c_int64 * max(1, len(self.symbols)))(
+                *[values[n] for n in self.symbols])
+            return dims, [(tuple(substitute(s, values)), d) for s, d in specs]
+
+        def call(*args):
+            xs = []
+            for i, (x, a) in enumerate(zip(args, in_avals)):
+                if type(x) is Array:
+                    x = x._value
+                x = np.ascontiguousarray(np.asarray(x, dtype=a.dtype))
+                if x.ndim != len(a.shape):
+                    raise ShapeError(f"jx.jit function {name!r}: input {i} has shape "
+                                     f"{x.shape}, expected {a}")
+                xs.append(x)
+            shapes = tuple(x.shape for x in xs)
+            got = solved.get(shapes)
+            if got is None:
+                got = solved[shapes] = plan(shapes)
+            dims, outs_spec = got
+            outs = [np.empty(s, d) for s, d in outs_spec]
+            table = (ctypes.c_void_p * max(1, n_in + n_out))(
+                *[data_ptr(x) for x in xs], *[data_ptr(o) for o in outs])
+            base = ctypes.addressof(table)
+            status = fn(ctypes.addressof(dims), base, base + n_in * ctypes.sizeof(ctypes.c_void_p))
+            if status:
+                raise self._status_error(status)
+            if not arrays:
+                return outs
+            return [Array(o, weak_type=w) for o, w in zip(outs, weak)]
+
+        return call
 
     def _make_call(self, arrays: bool):
         """The per-call closure, constants bound as locals (see runtime/entry.py)."""

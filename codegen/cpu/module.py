@@ -9,11 +9,14 @@ malloc'ed at the start of the call and freed at its end. Status 0 is success,
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import InconclusiveDimensionError, hinting, symbols_of
+from jx.dims import scope as dims_scope
 from jx.ir import Literal, Var
 from jx.passes.fuse_print import kernel_signature
 
@@ -78,9 +81,21 @@ def parallel_chunks(kernel) -> int:
         shape, work = PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
     else:
         return 0
+    if shape and (U.is_symbolic(shape[0]) or U.is_symbolic(work)) and \
+            (U.is_symbolic(shape[0]) or shape[0] >= 2):
+        return shape[0]       # split at run time (_run_parallel), as the sizes are known
     if not shape or shape[0] < 2 or work < tuning.value("parallel_min_work"):
         return 0
     return shape[0]
+
+
+def _work(kernel):
+    """Elements a kernel touches, for the run-time thread split of symbolic sizes."""
+    if kernel.kind == "reduce":
+        return kernel.root.inputs[0].aval.size
+    if kernel.kind == "loop":
+        return kernel.outputs[0].aval.size * len(kernel.eqns)
+    return kernel.outputs[0].aval.size if kernel.outputs else 0
 
 
 # Layout ops that keep row-major order: as a whole kernel they copy nothing.
@@ -132,13 +147,13 @@ def plan_buffers(program, fixed: dict, views: dict | None = None,
         for v in (v for kern in members for v in kern.outputs):
             if id(v) in fixed or id(v) in offsets or id(v) in views:
                 continue
-            size = -(-max(v.aval.size * v.aval.dtype.itemsize, 1) // ALIGN) * ALIGN
-            fit = min((blk for blk in free if blk[1] >= size), default=None,
-                      key=lambda blk: blk[1])
+            size = _aligned_size(v.aval.size * v.aval.dtype.itemsize)
+            fit = min((blk for blk in free if _fits(blk[1], size)), default=None,
+                      key=lambda blk: _sort_key(blk[1]))
             if fit is not None:
                 free.remove(fit)
                 off = fit[0]
-                if fit[1] > size:
+                if fit[1] != size:
                     free.append((off + size, fit[1] - size))
             else:
                 off, total = total, total + size
@@ -146,6 +161,41 @@ def plan_buffers(program, fixed: dict, views: dict | None = None,
             dying.setdefault(max(last_use.get(id(v), s), s), []).append((off, size))
         free.extend(dying.pop(s, []))
     return offsets, total
+
+
+def _aligned_size(nbytes):
+    """Bytes a value takes in the workspace, a multiple of ALIGN. A symbolic size
+    that is not one for every value of its symbols gets ALIGN - 1 bytes more, and
+    its pointer is aligned up at run time (workspace_pointer)."""
+    if not U.is_symbolic(nbytes):
+        return -(-max(nbytes, 1) // ALIGN) * ALIGN
+    if all(c % ALIGN == 0 for c in nbytes.terms.values()):
+        return nbytes
+    return nbytes + (ALIGN - 1)
+
+
+def _fits(block, size) -> bool:
+    """Whether a free block holds `size` bytes at every value of the symbols."""
+    if not U.is_symbolic(block) and not U.is_symbolic(size):
+        return block >= size
+    try:
+        return block >= size
+    except InconclusiveDimensionError:
+        return False
+
+
+def _sort_key(size):
+    """Smallest fitting block first (symbolic ones last, by name: a stable order)."""
+    return (0, size, "") if not U.is_symbolic(size) else (1, 0, str(size))
+
+
+def workspace_pointer(b, workspace, off):
+    """The address of a value at `off` in the workspace (aligned up when symbolic)."""
+    p = b.gep(workspace, [U.i64(off)], source_etype=U.I8, inbounds=True)
+    if not U.is_symbolic(off):
+        return p
+    addr = b.and_(b.add(b.ptrtoint(p, U.I64), U.i64(ALIGN - 1)), U.i64(-ALIGN))
+    return b.inttoptr(addr, U.PTR)
 
 
 class KernelContext:
@@ -199,6 +249,7 @@ class ModuleBuilder:
             if parallel else None
         self.consts = ConstPool(self.module)
         self.n_kernels = 0
+        self.symbols: tuple = ()         # the symbolic sizes of the entry being built
         self._shared: dict = {}          # kernel signature -> function (shared_function)
         self._calls: dict = {}           # function name -> kernel calls emitted into it
         self._malloc = ir.Function(self.module, ir.FunctionType(U.PTR, [U.I64]), "malloc")
@@ -210,7 +261,7 @@ class ModuleBuilder:
         returning a status (only opaque kernels, e.g. control flow, can fail).
         Big loop, reduce and matmul kernels run their outer loop in parallel chunks."""
         atoms = list(kernel.inputs) + list(kernel.outputs)
-        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * (len(atoms) + self._dims)),
                          f"k{self.n_kernels}.{kernel.name}")
         self.n_kernels += 1
         fn.linkage = "internal"
@@ -226,23 +277,36 @@ class ModuleBuilder:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         buffers = {id(a): arg for a, arg in zip(atoms, fn.args)}
         chunks = parallel_chunks(kernel) if self.parallel else 0
-        if chunks:
-            self._emit_parallel(b, kernel, atoms, list(fn.args), chunks)
-        elif kernel.kind == "loop":
-            emit_loop(b, kernel, buffers, self.consts)
-        elif kernel.kind == "reduce":
-            emit_reduce(b, kernel, buffers, self.consts)
-        else:
-            self._opaque_rule(kernel)(KernelContext(b, buffers, self.consts, self), kernel)
+        with U.dims_scope(self._dim_values(b, fn)):
+            if U.is_symbolic(chunks) or chunks:
+                self._emit_parallel(b, kernel, atoms, list(fn.args)[:len(atoms)], chunks)
+            elif kernel.kind == "loop":
+                emit_loop(b, kernel, buffers, self.consts)
+            elif kernel.kind == "reduce":
+                emit_reduce(b, kernel, buffers, self.consts)
+            else:
+                self._opaque_rule(kernel)(KernelContext(b, buffers, self.consts, self), kernel)
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
+
+    @property
+    def _dims(self) -> int:
+        """1 when the program has symbolic sizes: functions then take the dims array
+        (the symbols' values, in self.symbols order) as their last argument."""
+        return 1 if self.symbols else 0
+
+    def _dim_values(self, b, fn, ptr=None):
+        """The symbolic sizes inside fn (its last argument, or `ptr`), or None."""
+        if not self.symbols:
+            return None
+        return U.dims_from(b, fn.args[-1] if ptr is None else ptr, self.symbols)
 
     def group_function(self, members: list, rows: tuple) -> tuple:
         """One function running a row-fused group: for each row, every member's
         loops over that row (rows split over threads when the group is big)."""
         ins, outs = group_buffers(members)
         atoms = ins + outs
-        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * len(atoms)),
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * (len(atoms) + self._dims)),
                          f"k{self.n_kernels}.rows_" + "_".join(k.root.prim.name for k in members))
         self.n_kernels += 1
         fn.linkage = "internal"
@@ -253,6 +317,8 @@ class ModuleBuilder:
             n_rows *= r
         work = sum(k.root.inputs[0].aval.size if k.kind == "reduce" else
                    k.outputs[0].aval.size for k in members)
+        scope = U.dims_scope(self._dim_values(b, fn))
+        scope.__enter__()
 
         spills = spill_plan(members)
 
@@ -270,13 +336,16 @@ class ModuleBuilder:
                                  if o in k.outputs}
                         emit_loop(bb, k, buffers, self.consts, fixed=fixed, reuse=reuse)
 
-        if self.parallel and n_rows > 1 and work >= tuning.value("parallel_min_work"):
-            body, bb, ptrs, lo, hi = self._outline(fn.name, len(atoms))
-            emit_rows(bb, ptrs, lo, hi)
+        if self.parallel and (U.is_symbolic(n_rows) or
+                              (n_rows > 1 and work >= tuning.value("parallel_min_work"))):
+            body, bb, ptrs, lo, hi, dv = self._outline(fn.name, len(atoms))
+            with U.dims_scope(dv):
+                emit_rows(bb, ptrs, lo, hi)
             bb.ret_void()
-            self._run_parallel(b, body, list(fn.args), n_rows)
+            self._run_parallel(b, body, list(fn.args)[:len(atoms)], n_rows, work)
         else:
             emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
+        scope.__exit__(None, None, None)
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
 
@@ -306,15 +375,33 @@ class ModuleBuilder:
         bb = ir.IRBuilder(body.append_basic_block("entry"))
         ctx, lo, hi = body.args
         ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
-                for i in range(n_ctx)]
-        return body, bb, ptrs, lo, hi
+                for i in range(n_ctx + self._dims)]
+        # the dims array rides last in ctx (_run_parallel); returned: their values here
+        dv = self._dim_values(bb, body, ptrs[-1]) if self.symbols else None
+        return body, bb, ptrs[:n_ctx], lo, hi, dv
 
-    def _run_parallel(self, b, body, slots: list, n: int) -> None:
-        """jx_parallel_for(body, {slots...}, n)."""
+    def _run_parallel(self, b, body, slots: list, n, work=None) -> None:
+        """jx_parallel_for(body, {slots...}, n). A symbolic n is split at run time:
+        over the pool when there are 2 rows or more and `work` (elements) is worth
+        it, else the body runs the rows itself."""
+        if self.symbols:
+            slots = slots + [U.current_dims_ptr()]
         arr = b.alloca(U.PTR, U.i64(len(slots)))
         for i, a in enumerate(slots):
             b.store(a, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
-        b.call(self._parallel_for, [body, arr, U.i64(n)])
+        if not U.is_symbolic(n) and not U.is_symbolic(work):
+            b.call(self._parallel_for, [body, arr, U.i64(n)])
+            return
+        rows = U.i64(n)
+        worth = b.icmp_signed(">=", rows, U.i64(2))
+        if work is not None:
+            worth = b.and_(worth, b.icmp_signed(">=", U.i64(work),
+                                                U.i64(tuning.value("parallel_min_work"))))
+        with b.if_else(worth) as (split, serial):
+            with split:
+                b.call(self._parallel_for, [body, arr, rows])
+            with serial:
+                b.call(body, [arr, U.i64(0), rows])
 
     def _opaque_rule(self, kernel):
         rule = OPAQUE.get(kernel.root.prim.name)
@@ -331,25 +418,26 @@ class ModuleBuilder:
         parts = reduce_parts(kernel) if kernel.kind == "reduce" else 0
         ct = U.compute_type(kernel.root.inputs[0].aval.dtype) if parts else None
         n_ctx = len(atoms) + (1 if parts else 0)
-        body, bb, ptrs, lo, hi = self._outline(b.function.name, n_ctx)
+        body, bb, ptrs, lo, hi, dv = self._outline(b.function.name, n_ctx)
         buffers = {id(a): p for a, p in zip(atoms, ptrs)}
-        if parts:
-            emit_reduce_part(bb, kernel, buffers, self.consts, lo, hi, parts, ptrs[-1])
-        elif kernel.kind == "loop":
-            emit_loop(bb, kernel, buffers, self.consts, outer=(lo, hi))
-        elif kernel.kind == "reduce":
-            emit_reduce(bb, kernel, buffers, self.consts, outer=(lo, hi))
-        else:
-            context = KernelContext(bb, buffers, self.consts, self)
-            context.outer = (lo, hi)
-            self._opaque_rule(kernel)(context, kernel)
+        with U.dims_scope(dv):
+            if parts:
+                emit_reduce_part(bb, kernel, buffers, self.consts, lo, hi, parts, ptrs[-1])
+            elif kernel.kind == "loop":
+                emit_loop(bb, kernel, buffers, self.consts, outer=(lo, hi))
+            elif kernel.kind == "reduce":
+                emit_reduce(bb, kernel, buffers, self.consts, outer=(lo, hi))
+            else:
+                context = KernelContext(bb, buffers, self.consts, self)
+                context.outer = (lo, hi)
+                self._opaque_rule(kernel)(context, kernel)
         bb.ret_void()
         slots = list(args)
         partials = None
         if parts:      # one chunk partial per root (merged reductions have several)
             partials = b.alloca(ct, U.i64(parts * len(kernel.roots)))
             slots.append(partials)
-        self._run_parallel(b, body, slots, chunks)
+        self._run_parallel(b, body, slots, chunks, _work(kernel))
         if parts:
             buffers = {id(a): p for a, p in zip(atoms, args)}
             emit_reduce_combine(b, kernel, buffers, parts, partials)
@@ -369,20 +457,21 @@ class ModuleBuilder:
         allocated = []
         unwind = {0: fail_block}
         program = epilogue.attach(program)
-        groups = row_groups(program)
+        with hinting():       # grouping rows is a choice of speed alone
+            groups = row_groups(program)
         views = view_map(groups, buffers)
         offsets, total = plan_buffers(program, buffers, views, groups)
         workspace = None
-        if 0 < total <= STACK_WORKSPACE:     # small: on the stack, free to get in a loop body
+        if not U.is_symbolic(total) and 0 < total <= STACK_WORKSPACE:   # small: on the stack, free to get in a loop body
             with b.goto_block(b.function.entry_basic_block):
                 b.position_at_start(b.function.entry_basic_block)
                 workspace = b.alloca(ir.ArrayType(U.I8, total))
                 workspace.align = ALIGN
-        elif total:       # one workspace for every intermediate, dead ones reused
+        elif U.is_symbolic(total) or total:   # one workspace for every intermediate, dead ones reused
             workspace = self.alloc(b, total, fail_block)
             allocated.append(workspace)
         for vid, off in offsets.items():
-            buffers[vid] = b.gep(workspace, [U.i64(off)], source_etype=U.I8, inbounds=True)
+            buffers[vid] = workspace_pointer(b, workspace, off)
         for rows, members in groups:
             k = members[0]
             out0 = id(k.outputs[0]) if k.outputs else None
@@ -392,7 +481,8 @@ class ModuleBuilder:
             fn, atoms = self.shared_function(members, rows)
             self._calls[b.function.name] = self._calls.get(b.function.name, 0) + 1
             status = b.call(fn, [buffers[id(a)] if isinstance(a, Var)
-                                 else self.consts.array(a.val) for a in atoms])
+                                 else self.consts.array(a.val) for a in atoms] +
+                            ([U.current_dims_ptr()] if self.symbols else []))
             if k.kind == "opaque":
                 ok = b.function.append_basic_block("kernel.ok")
                 b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(U.I32, STATUS_OK)),
@@ -403,7 +493,7 @@ class ModuleBuilder:
                 continue
             src = self.consts.array(a.val) if isinstance(a, Literal) else buffers[id(a)]
             nbytes = a.aval.size * a.aval.dtype.itemsize
-            if nbytes:
+            if U.is_symbolic(nbytes) or nbytes:
                 self.memcpy(b, p, src, nbytes)
         for mem in allocated:
             self.free(b, mem)
@@ -420,13 +510,13 @@ class ModuleBuilder:
                 b.branch(prev)
         return blocks[n]
 
-    def alloc(self, b, nbytes: int, fail_block):
+    def alloc(self, b, nbytes, fail_block):
         """Scratch memory (freed with free()), branching to fail_block on NULL. With
         the runtime it comes from jx_scratch_get (cruntime/jx_scratch.c), which keeps
         large blocks between calls: no page faults on a fresh mmap each call."""
         get = self.runtime_function("jx_scratch_get", U.PTR, [U.I64]) if self.parallel \
             else self._malloc
-        mem = b.call(get, [U.i64(max(nbytes, 1))])
+        mem = b.call(get, [U.i64(nbytes if U.is_symbolic(nbytes) else max(nbytes, 1))])
         ok = b.function.append_basic_block("alloc.ok")
         b.cbranch(b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)), fail_block, ok)
         b.position_at_end(ok)
@@ -466,12 +556,16 @@ class ModuleBuilder:
     def entry(self, name: str, program, prefix: str = LEGACY_PREFIX) -> str:
         """The exported C function of one entry; returns its symbol."""
         symbol = entry_symbol(name, prefix)
-        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR, U.PTR]), symbol)
+        g = program.graph
+        # symbolic sizes: `int32_t P_<entry>(const int64_t* dims, inputs, outputs)`,
+        # dims the symbols' values in sorted order (jx.dims.symbols_of)
+        self.symbols = symbols_of([v.aval.shape for v in g.inputs])
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR] * (2 + self._dims)),
+                         symbol)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         fail = fn.append_basic_block("fail")
         null = fn.append_basic_block("null")
-        ins_arg, outs_arg = fn.args
-        g = program.graph
+        ins_arg, outs_arg = fn.args[self._dims:]
         null_ptr = ir.Constant(U.PTR, None)
 
         def checked(p):
@@ -480,6 +574,8 @@ class ModuleBuilder:
             b.position_at_end(ok)
             return p
 
+        if self.symbols:
+            checked(fn.args[0])
         if g.inputs:
             checked(ins_arg)
         if g.outputs:
@@ -491,7 +587,12 @@ class ModuleBuilder:
         if self.parallel:                   # the runtime is linked: it can cancel
             b.call(self.runtime_function("jx_cancel_reset", U.VOID), [])
         mathcalls.count_program(self.module, program)
-        self.emit_program(b, program, inputs, outputs, fail)
+        # sizes are decided under the program's constraints: a question they leave
+        # open is an error here, never a guess (code must hold at every size)
+        with dims_scope(program.constraints) if self.symbols else contextlib.nullcontext(), \
+                U.dims_scope(self._dim_values(b, fn, fn.args[0]) if self.symbols else None):
+            self.emit_program(b, program, inputs, outputs, fail)
+        self.symbols = ()
         if self._calls.get(fn.name, 0) >= PLAIN_ENTRY_FROM:
             # A long entry is only calls and pointer arithmetic, and optimising it
             # cost more than all its kernels together (a 100-layer MLP gradient's
