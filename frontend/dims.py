@@ -312,6 +312,55 @@ def solve(pairs) -> dict:
     return values
 
 
+def bind(declared, actual, names, constraints: "Constraints | None" = None) -> dict:
+    """{symbol: value} for arguments of shapes `actual` given for the declared
+    shapes `declared` (names: each argument's name for messages). Sizes that
+    disagree name both arguments; a value that breaks a constraint names it."""
+    seen: dict = {}                     # bare symbol -> (value, argument, axis)
+    for shape, got, name in zip(declared, actual, names):
+        if len(shape) != len(got):
+            raise DimensionSpecError(f"{name} has shape {tuple(got)}, where "
+                                     f"{_shape_text(shape)} is declared")
+        for axis, (d, n) in enumerate(zip(shape, got)):
+            if isinstance(d, Dim) and len(d.terms) == 1 and ((str(d), 1),) in d.terms \
+                    and d.terms[((str(d), 1),)] == 1:
+                first = seen.setdefault(str(d), (n, name, axis))
+                if first[0] != n:
+                    raise DimensionSpecError(
+                        f"{d} disagrees between arguments: {first[1]} has {first[0]} at "
+                        f"axis {first[2]}, {name} has {n} at axis {axis}")
+    try:
+        values = solve([(d, n) for shape, got in zip(declared, actual)
+                        for d, n in zip(shape, got)])
+    except DimensionSpecError as e:
+        bad = next(((name, shape, got) for shape, got, name in zip(declared, actual, names)
+                    if _mismatch(shape, got, {k: v for k, (v, _, _) in seen.items()})), None)
+        if bad is None:
+            raise
+        raise DimensionSpecError(f"{bad[0]} has shape {tuple(bad[2])}, where "
+                                 f"{_shape_text(bad[1])} is declared ({e})") from None
+    if constraints is not None:
+        for sym, v in values.items():
+            try:
+                constraints.check({sym: v})
+            except DimensionSpecError as e:
+                where_from = f" (from {seen[sym][1]}, axis {seen[sym][2]})" if sym in seen else ""
+                raise DimensionSpecError(f"{e}{where_from}") from None
+    return values
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _mismatch(shape, got, values) -> bool:
+    try:
+        return any((d.evaluate(values) if isinstance(d, Dim) else d) != n
+                   for d, n in zip(shape, got))
+    except DimensionSpecError:
+        return False
+
+
 def _show(values: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sorted(values.items()))
 

@@ -67,8 +67,14 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
     functions return fresh buffers and never reuse an argument's. keep_unused,
     inline (a jitted function called inside a trace is always inlined) and
     compiler_options (XLA's flags) are accepted and have no effect. device: None or
-    one of jx.devices(). Shardings (one device) and abstracted_axes (jx compiles
-    one program per concrete shape) are refused unless None.
+    one of jx.devices(). Shardings (one device) are refused unless None.
+
+    abstracted_axes (JAX's name; CPU): compile once for a family of shapes. A
+    tuple over the positional arguments, each entry None (fixed shapes), or for
+    every array of that argument its symbolic axes: a dict {axis: name} or a tuple
+    of names and Nones, a name being a string or jx.dims.dim(...) with constraints,
+    e.g. `jx.jit(loss, abstracted_axes=(None, {0: "B"}, {0: "B"}))`: every batch
+    size runs the one compiled function, its sizes read off the arguments.
     """
     if fun is None:                    # @jx.jit(static_argnums=...): a decorator
         opts = dict(static_argnums=static_argnums, static_argnames=static_argnames,
@@ -80,8 +86,11 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
     if not callable(fun):
         raise TypeError(f"jx.jit: expected a function to compile, got {type(fun).__name__} "
                         f"{fun!r:.60}; static arguments go in static_argnums=")
-    _refuse_unsupported(abstracted_axes, in_shardings, out_shardings)
+    _refuse_unsupported(in_shardings, out_shardings)
     backend = _backend_of(device, backend)
+    if abstracted_axes is not None and backend != "cpu":
+        raise JxError("jx.jit: abstracted_axes (symbolic sizes) compile for the CPU only; "
+                      "on the CUDA backend drop it (each shape compiles once and is cached)")
     argnums, argnames = argnums_and_argnames(fun, static_argnums, static_argnames,
                                              "static_argnums", "static_argnames")
     donums, donames = argnums_and_argnames(fun, donate_argnums, donate_argnames,
@@ -124,8 +133,59 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
     plans: list = []          # call plans specialised to signatures seen (jx.dispatch)
     planned: set = set()      # the cache keys they were made for
 
+    sym_quick: dict = {}      # abstracted_axes: concrete signature -> compiled
+
+    def symbolic_call(args, kwargs):
+        """A call with abstracted_axes: the arguments' leaves with the named axes
+        made symbolic key the cache, so each family of shapes compiles once."""
+        if not kwargs and not argnums:       # plain arrays: their signature is the key
+            try:
+                compiled = sym_quick.get((state.mode, tuple([(type(a), a.shape, a.dtype)
+                                                             for a in args])))
+            except AttributeError:
+                compiled = None
+            if compiled is not None:
+                return compiled.unflatten(compiled.fn(*args))
+        static, dynamic = split_static(args, argnums)
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+        leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
+        if any(isinstance(x, Tracer) for x in leaves):      # inside a trace: inline
+            return fun(*args, **static_kw, **kwargs)
+        try:        # a signature seen before: no abstraction to redo
+            quick_key = (state.mode, in_tree, tuple(sorted(static.items())),
+                         tuple(sorted(static_kw.items())),
+                         tuple([(type(x), getattr(x, "shape", None), getattr(x, "dtype", None))
+                                for x in leaves]))
+            compiled = sym_quick.get(quick_key)
+        except TypeError:                                  # an unhashable static
+            quick_key = compiled = None
+        if compiled is not None:
+            return compiled.unflatten(compiled.fn(*leaves))
+        specs = _abstract_leaves(fun, args, argnums, abstracted_axes)
+        specs += [None] * (len(leaves) - len(specs))      # keyword arguments: fixed
+        abstract = [_abstract_leaf(x, spec) for x, spec in zip(leaves, specs)]
+        key = ("abstracted", state.mode,
+               tuple(sorted((i, _static_key(v)) for i, v in static.items())),
+               tuple(sorted((k, _static_kw_key(k, v)) for k, v in static_kw.items())),
+               in_tree, tuple((a.aval, a.constraints) for a in abstract))
+        compiled = cache.get(key)
+        if compiled is None:
+            sym_dynamic, sym_kwargs = tree.unflatten(in_tree, abstract)
+            compiled = compile_for(merge_static(static, sym_dynamic, len(args)), sym_kwargs,
+                                   static_kw, key)
+            compiled.fn.leaf_names = _leaf_names(fun, args, argnums, kwargs)
+        if quick_key is not None:
+            sym_quick[quick_key] = compiled
+            if not kwargs and not argnums and all(type(a) in fast_types for a in args):
+                sym_quick[(state.mode, tuple([(type(a), a.shape, a.dtype)
+                                              for a in args]))] = compiled
+        return compiled.unflatten(compiled.fn(*leaves))
+
     @functools.wraps(fun)
     def jitted(*args, **kwargs):
+        if abstracted_axes is not None and not state.special:
+            return symbolic_call(args, kwargs)
         for plan in plans:                         # pytrees, Python scalars, statics
             out = plan(args, kwargs)
             if out is not MISS:
@@ -248,7 +308,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
 
     jitted.lower, jitted.trace, jitted.eval_shape = lower, trace, eval_shape
     jitted._cache = cache
-    register_caches(jitted, cache, quick, plans, planned)
+    register_caches(jitted, cache, quick, plans, planned, sym_quick)
     return jitted
 
 
@@ -337,11 +397,73 @@ def _check_disjoint(argnums, donums, argnames, donames) -> None:
                          "buffer to donate")
 
 
-def _refuse_unsupported(abstracted_axes, in_shardings, out_shardings) -> None:
-    if abstracted_axes is not None:
-        raise JxError("jx.jit: abstracted_axes (shape-polymorphic tracing) is not "
-                      "supported: jx compiles one program per concrete shape; drop it "
-                      "(each new shape compiles once and is cached)")
+def _leaf_names(fun, args, argnums, kwargs) -> list:
+    """Each dynamic leaf's name for messages: the parameter's name and its path."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    statics = set(split_static(range(len(args)), argnums)[0])
+    names = []
+    for i, a in enumerate(args):
+        if i in statics:
+            continue
+        base = params[i] if i < len(params) else f"args[{i}]"
+        names += [base + tree.keystr(path) for path, _ in tree.flatten_with_path(a)[0]]
+    for k in sorted(kwargs):
+        names += [k + tree.keystr(path) for path, _ in tree.flatten_with_path(kwargs[k])[0]]
+    return names
+
+
+def _abstract_leaves(fun, args, argnums, axes) -> list:
+    """The axes spec of each dynamic positional leaf (abstracted_axes: a tuple over
+    the positional arguments; see jit), in tree.flatten's order."""
+    if not isinstance(axes, (tuple, list)) or _is_axes(axes):
+        axes = (axes,)
+    if len(axes) > len(args):
+        raise JxError(f"jx.jit({_name(fun)}): abstracted_axes has {len(axes)} entries for "
+                      f"{len(args)} positional arguments; give one per argument (None for "
+                      "an argument of fixed shapes)")
+    statics = set(split_static(range(len(args)), argnums)[0])
+    out = []
+    for i, a in enumerate(args):
+        if i in statics:
+            continue
+        spec = axes[i] if i < len(axes) else None
+        out += [spec] * len(tree.flatten(a)[0])
+    return out
+
+
+def _is_axes(spec) -> bool:
+    """One array's axes: {axis: name} or a tuple of names and Nones."""
+    from .dims import DimSpec
+    if isinstance(spec, dict):
+        return all(isinstance(k, int) for k in spec)
+    return isinstance(spec, (tuple, list)) and bool(spec) and \
+        all(x is None or isinstance(x, (str, DimSpec)) for x in spec)
+
+
+def _abstract_leaf(x, spec):
+    """x as a ShapeDtypeStruct whose axes named by `spec` are symbols."""
+    from .api import ShapeDtypeStruct
+    a = leaf_aval(x)
+    if spec is None:
+        return ShapeDtypeStruct(a.shape, a.dtype)
+    if not _is_axes(spec):
+        raise JxError(f"jx.jit: abstracted_axes entry {spec!r} is neither None, a dict "
+                      "{axis: name} nor a tuple of names and Nones")
+    named = dict(spec) if isinstance(spec, dict) else \
+        {i: n for i, n in enumerate(spec) if n is not None}
+    shape = list(a.shape)
+    for axis, name in named.items():
+        if not -len(shape) <= axis < len(shape):
+            raise JxError(f"jx.jit: abstracted_axes names axis {axis} of an argument of "
+                          f"shape {a.shape}, which has {len(shape)} axes")
+        shape[axis] = name
+    return ShapeDtypeStruct(tuple(shape), a.dtype)
+
+
+def _refuse_unsupported(in_shardings, out_shardings) -> None:
     for what, v in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
         if v is not None:
             raise JxError(f"jx.jit: {what}={v!r} is not supported: jx.jit runs on one "

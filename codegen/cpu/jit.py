@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from jx.array import Array
-from jx.dims import DimensionSpecError, solve, substitute, symbols_of
+from jx.dims import DimensionSpecError, bind, substitute, symbols_of
 from jx.dtypes import short_name
 from jx.errors import OutOfMemoryError, ShapeError
 from jx.ir import subgraphs
@@ -65,6 +65,7 @@ class CompiledFunction:
         self.out_weak = tuple(out_weak) if out_weak is not None else \
             tuple(a.aval.weak_type for a in g.outputs)
 
+        self.leaf_names = None       # the arguments' paths, for errors (jx.jit sets them)
         self._call = self._make_symbolic_call(arrays) if self.symbols else \
             self._make_call(arrays)
 
@@ -79,44 +80,53 @@ class CompiledFunction:
         fn, name = self.fn, self.name
 
         def plan(shapes):
+            names = self.leaf_names or [f"argument {i}" for i in range(n_in)]
+            for i, (a, s) in enumerate(zip(in_avals, shapes)):
+                if len(s) != len(a.shape):
+                    raise ShapeError(f"jx.jit function {name!r}: {names[i]} has shape {s}, "
+                                     f"expected {a}")
             try:
-                values = solve([(d, n) for a, s in zip(in_avals, shapes)
-                                for d, n in zip(a.shape, s)])
-                if cons is not None:
-                    cons.check(values)
+                values = bind([a.shape for a in in_avals], shapes, names, cons)
             except DimensionSpecError as e:
-                raise ShapeError(f"jx.jit function {name!r}: the arguments' shapes "
-                                 f"{[tuple(s) for s in shapes]} do not fit its symbolic "
-                                 f"dimensions: {e}") from None
+                raise ShapeError(f"jx.jit function {name!r}: the arguments do not fit its "
+                                 f"symbolic dimensions: {e}") from None
             dims = (ctypes.c_int64 * max(1, len(self.symbols)))(
                 *[values[n] for n in self.symbols])
             return dims, [(tuple(substitute(s, values)), d) for s, d in specs]
 
+        table_type = ctypes.c_void_p * max(1, n_in + n_out)
+        out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
+        dtypes_in = [a.dtype for a in in_avals]
+        ndarray, addressof, new = np.ndarray, ctypes.addressof, Array.__new__
+
         def call(*args):
             xs = []
-            for i, (x, a) in enumerate(zip(args, in_avals)):
+            for x, dt in zip(args, dtypes_in):
                 if type(x) is Array:
                     x = x._value
-                x = np.ascontiguousarray(np.asarray(x, dtype=a.dtype))
-                if x.ndim != len(a.shape):
-                    raise ShapeError(f"jx.jit function {name!r}: input {i} has shape "
-                                     f"{x.shape}, expected {a}")
+                if type(x) is not ndarray or x.dtype != dt or not x.flags.c_contiguous:
+                    x = np.ascontiguousarray(np.asarray(x, dtype=dt))
                 xs.append(x)
-            shapes = tuple(x.shape for x in xs)
+            shapes = tuple([x.shape for x in xs])
             got = solved.get(shapes)
             if got is None:
                 got = solved[shapes] = plan(shapes)
             dims, outs_spec = got
             outs = [np.empty(s, d) for s, d in outs_spec]
-            table = (ctypes.c_void_p * max(1, n_in + n_out))(
-                *[data_ptr(x) for x in xs], *[data_ptr(o) for o in outs])
-            base = ctypes.addressof(table)
-            status = fn(ctypes.addressof(dims), base, base + n_in * ctypes.sizeof(ctypes.c_void_p))
+            table = table_type(*[data_ptr(x) for x in xs], *[data_ptr(o) for o in outs])
+            base = addressof(table)
+            status = fn(addressof(dims), base, base + out_offset)
             if status:
                 raise self._status_error(status)
             if not arrays:
                 return outs
-            return [Array(o, weak_type=w) for o, w in zip(outs, weak)]
+            results = []
+            for o, w in zip(outs, weak):     # (as _make_call: o is fresh)
+                a = new(Array)
+                a._value = o
+                a._weak = w
+                results.append(a)
+            return results
 
         return call
 
