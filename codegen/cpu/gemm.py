@@ -38,7 +38,7 @@ from . import irutil as U
 from . import target, tuning
 from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
                           _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad, _panel_at,
-                          _vname)
+                          _size, _vname)
 
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
 # a preemption) does fewer instead of holding up the product. More tasks cost
@@ -369,6 +369,23 @@ def emit(ctx, kernel, p: Plan) -> None:
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p,
                         symbols) if epi is not None else None
     pool = ctx.module._parallel_for
+    end = None
+    if (U.is_symbolic(p.m) or U.is_symbolic(p.k)) and not rows and \
+            (p.bn == 1 or (p.bk == 1 and p.ak == 1)):
+        # M or K known at run time and tiny (a batch of 1 or 2; a gradient's x.T @ dy
+        # over such a batch): packing would cost as much as the product, so each
+        # row of C streams B's rows instead
+        rows_path = b.function.append_basic_block("gemm.rows")
+        blocked = b.function.append_basic_block("gemm.blocked")
+        end = b.function.append_basic_block("gemm.end")
+        tiny = b.or_(b.icmp_signed("<=", _c(p.m), _c(STREAM_ROWS)),
+                     b.icmp_signed("<=", _c(p.k), _c(STREAM_DEPTH)))
+        b.cbranch(tiny, rows_path, blocked)
+        b.position_at_end(rows_path)
+        _emit_rows(b, ctx, mod, et, p, ctx.ptr(lhs), ctx.ptr(rhs), cp, tail, extra, symbols,
+                   pool, blk.vw)
+        b.branch(end)
+        b.position_at_end(blocked)
     threaded = pool is not None and (symbolic or max_threads > 1)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail,
                     indexed=threaded, symbols=symbols, kcb=kcb)
@@ -419,6 +436,165 @@ def emit(ctx, kernel, p: Plan) -> None:
     else:
         b.call(body, [args, _c(0), _c(1)])
     b.call(free, [mem])
+    if end is not None:
+        b.branch(end)
+        b.position_at_end(end)
+
+
+# Rows of C up to which a product of run-time M streams B (_emit_rows) instead of
+# packing it: a row reads B once from memory, packing reads and writes it once,
+# so streaming costs less up to two rows.
+STREAM_ROWS = 2
+# K up to which it streams too: the micro-kernel's C tile loads and stores, and
+# the packing, are then most of its work (a K of 1 is an outer product)
+STREAM_DEPTH = 4
+STREAM_COLS = 512       # columns of C per task of the streamed product (2 KiB of f32)
+STREAM_TASK_ROWS = 32   # rows of C per task
+
+
+def _emit_rows(b, ctx, mod, et, p: Plan, lhs_ptr, rhs_ptr, cp, tail, extra, symbols,
+               pool, vw) -> None:
+    """C = A B row by row, each row of C accumulating a[m, k] * B[k, :] over k in
+    STREAM_COLS-column pieces (in L1 while B streams); for B stored transposed
+    (contiguous along K, as W in dy @ W.T) each element of C is instead a dot
+    product of two contiguous rows. Tasks are (matrix, row block, piece) triples,
+    over the pool when the product is big enough. Its context array is laid
+    out as the blocked path's (_CTX), so the epilogue's `tail` reads it alike."""
+    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                     f"{b.function.name}.rows")
+    fn.linkage = "internal"
+    args, lo, hi = fn.args
+    bb = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, bm, c = (bb.load(bb.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(3))
+    dims = bb.load(bb.gep(args, [_c(_CTX + len(extra))], source_etype=U.PTR), typ=U.PTR)
+    axpy = _axpy_fn(mod, et) if p.bn == 1 else None
+    dot = _dot_fn(mod, et, vw) if axpy is None else None
+    pieces = -(-p.n // STREAM_COLS)
+    blocks = -(-p.m // STREAM_TASK_ROWS)
+    with U.dims_scope(U.dims_from(bb, dims, symbols)):
+        with _loop(bb, lo, hi, 1, "t") as t:
+            bi = bb.sdiv(t, _c(blocks * pieces))
+            rest = bb.srem(t, _c(blocks * pieces))
+            r0 = bb.mul(bb.sdiv(rest, _c(pieces)), _c(STREAM_TASK_ROWS))
+            r1 = _min(bb, bb.add(r0, _c(STREAM_TASK_ROWS)), _c(p.m))
+            c0 = bb.mul(bb.srem(rest, _c(pieces)), _c(STREAM_COLS))
+            c1 = _min(bb, bb.add(c0, _c(STREAM_COLS)), _c(p.n))
+            aoff, boff = _c(0), _c(0)
+            for (_, sa, sb), q in zip(p.batch, _delinear(bb, bi, [n for n, _, _ in p.batch])):
+                aoff = bb.add(aoff, bb.mul(q, _c(sa)))
+                boff = bb.add(boff, bb.mul(q, _c(sb)))
+            coff = bb.mul(bi, _c(p.m * p.n))
+            width = bb.sub(c1, c0)
+            with _loop(bb, r0, r1, 1, "m") as m:
+                crow = _gep(bb, c, bb.add(bb.add(coff, bb.mul(m, _c(p.n))), c0), et)
+                if dot is not None:        # C[m, n] = A[m, :] . B[:, n], both contiguous
+                    arow = _gep(bb, a, bb.add(aoff, bb.mul(m, _c(p.am))), et)
+                    with _loop(bb, c0, c1, 1, "n") as n:
+                        bcol = _gep(bb, bm, bb.add(boff, bb.mul(n, _c(p.bn))), et)
+                        bb.store(bb.call(dot, [arow, bcol, _c(p.k)]),
+                                 _gep(bb, crow, bb.sub(n, c0), et))
+                else:                      # C[m, :] = sum over k of A[m, k] B[k, :]
+                    memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
+                    bb.call(memset, [crow, ir.Constant(U.I8, 0),
+                                     bb.mul(width, _c(_size(et))), ir.Constant(U.I1, 0)])
+                    arow = bb.add(aoff, bb.mul(m, _c(p.am)))
+                    with _loop(bb, 0, p.k, 1, "k") as k:
+                        av = bb.load(_gep(bb, a, bb.add(arow, bb.mul(k, _c(p.ak))), et), typ=et)
+                        brow = _gep(bb, bm, bb.add(bb.add(boff, bb.mul(k, _c(p.bk))), c0), et)
+                        bb.call(axpy, [crow, brow, av, width])
+            if tail is not None:
+                tail(bb, args, c, bi, r0, r1, c0, c1)
+    bb.ret_void()
+    entry = b.function.entry_basic_block
+    with b.goto_block(entry):
+        if entry.instructions:
+            b.position_before(entry.instructions[0])
+        arr = b.alloca(U.PTR, _c(_CTX + len(extra) + 1), name="rows.ctx")
+    slots = {0: lhs_ptr, 1: rhs_ptr, 2: cp, _CTX + len(extra): U.current_dims_ptr()}
+    slots.update({_CTX + i: ctx.ptr(v) for i, v in enumerate(extra)})
+    for i, v in slots.items():
+        b.store(v, b.gep(arr, [_c(i)], source_etype=U.PTR))
+    tasks = _c(p.nbatch * blocks * pieces)
+    if pool is None:
+        b.call(fn, [arr, _c(0), tasks])
+        return
+    worth = b.and_(b.icmp_signed(">=", tasks, _c(2)),
+                   b.icmp_signed(">=", _c(p.nbatch * p.m * p.n * p.k),
+                                 _c(tuning.value("gemm_min_work"))))
+    with b.if_else(worth) as (split, serial):
+        with split:
+            b.call(pool, [fn, arr, tasks])
+        with serial:
+            b.call(fn, [arr, _c(0), tasks])
+
+
+def _axpy_fn(module, et):
+    """axpy(c, b, a, n): c[i] += a * b[i], i < n (c and b apart: vectorised)."""
+    name = f"jx.gemm.axpy.{_vname(et)}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, et, U.I64])
+    if fn is None:
+        return module.globals[name]
+    c, bv, av, n = fn.args
+    c.add_attribute("noalias")
+    bv.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with _loop(b, 0, n, 1, "i") as i:
+        pc = _gep(b, c, i, et)
+        b.store(b.fadd(b.load(pc, typ=et), b.fmul(av, b.load(_gep(b, bv, i, et), typ=et))), pc)
+    b.ret_void()
+    return fn
+
+
+def _dot_fn(module, et, vw):
+    """dot(a, b, n) -> sum of a[i] * b[i], i < n: DOT_ACCUMULATORS vectors of vw
+    lanes (independent FMAs in flight), then one vector at a time, combined
+    pairwise, then the last n mod vw in order."""
+    name = f"jx.gemm.dot.{_vname(et)}.v{vw}"
+    fn = _fn(module, name, et, [U.PTR, U.PTR, U.I64])
+    if fn is None:
+        return module.globals[name]
+    a, bv, n = fn.args
+    vt = ir.VectorType(et, vw)
+    fma = _declare(module, f"llvm.fma.v{vw}{_vname(et)}", vt, [vt] * 3)
+    zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * vw)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    accs = [U.alloca_entry(b, vt, "acc") for _ in range(DOT_ACCUMULATORS)]
+    for acc in accs:
+        b.store(zero, acc)
+    step = vw * DOT_ACCUMULATORS
+
+    def vload(p, i):
+        return b.load(_gep(b, p, i, et), typ=vt, align=_size(et))
+
+    full = b.mul(b.sdiv(n, _c(step)), _c(step))
+    with _loop(b, 0, full, step, "i") as i:
+        for j, acc in enumerate(accs):
+            at = b.add(i, _c(j * vw))
+            b.store(b.call(fma, [vload(a, at), vload(bv, at), b.load(acc, typ=vt)]), acc)
+    vecs = b.mul(b.sdiv(n, _c(vw)), _c(vw))
+    with _loop(b, full, vecs, vw, "v") as i:
+        b.store(b.call(fma, [vload(a, i), vload(bv, i), b.load(accs[0], typ=vt)]), accs[0])
+    total = b.load(accs[0], typ=vt)
+    for acc in accs[1:]:
+        total = b.fadd(total, b.load(acc, typ=vt))
+    k = vw
+    while k > 1:                  # pairwise: the upper half onto the lower
+        k //= 2
+        lo_half = b.shuffle_vector(total, total, ir.Constant(ir.VectorType(U.I32, k),
+                                                             list(range(k))))
+        hi_half = b.shuffle_vector(total, total, ir.Constant(ir.VectorType(U.I32, k),
+                                                             list(range(k, 2 * k))))
+        total = b.fadd(lo_half, hi_half)
+    out = U.alloca_entry(b, et, "sum")
+    b.store(b.extract_element(total, ir.Constant(U.I32, 0)), out)
+    with _loop(b, vecs, n, 1, "r") as i:
+        prod = b.fmul(b.load(_gep(b, a, i, et), typ=et), b.load(_gep(b, bv, i, et), typ=et))
+        b.store(b.fadd(b.load(out, typ=et), prod), out)
+    b.ret(b.load(out, typ=et))
+    return fn
+
+
+DOT_ACCUMULATORS = 4      # as fused.ACCUMULATORS: an FMA's latency over its throughput
 
 
 def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan, symbols=()):
