@@ -30,7 +30,7 @@ from . import dtypes, flags
 from .array import Array
 from .errors import (EscapedTracerError, OutOfMemoryError, ShapeError, TracerConversionError,
                      user_location)
-from .dims import InconclusiveDimensionError
+from .dims import Dim, InconclusiveDimensionError, where
 from .ir import Eqn, Graph, Literal, ShapedArray, Var, aval_of, extent_problem
 from . import printer  # noqa: F401  (installs str(graph): every traced graph prints)
 
@@ -163,7 +163,14 @@ def bind_like(like: Sequence, prim: Primitive, *args, **params) -> list:
     """
     builder = _innermost(list(args) + list(like))
     if builder is None:
-        return _eager(prim, args, params)
+        if not _symbolic(params):
+            return _eager(prim, args, params)
+        if not _ACTIVE:
+            raise InconclusiveDimensionError(
+                f"{prim.name} of a symbolic size outside a trace{where()}: symbolic sizes "
+                "exist only while tracing (jx.jit with abstracted_axes, jx.export, "
+                "jx.eval_shape)")
+        builder = _ACTIVE[-1]
     in_avals = [get_aval(a) for a in args]
     out_avals = _abstract_eval(prim, in_avals, params)
     return builder.add_eqn(prim, args, params, out_avals)
@@ -254,12 +261,29 @@ def trace(fun: Callable, in_avals: Sequence, name: str = "function",
     builder = GraphBuilder(name, known=values is not None)
     vals = values if values is not None else [None] * len(in_avals)
     tracers = [builder.new_input(a, v) for a, v in zip(in_avals, vals)]
+    _ACTIVE.append(builder)
     try:
         outs = fun(*tracers)
     except BaseException:
         builder.done = True
         raise
+    finally:
+        _ACTIVE.remove(builder)
     return builder.finish(list(outs))
+
+
+# The traces being built, innermost last: a value of a symbolic size made from
+# no operand (jnp.zeros(x.shape), jnp.arange(B)) cannot be a constant, so it is
+# staged into the innermost of them (bind_like).
+_ACTIVE: list = []
+
+
+def _symbolic(params: dict) -> bool:
+    """Whether a primitive's params hold a symbolic size (a shape or a dim)."""
+    for v in params.values():
+        if isinstance(v, Dim) or (isinstance(v, tuple) and any(isinstance(d, Dim) for d in v)):
+            return True
+    return False
 
 
 def get_aval(x) -> ShapedArray:

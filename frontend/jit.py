@@ -418,7 +418,7 @@ def _leaf_names(fun, args, argnums, kwargs) -> list:
 def _abstract_leaves(fun, args, argnums, axes) -> list:
     """The axes spec of each dynamic positional leaf (abstracted_axes: a tuple over
     the positional arguments; see jit), in tree.flatten's order."""
-    if not isinstance(axes, (tuple, list)) or _is_axes(axes):
+    if not isinstance(axes, (tuple, list)):       # one argument's dict
         axes = (axes,)
     if len(axes) > len(args):
         raise JxError(f"jx.jit({_name(fun)}): abstracted_axes has {len(axes)} entries for "

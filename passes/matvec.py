@@ -29,7 +29,8 @@ def _vector_product(eqn: Eqn):
     la, ra = lhs.aval, rhs.aval
     if lb or rb or len(lc) != 1 or len(la.shape) != len(ra.shape) or len(la.shape) not in (1, 2):
         return None
-    if not (la.dtype == ra.dtype == out.aval.dtype) or la.dtype.kind != "f":
+    if not (la.dtype == ra.dtype == out.aval.dtype) or la.dtype.kind != "f" or \
+            la.dtype.itemsize < 4:        # (a float16 product sums in float32: opaque.py)
         return None
     lc, rc = lc[0], rc[0]
     if len(la.shape) == len(ra.shape) == 1:      # vector . vector
@@ -85,7 +86,8 @@ def _small_product(eqn: Eqn):
     la, ra = lhs.aval, rhs.aval
     if lb or rb or len(lc) != 1 or len(la.shape) != 2 or len(ra.shape) != 2:
         return None
-    if not (la.dtype == ra.dtype == out.aval.dtype) or la.dtype.kind != "f":
+    if not (la.dtype == ra.dtype == out.aval.dtype) or la.dtype.kind != "f" or \
+            la.dtype.itemsize < 4:        # (a float16 product sums in float32: opaque.py)
         return None
     m, k = la.shape[1 - lc[0]], la.shape[lc[0]]
     n = ra.shape[1 - rc[0]]

@@ -349,3 +349,19 @@ def test_a_blocks_that_are_not_a_multiple_of_mr(rng, monkeypatch):
     monkeypatch.setattr(gemm, "DIRECT_A", False)
     a, b = _rand(rng, (3, 12, 7), np.float32), _rand(rng, (3, 7, 4), np.float32)
     _check(jx.jit(jnp.matmul)(a, b), jnp.matmul, (a, b))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_products_sum_in_float32_and_round_once(dtype):
+    """XLA sums a float16/bfloat16 dot in float32 and rounds the result once; summing
+    in the output type rounded every step (a unit in the last place by K = 2)."""
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+    rng = np.random.default_rng(7)
+    dt = np.dtype(dtype)
+    for shape_a, shape_b in (((3, 2), (2, 17)), ((4, 3, 40), (4, 40, 5)), ((7,), (7, 9))):
+        a = rng.standard_normal(shape_a).astype(dt)
+        b = rng.standard_normal(shape_b).astype(dt)
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.float32).astype(dt)
+        got = np.asarray(jx.jit(jnp.matmul)(a, b))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

@@ -24,6 +24,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import exact_quotient
+
 from . import irutil as U
 from .opaque import opaque_rule
 
@@ -38,7 +40,7 @@ def _copy(ctx, dsts, srcs, atoms) -> None:
     """Copy each atom-sized buffer srcs[k] to dsts[k]."""
     for d, s, atom in zip(dsts, srcs, atoms):
         n = _nbytes(atom)
-        if n:
+        if U.is_symbolic(n) or n:
             ctx.module.memcpy(ctx.b, d, s, n)
 
 
@@ -50,11 +52,10 @@ class _Scratch:
         offsets, total = [], 0
         for n in sizes:
             offsets.append(total)
-            total += -(-max(n, 1) // _ALIGN) * _ALIGN
+            total = total + U.aligned_size(n, _ALIGN)
         self.ctx = ctx
         self.base = ctx.module.alloc(b, total, ctx.fail_block)
-        self.pieces = [b.gep(self.base, [U.i64(o)], source_etype=U.I8, inbounds=True)
-                       for o in offsets]
+        self.pieces = [U.aligned_pointer(b, self.base, o, _ALIGN) for o in offsets]
         self.fail = b.function.append_basic_block("scratch.fail")
         with b.goto_block(self.fail):
             ctx.module.free(b, self.base)
@@ -157,8 +158,8 @@ def _scan(ctx, kernel):
     if length == 0:
         _copy(ctx, carry, init, carry_vars)
         return
-    x_step = [_nbytes(a) // length for a in eqn.inputs[nk + nc:]]
-    y_step = [_nbytes(v) // length for v in ys_vars]
+    x_step = [exact_quotient(_nbytes(a), length) for a in eqn.inputs[nk + nc:]]
+    y_step = [exact_quotient(_nbytes(v), length) for v in ys_vars]
     scratch = _Scratch(ctx, [_nbytes(v) for v in carry_vars])
     with U.for_range(b, length, "scan") as i:
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i

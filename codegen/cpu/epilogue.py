@@ -17,6 +17,7 @@ from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
 from . import gemm
+from . import irutil as U
 from .opaque import _is_matvec
 from .rowfuse import _reads_only_in_place
 
@@ -24,7 +25,8 @@ def _gemm_kernel(k) -> bool:
     if k.kind != "opaque" or k.root.prim.name != "dot_general" or k.epilogue is not None:
         return False
     p = gemm.plan(k)
-    return p is not None and p.k > 0 and not _is_matvec(k)
+    # (a symbolic K may be 0 at run time: gemm.emit zeroes C before the epilogue)
+    return p is not None and (U.is_symbolic(p.k) or p.k > 0) and not _is_matvec(k)
 
 
 def _fits(consumer, d) -> bool:

@@ -295,7 +295,7 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     b.jx_outline = mathcalls.wanted(kernel, b.module)      # read by the scalar rules (scalar._math)
     em = FusedEmitter(b, kernel, buffers, consts, reuse)
     transposing = _transposes_last_dim(kernel) and len(shape) - len(fixed) >= 2 and \
-        shape[-1] >= TILE and shape[-2] >= TILE
+        hinted(shape[-1]) >= TILE and hinted(shape[-2]) >= TILE      # (a choice of speed)
     if not transposing and not fixed and _window_root(kernel.root):
         _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
         return

@@ -32,7 +32,7 @@ import dataclasses
 import llvmlite.ir as ir
 import numpy as np
 
-from jx.dims import exact_quotient, hinted
+from jx.dims import hinted
 
 from . import irutil as U
 from . import target, tuning
@@ -274,6 +274,8 @@ def _direct_a(p: Plan) -> bool:
     much as a micro-kernel call when few column tiles reuse each panel, and tasks
     that share A would each pack it again. (Column-major A packs by cheap
     contiguous copies, and read in place its k steps may all hit one L1 set.)"""
+    if U.is_symbolic(p.am) or U.is_symbolic(p.ak):
+        return False            # (the in-place micro-kernel has A's strides built in)
     if DIRECT_A is not None:
         return DIRECT_A
     return p.ak == 1 and p.am != 1 and not _rows_collide(hinted(p.am) * p.dtype.itemsize)
@@ -746,10 +748,11 @@ def _body_tasks(b, fn, module, et, p, sub, by_m, gran, per, units, slot, tail, i
 
 def _delinear(b, flat, sizes):
     """Row-major indices of flat in sizes."""
-    out = []
-    stride = _prod(sizes)
-    for n in sizes:
-        stride = exact_quotient(stride, n)
+    out, strides, stride = [], [], 1
+    for n in reversed(sizes):
+        strides.append(stride)
+        stride = stride * n
+    for n, stride in zip(sizes, reversed(strides)):
         q = b.sdiv(flat, _c(stride)) if stride != 1 else flat
         out.append(b.srem(q, _c(n)) if out else q)
     return out

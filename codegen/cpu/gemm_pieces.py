@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
+from jx.dims import hinted
+
 from . import irutil as U
 from . import routines
 
@@ -47,7 +49,10 @@ class Plan:
 
     @property
     def nbatch(self) -> int:
-        return int(np.prod([s for s, _, _ in self.batch], dtype=np.int64))
+        out = 1
+        for s, _, _ in self.batch:
+            out = out * s
+        return out
 
 
 # ------------------------------------------------------------------ IR helpers
@@ -95,10 +100,11 @@ def _pack_fn(module, et, tag, r, sr, sk):
     i < rows, zero for rows <= i < r. Returns call(b, dst, src, rows, kc). The
     strides are arguments; only the loop structure they select is in the name, so
     one function serves every operand packed the same way."""
-    transposing = sk == 1 and sr != 1 and r % 8 == 0
+    hsr, hsk = hinted(sr), hinted(sk)      # (symbolic strides: a structure at the hint)
+    transposing = hsk == 1 and hsr != 1 and r % 8 == 0
     # k outer over groups of g rows (all r when a k step reads contiguous elements):
     # a few source rows at a time, since rows at power-of-two strides share L1 sets
-    g = r if abs(sr) <= abs(sk) else math.gcd(r, 8)
+    g = r if abs(hsr) <= abs(hsk) else math.gcd(r, 8)
     name = f"jx.gemm.pack.{tag}.{r}.{'t' if transposing else 'g'}{g}"
     fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I64, U.I64], shared=True)
 

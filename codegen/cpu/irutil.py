@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import llvmlite.ir as ir
 import numpy as np
 
-from jx.dims import Dim, InconclusiveDimensionError, exact_quotient
+from jx.dims import Dim, InconclusiveDimensionError
 from jx.dtypes import is_half  # noqa: F401  (float16/bfloat16: computed in f32, rounded)
 
 I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
@@ -164,6 +164,27 @@ def dims_from(b: ir.IRBuilder, dims_ptr, symbols: tuple) -> DimValues:
     values = DimValues(b, load)
     values.ptr = dims_ptr
     return values
+
+
+def aligned_size(nbytes, align: int):
+    """Bytes a buffer of nbytes takes in a workspace of `align`-aligned pieces. A
+    symbolic size that is not a multiple of align for every value of its symbols
+    gets align - 1 bytes more, and its pointer is aligned up at run time
+    (aligned_pointer)."""
+    if not isinstance(nbytes, Dim):
+        return -(-max(nbytes, 1) // align) * align
+    if all(c % align == 0 for c in nbytes.terms.values()):
+        return nbytes
+    return nbytes + (align - 1)
+
+
+def aligned_pointer(b, base, off, align: int):
+    """base + off bytes, aligned up when off is symbolic (see aligned_size)."""
+    p = b.gep(base, [i64(off)], source_etype=I8, inbounds=True)
+    if not isinstance(off, Dim):
+        return p
+    addr = b.and_(b.add(b.ptrtoint(p, I64), i64(align - 1)), i64(-align))
+    return b.inttoptr(addr, PTR)
 
 
 def current_dims_ptr():
@@ -335,12 +356,11 @@ def linear(b: ir.IRBuilder, idx, shape) -> ir.Value:
 def delinear(b: ir.IRBuilder, flat, shape) -> list:
     """Inverse of `linear` (divisions by the static strides)."""
     idx = []
-    stride = 1
-    for n in shape:
+    strides, stride = [], 1
+    for n in reversed(shape):
+        strides.append(stride)
         stride = stride * n
-    for n in shape:
-        stride = stride // max(n, 1) if not isinstance(n, Dim) else \
-            (exact_quotient(stride, n) if isinstance(stride, Dim) else 0)
+    for n, stride in zip(shape, reversed(strides)):
         if n == 1:
             idx.append(i64(0))
             continue

@@ -105,7 +105,7 @@ class CompiledFunction:
                 if type(x) is Array:
                     x = x._value
                 if type(x) is not ndarray or x.dtype != dt or not x.flags.c_contiguous:
-                    x = np.ascontiguousarray(np.asarray(x, dtype=dt))
+                    x = np.asarray(x, dtype=dt, order="C")       # (0-d stays 0-d)
                 xs.append(x)
             shapes = tuple([x.shape for x in xs])
             got = solved.get(shapes)

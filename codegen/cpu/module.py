@@ -147,7 +147,7 @@ def plan_buffers(program, fixed: dict, views: dict | None = None,
         for v in (v for kern in members for v in kern.outputs):
             if id(v) in fixed or id(v) in offsets or id(v) in views:
                 continue
-            size = _aligned_size(v.aval.size * v.aval.dtype.itemsize)
+            size = U.aligned_size(v.aval.size * v.aval.dtype.itemsize, ALIGN)
             fit = min((blk for blk in free if _fits(blk[1], size)), default=None,
                       key=lambda blk: _sort_key(blk[1]))
             if fit is not None:
@@ -163,17 +163,6 @@ def plan_buffers(program, fixed: dict, views: dict | None = None,
     return offsets, total
 
 
-def _aligned_size(nbytes):
-    """Bytes a value takes in the workspace, a multiple of ALIGN. A symbolic size
-    that is not one for every value of its symbols gets ALIGN - 1 bytes more, and
-    its pointer is aligned up at run time (workspace_pointer)."""
-    if not U.is_symbolic(nbytes):
-        return -(-max(nbytes, 1) // ALIGN) * ALIGN
-    if all(c % ALIGN == 0 for c in nbytes.terms.values()):
-        return nbytes
-    return nbytes + (ALIGN - 1)
-
-
 def _fits(block, size) -> bool:
     """Whether a free block holds `size` bytes at every value of the symbols."""
     if not U.is_symbolic(block) and not U.is_symbolic(size):
@@ -187,15 +176,6 @@ def _fits(block, size) -> bool:
 def _sort_key(size):
     """Smallest fitting block first (symbolic ones last, by name: a stable order)."""
     return (0, size, "") if not U.is_symbolic(size) else (1, 0, str(size))
-
-
-def workspace_pointer(b, workspace, off):
-    """The address of a value at `off` in the workspace (aligned up when symbolic)."""
-    p = b.gep(workspace, [U.i64(off)], source_etype=U.I8, inbounds=True)
-    if not U.is_symbolic(off):
-        return p
-    addr = b.and_(b.add(b.ptrtoint(p, U.I64), U.i64(ALIGN - 1)), U.i64(-ALIGN))
-    return b.inttoptr(addr, U.PTR)
 
 
 class KernelContext:
@@ -471,7 +451,7 @@ class ModuleBuilder:
             workspace = self.alloc(b, total, fail_block)
             allocated.append(workspace)
         for vid, off in offsets.items():
-            buffers[vid] = workspace_pointer(b, workspace, off)
+            buffers[vid] = U.aligned_pointer(b, workspace, off, ALIGN)
         for rows, members in groups:
             k = members[0]
             out0 = id(k.outputs[0]) if k.outputs else None

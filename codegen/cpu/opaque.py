@@ -9,6 +9,7 @@ module imports none of them, so a family can import `opaque_rule` from here.
 from __future__ import annotations
 
 import llvmlite.ir as ir
+import numpy as np
 
 from . import gemm
 from . import irutil as U
@@ -75,6 +76,9 @@ def _dot_general(ctx, kernel):
     (lc, rc, lb, rb, lf, rf), (ls, rs, os_), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
     if 0 in os_:
         return
+    if U.is_half(odt):
+        _dot_half(ctx, kernel)
+        return
     zero = U.const(odt, 0)
     with U.loop_nest(b, os_, "z", ctx.outer) as zi:      # this chunk's rows only
         U.store(b, zero, op, U.linear(b, zi, os_), odt)
@@ -95,6 +99,33 @@ def _dot_general(ctx, kernel):
                 U.store(b, multiply_add(b, a, r, acc, odt), op, o_off, odt)
 
 
+def _dot_half(ctx, kernel):
+    """A float16/bfloat16 product: each output element summed in float32 and rounded
+    once, as XLA does (accumulating in the output rounded every step: bfloat16's 8
+    bits lost a unit in the last place by K = 2)."""
+    b = ctx.b
+    (lc, rc, lb, rb, lf, rf), (ls, rs, _), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
+    nb = len(lb)
+    ksizes = [ls[d] for d in lc]
+    ct = U.compute_type(odt)
+    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
+        bi, mi = bm[:nb], bm[nb:]
+        with U.loop_nest(b, [rs[d] for d in rf], "n") as ni:
+            acc = U.alloca_entry(b, ct, "acc")
+            b.store(ir.Constant(ct, 0.0), acc)
+            if 0 not in ksizes:
+                with U.loop_nest(b, ksizes, "k") as ki:
+                    a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)),
+                                   ls)
+                    r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) + list(zip(rf, ni)),
+                                   rs)
+                    a = convert(b, U.load(b, lp, a_off, dt), dt, np.float32)
+                    r = convert(b, U.load(b, rp, r_off, dt), dt, np.float32)
+                    b.store(b.fadd(b.load(acc), b.fmul(a, r)), acc)
+            o_off = U.linear(b, list(bi) + list(mi) + list(ni), kernel.outputs[0].aval.shape)
+            U.store(b, U.round_to(b, b.load(acc), odt), op, o_off, odt)
+
+
 def _is_matvec(kernel) -> bool:
     """One output column (matrix-vector products, e.g. in an ODE step): a register
     accumulator and a vectorised sum over k beat packing panels for a GEMM."""
@@ -103,7 +134,8 @@ def _is_matvec(kernel) -> bool:
     n = 1
     for d in _free(rhs.aval.ndim, rc, rb):
         n *= rhs.aval.shape[d]
-    return n == 1 and U.is_float(lhs.aval.dtype) and kernel.outputs[0].aval.size > 0
+    size = kernel.outputs[0].aval.size
+    return n == 1 and U.is_float(lhs.aval.dtype) and (U.is_symbolic(size) or size > 0)
 
 
 def _dot_parts(ctx, kernel) -> tuple:

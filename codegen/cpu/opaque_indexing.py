@@ -151,7 +151,7 @@ def _combine(b, name, old, new, dt):
 
 def copy_buffer(ctx, dst, src, atom) -> None:
     nbytes = atom.aval.size * np.dtype(atom.aval.dtype).itemsize
-    if nbytes:
+    if U.is_symbolic(nbytes) or nbytes:
         ctx.module.memcpy(ctx.b, dst, src, nbytes)
 
 

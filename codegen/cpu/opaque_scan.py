@@ -47,7 +47,7 @@ def _cumulative(ctx, kernel):
             iidx = open_loops(inner, b, inner_shape, "f")
             off = at(oidx, first, iidx)
             U.store(b, U.load(b, xp, off, dt), op, off, dt)
-        if n > 1:
+        if U.is_symbolic(n) or n > 1:
             with U.for_range(b, n - 1, "k") as k:
                 # step k writes position pos from its neighbour prev
                 pos = b.sub(U.i64(n - 2), k) if reverse else b.add(k, U.i64(1))

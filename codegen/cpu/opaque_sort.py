@@ -24,6 +24,8 @@ import numpy as np
 
 from jx.prims.random_bits import KS_PARITY, ROTATIONS
 
+from jx.dims import active
+
 from . import irutil as U
 from .opaque import opaque_rule
 
@@ -212,7 +214,11 @@ def _packable(keys, n: int):
     """The packed word type when a single key of <= 8 bytes can be sorted as
     (order-preserving key bits, index) integers: ties then break by index, so
     every comparison is one unsigned compare on contiguous memory."""
-    if len(keys) != 1 or n >= 2 ** 32:
+    if U.is_symbolic(n):            # the index must fit in 32 bits at every size
+        hi = active().bounds(n)[1]
+        if hi is None or hi >= 2 ** 32:
+            return None
+    if len(keys) != 1 or (not U.is_symbolic(n) and n >= 2 ** 32):
         return None
     return U.I64 if np.dtype(keys[0][1]).itemsize <= 4 else ir.IntType(128)
 
@@ -250,20 +256,26 @@ def _sort(ctx, kernel):
     eqn = kernel.root
     dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
     shape = eqn.inputs[0].aval.shape
-    if int(np.prod(shape)) == 0:
+    symbolic = any(U.is_symbolic(d) for d in shape)      # (run-time loops handle 0 and 1)
+    if not symbolic and int(np.prod(shape)) == 0:
         return
     n = shape[dim]
-    stride = int(np.prod(shape[dim + 1:], dtype=np.int64))
-    rows = int(np.prod(shape, dtype=np.int64)) // n
+    stride, rows = 1, 1
+    for d in shape[dim + 1:]:
+        stride = stride * d
+    for d in shape[:dim]:
+        rows = rows * d
+    rows = rows * stride
     ins = [(ctx.ptr(a), a.aval.dtype) for a in eqn.inputs]
     outs = [ctx.ptr(v) for v in eqn.outputs]
     packed = _packable(ins[:num_keys], n)
     et = packed or U.I64
     nbytes = n * et.width // 8
     buf = tmp = None
-    if n > 1:
+    long = U.is_symbolic(n) or n > RUN
+    if U.is_symbolic(n) or n > 1:
         buf = ctx.module.alloc(b, nbytes, ctx.fail_block)
-    if n > RUN:
+    if long:
         tmp = ctx.module.alloc(b, nbytes, _free_then(ctx, buf))
     with U.for_range(b, rows, "row") as r:
         # row r: outer index r // stride, inner index r % stride
@@ -271,18 +283,18 @@ def _sort(ctx, kernel):
         inner = b.urem(r, U.i64(stride)) if stride != 1 else U.i64(0)
         base = b.add(b.mul(outer, U.i64(n * stride)), inner)
         row = _Row(b, ins[:num_keys], base, stride)
-        if n == 1:
+        if not U.is_symbolic(n) and n == 1:
             for (p, dt), q in zip(ins, outs):
                 U.store(b, U.load(b, p, base, dt), q, base, dt)
         else:
-            _sort_row(b, row, ins, outs, buf, tmp, n, et, packed is not None)
-    if n > RUN:
+            _sort_row(b, row, ins, outs, buf, tmp, n, et, packed is not None, long)
+    if long:
         ctx.module.free(b, tmp)
-    if n > 1:
+    if buf is not None:
         ctx.module.free(b, buf)
 
 
-def _sort_row(b, row, ins, outs, buf, tmp, n: int, et, packed: bool) -> None:
+def _sort_row(b, row, ins, outs, buf, tmp, n, et, packed: bool, long: bool) -> None:
     if packed:
         def less(x, y):
             return b.icmp_unsigned("<", x, y)
@@ -291,7 +303,7 @@ def _sort_row(b, row, ins, outs, buf, tmp, n: int, et, packed: bool) -> None:
     with U.for_range(b, n, "init") as k:
         _put(b, buf, k, _pack(b, row, k, et) if packed else k, et)
     _insertion_runs(b, less, buf, n, et)
-    result = _merge_passes(b, less, buf, tmp, n, et) if n > RUN else buf
+    result = _merge_passes(b, less, buf, tmp, n, et) if long else buf
     with U.for_range(b, n, "gather") as k:
         v = _get(b, result, k, et)
         # the index is the low half of a packed word

@@ -192,7 +192,12 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 
 
 def _shape(shape) -> tuple:
-    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    """A shape argument as a tuple of sizes: ints, or symbolic (jx.dims.Dim), which
+    make the value part of the trace being built (core.bind_like)."""
+    def size(s):
+        return s if isinstance(s, Dim) else int(s)
+    return (size(shape),) if isinstance(shape, Dim) or np.ndim(shape) == 0 else \
+        tuple(size(s) for s in shape)
 
 
 def _full(shape, value, dt, weak, what):
@@ -270,13 +275,20 @@ def _static_scalar(v, name):
     return v
 
 
+def _size_value(d, dt):
+    """A symbolic size as a scalar of dtype dt (dimension_size), in the current trace."""
+    from ..prims import symbolic
+    return bind1(symbolic.dimension_size, dim=d, dtype=np.dtype(dt))
+
+
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """JAX's arange: start + step * iota in the dtype (float32 for 16-bit floats),
     length ceil((stop - start) / step); the dtype from the bounds' promotion."""
     _check_device(device, "arange")
     start, stop, step = (None if v is None else _static_scalar(v, n)
                          for v, n in zip((start, stop, step), ("start", "stop", "step")))
-    is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step) if v is not None)
+    is_int = all(isinstance(v, (int, np.integer, Dim)) for v in (start, stop, step)
+                 if v is not None)
     dt = _dtype(dtype, dtypes.default_int() if is_int else dtypes.default_float(), "arange")
     if dt == dtypes.bool_:
         raise TypeError("jx.numpy.arange: a bool range is not supported; give a numeric "
@@ -287,7 +299,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         raise ZeroDivisionError("jx.numpy.arange: step must not be zero")
     if step is None or step == 1:
         # counted exactly (a float64 count is off past 2**53; int64 wraps)
-        n = -(int(start) - int(stop)) if all(isinstance(v, (int, np.integer))
+        n = stop - start if any(isinstance(v, Dim) for v in (start, stop)) else \
+            -(int(start) - int(stop)) if all(isinstance(v, (int, np.integer))
                                              for v in (start, stop)) \
             else math.ceil(stop - start)
         size = max(n, 0)
@@ -296,10 +309,13 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
             out = bind1(st.iota, dtype=dt, shape=(size,), dimension=0)
             if start == 0:
                 return out
-            lo = bind1(ew.convert_element_type, start, new_dtype=dt)
+            lo = _size_value(start, dt) if isinstance(start, Dim) else \
+                bind1(ew.convert_element_type, start, new_dtype=dt)
             return bind1(ew.add, broadcast_to(lo, (size,)), out)
         return _build("arange", (size,), dt, make)
-    if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
+    if any(isinstance(v, Dim) for v in (start, stop)) and isinstance(step, (int, np.integer)):
+        n = -((start - stop) // int(step))
+    elif all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
         n = -((int(start) - int(stop)) // int(step))
     else:
         n = math.ceil((stop - start) / step)
@@ -308,7 +324,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 
     def make():
         iota = bind1(st.iota, dtype=work, shape=(size,), dimension=0)
-        lo, dx = (bind1(ew.convert_element_type, v, new_dtype=work) for v in (start, step))
+        lo, dx = (_size_value(v, work) if isinstance(v, Dim) else
+                  bind1(ew.convert_element_type, v, new_dtype=work) for v in (start, step))
         lo, dx = (broadcast_to(v, (size,)) for v in (lo, dx))
         out = bind1(ew.add, lo, bind1(ew.mul, dx, iota))
         return out if work == dt else bind1(ew.convert_element_type, out, new_dtype=dt)

@@ -51,6 +51,7 @@ class _Entry:
     step: int = 1
     count: int = 0
     value: Any = None        # int, traced scalar, or index array (NumPy or traced)
+    stop: Any = None         # slices of a symbolic size: the normalised stop
 
 
 def _classify(i):
@@ -115,9 +116,11 @@ def _parse(shape: tuple, idx) -> list:
                 full(pos)
         elif kind == "slice":
             start, stop, step = _slice_indices(v, shape[d])
-            length = stop - start if isinstance(shape[d], Dim) else \
-                len(range(start, stop, step))
-            entries.append(_Entry("slice", pos, d, start, step, length))
+            if isinstance(shape[d], Dim):       # (the slice rule's form: equal sizes print alike)
+                length = -(-(stop - start) // step) if step > 0 else -(-(start - stop) // -step)
+            else:
+                length = len(range(start, stop, step))
+            entries.append(_Entry("slice", pos, d, start, step, length, stop=stop))
             d += 1
         elif kind == "int":
             if shape[d] == 0:
@@ -142,22 +145,25 @@ def _parse(shape: tuple, idx) -> list:
 
 
 def _slice_indices(s: slice, size) -> tuple:
-    """slice.indices, also for a symbolic size (step 1): each clamp is decided for
-    every size the symbols may take, or InconclusiveDimensionError says it cannot be."""
+    """slice.indices, also for a symbolic size: each clamp is decided for every size
+    the symbols may take, or InconclusiveDimensionError says it cannot be."""
     if not isinstance(size, Dim):
         return s.indices(size)
-    if s.step not in (None, 1):
-        raise InconclusiveDimensionError(
-            f"slicing an axis of symbolic size {size} with step {s.step}{where()}: only "
-            "step 1 takes symbolic sizes yet")
+    step = 1 if s.step is None else operator.index(s.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lo, hi = (0, size) if step > 0 else (-1, size - 1)     # where start and stop clamp
 
     def bound(v, default):
         if v is None:
             return default
         v = operator.index(v)
-        return min(max(size + v, 0), size) if v < 0 else min(v, size)
-    start = bound(s.start, 0)
-    return start, max(bound(s.stop, size), start), 1
+        return min(max(size + v, lo), hi) if v < 0 else min(v, hi)
+    if step > 0:
+        start = bound(s.start, 0)
+        return start, max(bound(s.stop, size), start), step
+    start = bound(s.start, size - 1)
+    return start, min(bound(s.stop, -1), start), step
 
 
 # ---------------------------------------------------------------- helpers
@@ -224,7 +230,9 @@ def _basic(x, entries):
             s, step = (e.start, e.step) if e.step > 0 else (n - 1 - e.start, -e.step)
             if e.step < 0:
                 rev.append(d)       # a backward slice is a forward slice of the reversal
-            starts[d], limits[d], strides[d] = s, s + (e.count - 1) * step + 1, step
+            limit = s + (e.count - 1) * step + 1 if not isinstance(n, Dim) else \
+                (e.stop if e.step > 0 else n - 1 - e.stop)     # (the count's own form)
+            starts[d], limits[d], strides[d] = s, limit, step
         elif e.kind == "int":
             i = _clamp(e.value, shape[d])
             starts[d], limits[d] = i, i + 1

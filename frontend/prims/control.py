@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import declare
+from ..dims import Dim
 from ..errors import ShapeError
 from ..ir import Graph, ShapedArray
 
@@ -124,8 +125,9 @@ def _scan_rule(*operands, body, num_consts, num_carry, length, reverse):
     if num_consts < 0 or num_carry < 0 or num_consts + num_carry > len(operands):
         raise ShapeError(f"scan has {len(operands)} operands, fewer than num_consts="
                          f"{num_consts} + num_carry={num_carry}")
-    if not isinstance(length, int) or length < 0:
-        raise ShapeError(f"scan length must be a non-negative int, got {length!r}")
+    if not isinstance(length, (int, Dim)) or isinstance(length, bool) or length < 0:
+        raise ShapeError(f"scan length must be a non-negative int or a symbolic size, "
+                         f"got {length!r}")
     if not isinstance(reverse, bool):
         raise ShapeError(f"scan reverse must be a bool, got {reverse!r}")
     consts, carry, xs = _scan_split(operands, num_consts, num_carry)
