@@ -10,7 +10,6 @@ import time
 import click
 
 from jx.errors import JxError
-from jx.passes import pipeline
 
 from . import check as check_mod, dump, loading
 from .errors import CliError, Diagnostics
@@ -51,7 +50,7 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
                        "path separators, and choose the folder with -o")
     out_dir = out_dir or os.path.join(os.path.dirname(model) or ".", "build")
     from jx.codegen.cpu.artifact import BuildError, EntryProgram, build_artifact
-    from jx.passes.fuse import fuse
+    from jx.staging import fuse_graph
     programs, seconds = [], {}
     for e in selected:
         t0 = time.perf_counter()
@@ -60,9 +59,9 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
             raise CliError(f"entry {e.name!r} returns no arrays (a missing `return`?): a "
                            "compiled entry must return at least one array",
                            where=e.source)
-        graph = pipeline.run(traced, check=False)
+        _, program = fuse_graph(traced, entry_constraints(e))
         traced_names = [n for n in e.arg_names if n not in e.static]
-        programs.append(EntryProgram(e.name, fuse(graph), traced.in_tree.children[0],
+        programs.append(EntryProgram(e.name, program, traced.in_tree.children[0],
                                      traced.out_tree, traced_names, list(e.baked)))
         seconds[e.name] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -79,6 +78,14 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     # (the artifact's code generation and link are build_s, for all entries at once)
     return {**res, "sources": {e.name: e.source for e in selected},
             "entry_seconds": seconds, "build_s": time.perf_counter() - t0}
+
+
+def entry_constraints(e):
+    """The constraints an entry's specs declare on their symbolic sizes, or None."""
+    from jx import dims, tree_util
+    specs = [leaf.constraints for leaf in tree_util.tree_leaves(e.args)
+             if hasattr(leaf, "constraints")]
+    return dims.constraints_of(specs) if any(specs) else None
 
 
 def _stem(model: str, name: str | None, prefix: str | None) -> str:

@@ -107,7 +107,7 @@ def parse_spec(text: str) -> jx.ShapeDtypeStruct:
         raise ValueError(f"unknown dtype {m.group(1)!r} (known: "
                          f"{', '.join(sorted(dtypes.short_name(d) for d in dtypes.SUPPORTED))})")
     dims = _parse_dims(m.group(2))
-    problem = extent_problem(dims, dtype)
+    problem = extent_problem(tuple(d for d in dims if isinstance(d, int)), dtype)
     if problem:
         raise ValueError(problem)
     try:
@@ -117,19 +117,24 @@ def parse_spec(text: str) -> jx.ShapeDtypeStruct:
 
 
 def _parse_dims(text: str) -> tuple:
-    """'256, 784,' -> (256, 784): each dimension a non-negative decimal integer."""
+    """'256, 784,' -> (256, 784): each dimension a non-negative decimal integer, or
+    symbolic: a name or an expression of names ('B', '2*B', 'B*T'), kept as text
+    for jx.ShapeDtypeStruct to read."""
     parts = [p.strip() for p in text.split(",")]
     if parts and not parts[-1]:
         parts.pop()                    # a trailing comma, as in a Python tuple
     if parts == [""]:
         parts = []
     for p in parts:
+        if re.search(r"[A-Za-z_]", p) and re.fullmatch(r"[A-Za-z0-9_ +\-*/()]+", p):
+            continue                   # a symbolic dimension
         if not re.fullmatch(r"[0-9]+", p):
-            raise ValueError(f"dimension {p!r} is not a non-negative whole number written "
-                             "in decimal digits (no expressions such as 2^32)")
+            raise ValueError(f"dimension {p!r} is neither a non-negative whole number written "
+                             "in decimal digits (no expressions such as 2^32) nor a symbol's "
+                             "name or expression (B, 2*B)")
         if int(p) >= 1 << 48:
             raise ValueError(f"dimension {p} is too large: each dimension must be below 2**48")
-    return tuple(int(p) for p in parts)
+    return tuple(p if re.search(r"[A-Za-z_]", p) else int(p) for p in parts)
 
 
 def apply_shapes(entries: list, shapes: tuple, only_present: bool = False) -> None:

@@ -7,6 +7,7 @@ from . import numpy, lax  # noqa: F401
 from . import nn, random  # noqa: F401
 from .array import Array
 from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
+from .dims import dim  # noqa: F401  (jx.dim("B", max=4096): a named size with constraints)
 from .core import PRIMITIVES, Primitive, Tracer
 from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401
                      MaskedArrayError, MissingRuleError, OutOfMemoryError, ShapeError,

@@ -349,6 +349,29 @@ def bind(declared, actual, names, constraints: "Constraints | None" = None) -> d
     return values
 
 
+def read_plan(shapes, symbols) -> list:
+    """Where a loader reads each symbol's value from the arguments: [leaf, axis, c, k]
+    for a dimension c*symbol + k of input `leaf` (a bare symbol preferred). A
+    symbol that no input dimension gives alone: DimensionSpecError."""
+    plan = []
+    for s in symbols:
+        found = []
+        for i, shape in enumerate(shapes):
+            for axis, d in enumerate(shape):
+                if not isinstance(d, Dim) or d.symbols() != {s}:
+                    continue
+                c = d.terms.get(((s, 1),), 0)
+                if c and set(d.terms) <= {(), ((s, 1),)}:
+                    found.append((abs(c) != 1 or () in d.terms, i, axis, c, d.terms.get((), 0)))
+        if not found:
+            raise DimensionSpecError(
+                f"the symbol {s} appears in no input dimension of the form c*{s} + k, so its "
+                f"value cannot be read off the arguments; give an input a dimension {s}")
+        _, i, axis, c, k = min(found)
+        plan.append([i, axis, c, k])
+    return plan
+
+
 def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 

@@ -30,23 +30,34 @@ def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
           check: bool = False) -> Staged:
     """Trace fun on abstract versions of args, run the pass pipeline (verifying
     after each stage when `check`) and fuse."""
-    with timings.stage("import"):    # the passes load on the first compile, not with `import jx`
-        from jx.passes.fuse import fuse
-        from jx.passes.pipeline import run
     with timings.stage("trace"):
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
     out_tree = graph.out_tree
     out_weak = tuple(a.aval.weak_type for a in graph.outputs)
     cons = _constraints(graph, args, kwargs, static_argnums)
+    graph, program = fuse_graph(graph, cons, check)
+    return Staged(graph, program, out_tree, consts, out_weak)
+
+
+def fuse_graph(graph, constraints=None, check: bool = False) -> tuple:
+    """(graph after the pass pipeline, its fused program). A graph with symbolic
+    sizes runs the passes under its declared constraints (jx.dims.Constraints),
+    which the program keeps for code generation."""
+    with timings.stage("import"):
+        from jx.passes.fuse import fuse
+        from jx.passes.pipeline import run
+    if constraints is None and dims.symbols_of(v.aval.shape for v in graph.inputs):
+        constraints = dims.Constraints()
     # the passes' size questions are performance heuristics: any answer is correct
     # code, so those the constraints leave open are answered at the hint sizes
-    with dims.scope(cons, hinting=True) if cons is not None else contextlib.nullcontext():
+    with dims.scope(constraints, hinting=True) if constraints is not None \
+            else contextlib.nullcontext():
         with timings.stage("passes"):
             graph = run(graph, check=check)
         with timings.stage("fuse"):
             program = fuse(graph)
-    program.constraints = cons
-    return Staged(graph, program, out_tree, consts, out_weak)
+    program.constraints = constraints
+    return graph, program
 
 
 def _constraints(graph, args, kwargs, static_argnums):

@@ -5,6 +5,10 @@ default the model's name; `jx compile --prefix`), so several artifacts, even
 two builds of one model, link into one program:
 
     int32_t     P_<entry>(const void** inputs, void** outputs);
+    /* an entry with symbolic dimensions (B, T, ...) takes their values first, in the
+       order the manifest's "dims" lists them, and says what shapes they give: */
+    int32_t     P_<entry>(const int64_t* dims, const void** inputs, void** outputs);
+    int32_t     P_<entry>_shapes(const int64_t* dims, int64_t* shapes);
     const char* P_manifest(void);     /* NUL-terminated JSON, see manifest.py */
     const char* P_manifest_sha256(void);
     uint32_t    P_abi_version(void);  /* ABI_VERSION */
@@ -30,6 +34,7 @@ STATUS_OUT_OF_MEMORY = 1
 STATUS_NULL_POINTER = 2
 STATUS_INTERNAL = 3
 STATUS_CANCELLED = 4
+STATUS_INVALID_DIMS = 5
 
 # code -> (C macro name, meaning); cheader.py emits these as #defines.
 STATUS = {
@@ -39,6 +44,8 @@ STATUS = {
     STATUS_INTERNAL: ("JX_ERR_INTERNAL", "an internal check failed: a jx bug, please report"),
     STATUS_CANCELLED: ("JX_ERR_CANCELLED", "interrupted (SIGINT, or <prefix>_request_cancel) "
                        "before it finished: the outputs are incomplete"),
+    STATUS_INVALID_DIMS: ("JX_ERR_INVALID_DIMS", "a symbolic dimension's value breaks its "
+                          "declared constraints (min, max, multiple_of); nothing was written"),
 }
 
 LEGACY_PREFIX = "jx"            # artifacts built before prefixes; jx.jit's code
@@ -85,6 +92,12 @@ def artifact_symbols(prefix: str) -> dict:
 # for, written by the code generator from the program itself, so the loader can
 # check the manifest's shapes against the code rather than trust them.
 SIGNATURE_SUFFIX = "_signature"
+
+# `int32_t P_<entry>_shapes(const int64_t* dims, int64_t* shapes)` of an entry with
+# symbolic dimensions: every input leaf's dims, then every output leaf's, at these
+# values of the symbols (the caller's buffers must have them); STATUS_INVALID_DIMS
+# for values that break the constraints.
+SHAPES_SUFFIX = "_shapes"
 
 
 def signature(inputs, outputs) -> str:

@@ -32,6 +32,13 @@ class Artifact:
         for spec in specs:
             _symbol(lib, spec.symbol, path, f"entry {spec.name!r}")  # clear error if absent
             _check_signature(lib, spec, path)
+            if spec.dims is not None:
+                from .symbolic import SymbolicEntry, bind_symbolic
+                shapes = spec.symbol + abi.SHAPES_SUFFIX
+                _symbol(lib, shapes, path, f"entry {spec.name!r}'s shapes")
+                entries[spec.name] = SymbolicEntry(spec, bind_symbolic(lib, spec.symbol, shapes),
+                                                   path, owner=self)
+                continue
             entries[spec.name] = CompiledEntry(spec, bind_function(lib, spec.symbol), path,
                                                owner=self)
         self.entries = entries

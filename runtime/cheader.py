@@ -71,9 +71,14 @@ def macro_prefix(prefix: str, entry: str) -> str:
     return f"{_macro(prefix)}_{_macro(entry)}_"
 
 
+def _bytes(leaf) -> str:
+    if leaf.symbolic:
+        return f"{leaf.dtype.itemsize} x the elements' count"
+    return f"{leaf.nbytes} byte{'s' if leaf.nbytes != 1 else ''}"
+
+
 def _leaf_table(title: str, leaves: tuple, default: str) -> list:
-    rows = [(f"[{i}]", leaf.path or default, str(leaf),
-             f"{leaf.nbytes} byte{'s' if leaf.nbytes != 1 else ''}")
+    rows = [(f"[{i}]", leaf.path or default, str(leaf), _bytes(leaf))
             for i, leaf in enumerate(leaves)]
     widths = [max((len(_comment(r[k])) for r in rows), default=0) for k in range(4)]
     lines = [f" *   {title} ({len(leaves)}):" if leaves else f" *   {title}: none"]
@@ -101,20 +106,46 @@ def _entry_block(spec, prefix: str) -> list:
     for side, leaves in (("INPUT", spec.inputs), ("OUTPUT", spec.outputs)):
         lines.append(f"#define {up}NUM_{side}S {len(leaves)}")
     for side, leaves in (("INPUT", spec.inputs), ("OUTPUT", spec.outputs)):
-        lines += _leaf_macros(f"{up}{side}", leaves)
-    lines.append(f"int32_t {spec.symbol}(const void** inputs, void** outputs);")
+        lines += _leaf_macros(f"{up}{side}", leaves, spec.dims is not None)
+    if spec.dims is None:
+        lines.append(f"int32_t {spec.symbol}(const void** inputs, void** outputs);")
+        return lines
+    d = spec.dims
+    cons = "; ".join(_constraint_text(c) for c in d.constraints)
+    ndims = sum(len(leaf.shape) for leaf in spec.inputs + spec.outputs)
+    lines += [
+        f"/* Symbolic dimensions: dims[] = {{ {', '.join(d.symbols)} }} ({_comment(cons)}).",
+        f" * {spec.symbol}_shapes(dims, shapes) writes the {ndims} dims of every input leaf,",
+        " * then of every output leaf, at those values (allocate the outputs so), or",
+        " * returns JX_ERR_INVALID_DIMS for values the constraints refuse. */",
+        f"#define {up}NUM_DIMS {len(d.symbols)}",
+        f"#define {up}DIM_NAMES {_init([_quoted(n) for n in d.symbols], _quoted(''))}",
+        f"#define {up}NUM_SHAPE_DIMS {ndims}",
+        f"int32_t {spec.symbol}(const int64_t* dims, const void** inputs, void** outputs);",
+        f"int32_t {spec.symbol}{abi.SHAPES_SUFFIX}(const int64_t* dims, int64_t* shapes);"]
     return lines
+
+
+def _constraint_text(c) -> str:
+    name, lo, hi, k = c
+    text = f"{name} >= {lo}" + (f", {name} <= {hi}" if hi is not None else "")
+    return text + (f", {name} % {k} == 0" if k > 1 else "")
 
 
 def _quoted(text: str) -> str:
     return '"' + _c_escape(text) + '"'
 
 
-def _leaf_macros(prefix: str, leaves: tuple) -> list:
-    sizes = [str(leaf.nbytes) for leaf in leaves]
+def _leaf_macros(prefix: str, leaves: tuple, symbolic: bool = False) -> list:
+    """BYTES (for fixed shapes; symbolic ones: ITEMSIZES, the bytes per element),
+    DTYPES and PATHS of one side's leaves."""
+    if symbolic:
+        sizes, what = [str(leaf.dtype.itemsize) for leaf in leaves], "ITEMSIZES"
+    else:
+        sizes, what = [str(leaf.nbytes) for leaf in leaves], "BYTES"
     dtypes = [_quoted(leaf.dtype.name) for leaf in leaves]
     paths = [_quoted(leaf.path) for leaf in leaves]
-    return [f"#define {prefix}_BYTES {_init(sizes, '0')}",
+    return [f"#define {prefix}_{what} {_init(sizes, '0')}",
             f"#define {prefix}_DTYPES {_init(dtypes, _quoted(''))}",
             f"#define {prefix}_PATHS {_init(paths, _quoted(''))}"]
 

@@ -171,9 +171,10 @@ class CompiledEntry:
         return tuple(bound[n] for n in names)
 
     # -- slow path: conversions and errors ------------------------------------------
-    def _convert(self, i: int, x) -> np.ndarray:
+    def _convert(self, i: int, x, check_shape: bool = True) -> np.ndarray:
         """Input leaf i as a C-contiguous aligned array of the declared dtype and
-        shape, converting only when no value can change; otherwise a clear error."""
+        shape (check_shape=False: any shape; a symbolic entry checks them all
+        together), converting only when no value can change; else a clear error."""
         leaf = self.inputs[i]
         what = f"{self._where()}: argument {self._leaf_name(i)}"
         if isinstance(x, np.ma.MaskedArray):
@@ -195,7 +196,7 @@ class CompiledEntry:
                                     "structure the entry was compiled for")
         else:
             a = _python_value(x, leaf, what)
-        if a.shape != leaf.shape:
+        if check_shape and a.shape != leaf.shape:
             raise ShapeMismatchError(
                 f"{what} has shape {list(a.shape)}, expected {leaf}; the artifact was "
                 "compiled for fixed shapes: pass that shape or recompile the entry for "

@@ -16,6 +16,14 @@
                              "sha256": "<64 hex>", "leaves": [...]}]}]}  arguments stored
                                                     inside, no longer in inputs/in_tree)
 
+An entry with symbolic dimensions (jx.f32["B", 784]) has shapes holding their
+expressions as strings (["B", 784], ["2*B"]) and a "dims" object:
+
+    "dims": {"symbols": ["B"],                       the order of the entry's dims array
+             "constraints": [{"name": "B", "min": 1, "max": null, "multiple_of": 1}],
+             "read": [[1, 0, 1, 0]]}                 per symbol: input leaf, axis, c, k:
+                                                     that dimension is c*symbol + k
+
 inputs/outputs list the flattened leaves in ABI order; in_tree's root is the
 tuple of positional arguments (arg_names, when present, lets callers pass them
 by keyword). dtype is a NumPy dtype name ("float32", "int64", "bool", ...).
@@ -57,8 +65,22 @@ class LeafSpec:
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
+    @property
+    def symbolic(self) -> bool:
+        return any(isinstance(d, str) for d in self.shape)
+
     def __str__(self) -> str:
         return f"{self.dtype.name}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class DimsSpec:
+    """An entry's symbolic dimensions: names (the dims array's order), their
+    constraints ((name, min, max or None, multiple_of) each), and where the loader
+    reads each value ((input leaf, axis, c, k): that dim is c * value + k)."""
+    symbols: tuple
+    constraints: tuple
+    read: tuple
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,7 @@ class EntrySpec:
     in_tree: treespec.TreeSpec
     out_tree: treespec.TreeSpec
     arg_names: tuple | None
+    dims: DimsSpec | None = None
 
 
 def canonical_json(manifest: dict) -> str:
@@ -116,17 +139,22 @@ def parse_dtype(name, where: str) -> np.dtype:
     return dt
 
 
-def _leaf(obj, where: str) -> LeafSpec:
+_EXPR = re.compile(r"[A-Za-z0-9_ +\-*/()^]+\Z")
+
+
+def _leaf(obj, where: str, symbolic: bool = False) -> LeafSpec:
     if not isinstance(obj, dict):
         raise ManifestError(f"{where}: expected {{'shape', 'dtype', 'path'}}, got {obj!r:.80}")
     shape = obj.get("shape")
     if not isinstance(shape, list) or not all(
-            type(d) is int and d >= 0 for d in shape):
-        raise ManifestError(f"{where}: shape must be a list of non-negative ints, "
+            (type(d) is int and d >= 0) or (symbolic and isinstance(d, str) and _EXPR.match(d))
+            for d in shape):
+        raise ManifestError(f"{where}: shape must be a list of non-negative ints"
+                            f"{' or dimension expressions' if symbolic else ''}, "
                             f"got {shape!r:.80}")
     size = 1
     for d in shape:
-        size *= d
+        size *= d if type(d) is int else 1
     if size >= 1 << 48:
         raise ManifestError(f"{where}: shape {shape!r:.80} is larger than any buffer")
     path = obj.get("path", "")
@@ -159,10 +187,18 @@ def _entry(obj, where: str, source: str, prefix: str = LEGACY_PREFIX) -> EntrySp
     symbol = obj.get("symbol", entry_symbol(name, prefix))
     if not isinstance(symbol, str) or not _IDENT.match(symbol):
         raise ManifestError(f"{where}: symbol {symbol!r} is not a C identifier")
+    dims = _dims(obj.get("dims"), where) if "dims" in obj else None
     leaves = {}
     for side in ("inputs", "outputs"):
         items = _require(obj, side, list, where)
-        leaves[side] = tuple(_leaf(x, f"{where} {side}[{i}]") for i, x in enumerate(items))
+        leaves[side] = tuple(_leaf(x, f"{where} {side}[{i}]", dims is not None)
+                             for i, x in enumerate(items))
+    if dims is not None:
+        for k, (leaf, axis, c, _) in enumerate(dims.read):
+            if not (0 <= leaf < len(leaves["inputs"]) and
+                    0 <= axis < len(leaves["inputs"][leaf].shape) and c != 0):
+                raise ManifestError(f"{where}: dims read[{k}] {list(dims.read[k])} names no "
+                                    "dimension of an input")
     in_tree = treespec.decode(obj.get("in_tree"), f"{where} in_tree")
     out_tree = treespec.decode(obj.get("out_tree"), f"{where} out_tree")
     if in_tree.kind != "tuple":
@@ -178,7 +214,29 @@ def _entry(obj, where: str, source: str, prefix: str = LEGACY_PREFIX) -> EntrySp
             raise ManifestError(f"{where}: arg_names must list one name per argument")
         names = tuple(names)
     return EntrySpec(name, symbol, leaves["inputs"], leaves["outputs"], in_tree, out_tree,
-                     names)
+                     names, dims)
+
+
+def _dims(obj, where: str) -> DimsSpec:
+    if not isinstance(obj, dict):
+        raise ManifestError(f"{where}: dims must be an object")
+    symbols = _require(obj, "symbols", list, f"{where} dims")
+    if not symbols or not all(isinstance(n, str) and _IDENT.match(n) for n in symbols) \
+            or len(set(symbols)) != len(symbols):
+        raise ManifestError(f"{where}: dims symbols must be distinct identifiers")
+    cons = []
+    for c in _require(obj, "constraints", list, f"{where} dims"):
+        ok = isinstance(c, dict) and c.get("name") in symbols and \
+            all(type(c.get(k)) is int for k in ("min", "multiple_of")) and \
+            (c.get("max") is None or type(c.get("max")) is int) and c["multiple_of"] >= 1
+        if not ok:
+            raise ManifestError(f"{where}: dims constraint {c!r:.80} is malformed")
+        cons.append((c["name"], c["min"], c["max"], c["multiple_of"]))
+    read = _require(obj, "read", list, f"{where} dims")
+    if len(read) != len(symbols) or not all(
+            isinstance(r, list) and len(r) == 4 and all(type(x) is int for x in r) for r in read):
+        raise ManifestError(f"{where}: dims read must give [leaf, axis, c, k] per symbol")
+    return DimsSpec(tuple(symbols), tuple(cons), tuple(tuple(r) for r in read))
 
 
 def parse(text, source: str) -> tuple:

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from jx.errors import JxError
 from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
-from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SIGNATURE_SUFFIX, artifact_symbols,
-                            entry_symbol)
+from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SHAPES_SUFFIX, SIGNATURE_SUFFIX,
+                            artifact_symbols, entry_symbol)
 from jx.version import __version__
 
 from . import cache, compiler
@@ -52,8 +52,26 @@ class EntryProgram:
 def _leaves(avals, tree, root_names=None) -> list:
     spec = treespec.decode(treespec.encode(tree))
     paths = treespec.leaf_paths(spec, root_names)
-    return [{"shape": list(a.shape), "dtype": a.dtype.name, "path": p}
+    return [{"shape": [d if isinstance(d, int) else str(d) for d in a.shape],
+             "dtype": a.dtype.name, "path": p}
             for a, p in zip(avals, paths)]
+
+
+def _dims_record(program, where: str) -> dict | None:
+    """The manifest's "dims" of an entry with symbolic dimensions (manifest.py)."""
+    from jx import dims
+    shapes = [a.shape for a in program.graph.in_avals]
+    symbols = dims.symbols_of(shapes)
+    if not symbols:
+        return None
+    cons = program.constraints or dims.Constraints()
+    try:
+        read = dims.read_plan(shapes, symbols)
+    except dims.DimensionSpecError as e:
+        raise BuildError(f"{where}: {e}") from None
+    return {"symbols": list(symbols), "read": read,
+            "constraints": [{"name": n, "min": cons.spec(n).min, "max": cons.spec(n).max,
+                             "multiple_of": cons.spec(n).multiple_of} for n in symbols]}
 
 
 def program_hash(program) -> str:
@@ -77,7 +95,9 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     for e in entries:
         symbol = mb.entry(e.name, e.program, prefix)
         g = e.program.graph
+        dims_record = _dims_record(e.program, f"entry {e.name!r}")
         records.append({
+            **({"dims": dims_record} if dims_record else {}),
             "name": e.name, "symbol": symbol, "arg_names": list(e.arg_names),
             "inputs": _leaves(g.in_avals, e.in_tree, e.arg_names),
             "outputs": _leaves(g.out_avals, e.out_tree),
@@ -111,8 +131,9 @@ def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj,
     parts = [name, prefix, cpu, triple, str(runtime_obj), compiler.llvm_features(cpu),
              repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry())]
     for e in entries:
+        cons = e.program.constraints
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
-                  format_program(e.program)]
+                  format_program(e.program), repr(cons.symbols_key() if cons else None)]
     return cache.cache_key("\0".join(parts), cpu, triple)
 
 
@@ -167,6 +188,8 @@ def exported_symbols(manifest: dict) -> list:
     names = []
     for e in manifest["entries"]:
         names += [e["symbol"], e["symbol"] + SIGNATURE_SUFFIX]
+        if "dims" in e:
+            names.append(e["symbol"] + SHAPES_SUFFIX)
     return names + list(artifact_symbols(manifest["prefix"]).values())
 
 
@@ -293,7 +316,9 @@ def check_entry_names(entries: list, prefix: str = LEGACY_PREFIX) -> None:
                              "already defines (manifest, runtime controls or runtime); rename "
                              "the function or choose another --prefix")
         signature = symbol + SIGNATURE_SUFFIX
-        for own in (symbol, signature):
+        from jx.dims import symbols_of
+        symbolic = bool(symbols_of(a.shape for a in e.program.graph.in_avals))
+        for own in (symbol, signature) + ((symbol + SHAPES_SUFFIX,) if symbolic else ()):
             if own in symbols:
                 raise BuildError(f"entries {symbols[own]!r} and {e.name!r} would both define "
                                  f"{own}; rename one of them")

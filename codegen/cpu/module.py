@@ -15,7 +15,7 @@ import hashlib
 import llvmlite.ir as ir
 import numpy as np
 
-from jx.dims import InconclusiveDimensionError, hinting, symbols_of
+from jx.dims import Constraints, Dim, InconclusiveDimensionError, hinting, symbols_of
 from jx.dims import scope as dims_scope
 from jx.ir import Literal, Var
 from jx.passes.fuse_print import kernel_signature
@@ -34,8 +34,9 @@ from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  #
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, LEGACY_PREFIX, MANIFEST_SUFFIX,
-                            PREFIX_SECTION, RUNTIME_EXPORTS, SIGNATURE_SUFFIX, STATUS_CANCELLED,
-                            STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY, VERSION_SUFFIX,
+                            PREFIX_SECTION, RUNTIME_EXPORTS, SHAPES_SUFFIX, SIGNATURE_SUFFIX,
+                            STATUS_CANCELLED, STATUS_INVALID_DIMS, STATUS_NULL_POINTER, STATUS_OK,
+                            STATUS_OUT_OF_MEMORY, VERSION_SUFFIX,
                             entry_symbol, signature)
 
 
@@ -478,6 +479,54 @@ class ModuleBuilder:
         for mem in allocated:
             self.free(b, mem)
 
+    def _bad_dims(self, b, constraints):
+        """i1: whether the symbols' values (the function's dims scope) break their
+        constraints (min, max, multiple_of): the code holds only for those sizes."""
+        bad = ir.Constant(U.I1, 0)
+        cons = constraints or Constraints()
+        for name in self.symbols:
+            spec = cons.spec(name)
+            v = U.i64(Dim.symbol(name))
+            bad = b.or_(bad, b.icmp_signed("<", v, U.i64(spec.min)))
+            if spec.max is not None:
+                bad = b.or_(bad, b.icmp_signed(">", v, U.i64(spec.max)))
+            if spec.multiple_of > 1:
+                bad = b.or_(bad, b.icmp_signed("!=", b.srem(v, U.i64(spec.multiple_of)),
+                                               U.i64(0)))
+        return bad
+
+    def _check_dims(self, b, constraints) -> None:
+        """Return STATUS_INVALID_DIMS before anything runs when the dims break the
+        constraints."""
+        ok = b.function.append_basic_block("dims.ok")
+        bad = b.function.append_basic_block("dims.bad")
+        b.cbranch(self._bad_dims(b, constraints), bad, ok)
+        with b.goto_block(bad):
+            b.ret(ir.Constant(U.I32, STATUS_INVALID_DIMS))
+        b.position_at_end(ok)
+
+    def _shapes_function(self, symbol: str, program) -> None:
+        """`int32_t <symbol>_shapes(const int64_t* dims, int64_t* shapes)`: every input
+        leaf's dims then every output leaf's at these symbol values (runtime/abi.py)."""
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR, U.PTR]),
+                         symbol + SHAPES_SUFFIX)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        dims_arg, shapes = fn.args
+        g = program.graph
+        with U.dims_scope(U.dims_from(b, dims_arg, self.symbols)):
+            bad = b.function.append_basic_block("bad")
+            ok = b.function.append_basic_block("ok")
+            b.cbranch(self._bad_dims(b, program.constraints), bad, ok)
+            with b.goto_block(bad):
+                b.ret(ir.Constant(U.I32, STATUS_INVALID_DIMS))
+            b.position_at_end(ok)
+            k = 0
+            for v in list(g.inputs) + list(g.outputs):
+                for d in v.aval.shape:
+                    b.store(U.i64(d), b.gep(shapes, [U.i64(k)], source_etype=U.I64))
+                    k += 1
+        b.ret(ir.Constant(U.I32, STATUS_OK))
+
     def _unwind(self, b, allocated: list, blocks: dict):
         """The failure target once `allocated` exist: a chain of blocks, each freeing
         one allocation (the latest first) before going on to fail_block = blocks[0]."""
@@ -571,6 +620,9 @@ class ModuleBuilder:
         # open is an error here, never a guess (code must hold at every size)
         with dims_scope(program.constraints) if self.symbols else contextlib.nullcontext(), \
                 U.dims_scope(self._dim_values(b, fn, fn.args[0]) if self.symbols else None):
+            if self.symbols:
+                self._check_dims(b, program.constraints)
+                self._shapes_function(symbol, program)
             self.emit_program(b, program, inputs, outputs, fail)
         self.symbols = ()
         if self._calls.get(fn.name, 0) >= PLAIN_ENTRY_FROM:
