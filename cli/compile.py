@@ -18,7 +18,7 @@ from .errors import CliError, Diagnostics
 def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple,
                   target: str, cpu: str | None, name: str | None, arch: str | None = None,
                   lenient: bool = False, prefix: str | None = None,
-                  static: bool = False, bakes: tuple = ()) -> dict:
+                  static: bool = False, bakes: tuple = (), specialize: tuple = ()) -> dict:
     """Build MODEL's artifact. lenient (several models in one call): --entry names and
     --shape / --bake arguments the model lacks are skipped (loading.NoEntrySelected if
     it has none of the entries). prefix: of its C symbols (default: the artifact name);
@@ -41,6 +41,7 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
     selected = loading.select_entries(module, entries, only_present=lenient)
     loading.apply_shapes(selected, shapes, only_present=lenient)
     selected = loading.apply_bakes(selected, bakes, only_present=lenient)
+    _apply_specialize(selected, specialize, lenient)
     shown = loading.display_path(model)
     stem = _stem(model, name, prefix)
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", "..") \
@@ -59,10 +60,14 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
             raise CliError(f"entry {e.name!r} returns no arrays (a missing `return`?): a "
                            "compiled entry must return at least one array",
                            where=e.source)
-        _, program = fuse_graph(traced, entry_constraints(e))
+        _, program = fuse_graph(traced, dump.entry_constraints(e))
         traced_names = [n for n in e.arg_names if n not in e.static]
+        fixed = []
+        for values in e.specializations():      # the fixed-size versions (specialize=)
+            at, _, _ = dump.trace_entry(e.fixed(values), shown, "trace")
+            fixed.append((values, fuse_graph(at)[1]))
         programs.append(EntryProgram(e.name, program, traced.in_tree.children[0],
-                                     traced.out_tree, traced_names, list(e.baked)))
+                                     traced.out_tree, traced_names, list(e.baked), fixed))
         seconds[e.name] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
@@ -80,12 +85,25 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
             "entry_seconds": seconds, "build_s": time.perf_counter() - t0}
 
 
-def entry_constraints(e):
-    """The constraints an entry's specs declare on their symbolic sizes, or None."""
-    from jx import dims, tree_util
-    specs = [leaf.constraints for leaf in tree_util.tree_leaves(e.args)
-             if hasattr(leaf, "constraints")]
-    return dims.constraints_of(specs) if any(specs) else None
+def _apply_specialize(selected: list, items: tuple, lenient: bool) -> None:
+    """--specialize B=1,128: fixed-size versions of every selected entry with B."""
+    from jx.export import EntryError, check_specialize
+    for item in items:
+        name, eq, sizes = item.partition("=")
+        try:
+            values = [int(n) for n in sizes.split(",") if n.strip()]
+            spec = check_specialize({name.strip(): values}, "") if eq and values else None
+        except (ValueError, EntryError):
+            spec = None
+        if spec is None:
+            raise CliError(f"bad --specialize {item!r}: give SYMBOL=N[,N...], e.g. B=1,128")
+        hit = [e for e in selected if name.strip() in e.symbols()]
+        if not hit and not lenient:
+            raise CliError(f"bad --specialize {item!r}: no selected entry has a symbolic "
+                           f"dimension {name.strip()!r}")
+        for e in hit:
+            merged = sorted(set(e.specialize.get(name.strip(), [])) | set(spec[name.strip()]))
+            e.specialize = {**e.specialize, name.strip(): merged}
 
 
 def _stem(model: str, name: str | None, prefix: str | None) -> str:
@@ -206,6 +224,10 @@ def register(main: click.Group, reports_errors) -> None:
                   help="Store argument ARG's arrays in the artifact (a .npz keyed by leaf "
                        "path, e.g. w1 or layers.0.b, or a .npy for an array argument): the "
                        "entry then takes the other arguments (repeatable).")
+    @click.option("--specialize", "specialize", multiple=True, metavar="SYMBOL=N[,N...]",
+                  help="Also compile entries with symbolic dimension SYMBOL at these sizes "
+                       "(e.g. B=1,128): a call at exactly them runs that version, the "
+                       "symbolic one serves the rest (repeatable).")
     @click.option("--static", is_flag=True,
                   help="Write a static library lib<NAME>.a, with <NAME>.pc (pkg-config) and "
                        "<NAME>Config.cmake (CMake find_package), instead of a shared object.")
@@ -218,7 +240,7 @@ def register(main: click.Group, reports_errors) -> None:
                        "shapes, content hashes, compile times; - prints it on stdout.")
     @reports_errors
     def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, bakes,
-                    static, check, json_path):
+                    specialize, static, check, json_path):
         """Compile each MODEL's entries into a shared object with a C ABI and a C header
         (--static: a static library; --target cuda: PTX, cubin where ptxas exists, and
         a .cuda.json manifest). Exported symbols start with the artifact's prefix.
@@ -240,7 +262,7 @@ def register(main: click.Group, reports_errors) -> None:
                 try:
                     res = compile_model(model, tmp, entries, shapes, target, cpu, name, arch,
                                         lenient=many, prefix=prefix, static=static,
-                                        bakes=bakes)
+                                        bakes=bakes, specialize=specialize)
                 except loading.NoEntrySelected as e:
                     click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
                     continue

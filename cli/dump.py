@@ -31,7 +31,8 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
     try:
         verify(graph, where=f"entry {entry.name!r}")
         log: list = []
-        return graph, pipeline.run(graph, after=after, batch=batch, log=log), log
+        with symbolic_scope(entry, graph):
+            return graph, pipeline.run(graph, after=after, batch=batch, log=log), log
     except VerifyError as e:
         # The user cannot cause this: it is a jx bug, but still no traceback by default.
         raise CliError(f"internal error: {ensure_period(str(e))} This is a bug in jx; "
@@ -40,6 +41,35 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
     except JxError as e:
         raise CliError(f"entry {entry.name!r}: {ensure_period(str(e))}",
                        where=entry.source) from e
+
+
+def entry_constraints(entry: Entry):
+    """The constraints an entry's specs declare on their symbolic sizes, or None."""
+    from jx import dims, tree_util
+    specs = [leaf.constraints for leaf in tree_util.tree_leaves(entry.args)
+             if hasattr(leaf, "constraints")]
+    return dims.constraints_of(specs) if any(specs) else None
+
+
+def symbolic_scope(entry: Entry, graph):
+    """The scope an entry with symbolic sizes runs the passes in (its constraints;
+    heuristics at the hint sizes: staging.fuse_graph), else no scope."""
+    import contextlib
+    from jx import dims
+    if not dims.symbols_of(v.aval.shape for v in graph.inputs):
+        return contextlib.nullcontext()
+    return dims.scope(entry_constraints(entry), hinting=True)
+
+
+def dims_line(entry: Entry, graph) -> list:
+    """['# dims: B >= 1, B <= 4096'] for an entry with symbolic sizes, else []."""
+    from jx import dims
+    names = dims.symbols_of(v.aval.shape for v in graph.inputs)
+    if not names:
+        return []
+    cons = entry_constraints(entry) or dims.Constraints()
+    return ["# dims: " + "; ".join(dims.describe_spec(cons.spec(n)).replace(" and ", ", ")
+                                   for n in names)]
 
 
 def _hint(e: Exception, entry: Entry) -> str:
@@ -117,7 +147,8 @@ def counts_line(counts: list) -> str:
     return "# ops: " + " -> ".join(f"{name} {n}" for name, n in counts)
 
 
-def header_lines(entry: Entry, sig: str, stage: str, counts: list) -> list:
-    """The three comment lines above an entry's IR; sig from signature()."""
+def header_lines(entry: Entry, sig: str, stage: str, counts: list, extra=()) -> list:
+    """The comment lines above an entry's IR; sig from signature(); extra: more
+    (the symbolic sizes' dims_line)."""
     return [f"# {entry.name}  {entry.source}  (after {stage})", f"# {sig}",
-            counts_line(counts)]
+            *extra, counts_line(counts)]

@@ -68,15 +68,19 @@ def main():
 @click.option("--batch", default=8, show_default=True, type=click.IntRange(1),
               help="Batch size used by the vmap transformation.")
 @click.option("--stats", is_flag=True,
-              help="With --after fuse: bytes, flops and arithmetic intensity per kernel.")
+              help="With --after fuse: bytes, flops and arithmetic intensity per kernel "
+                   "(expressions of the symbolic sizes; figures with --dims).")
+@click.option("--dims", "dim_values", default=None, metavar="NAME=N[,NAME=N...]",
+              help="Symbolic sizes to give --stats figures at, e.g. B=128.")
 @_reports_errors
 def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch: int,
-            stats: bool):
+            stats: bool, dim_values: str | None):
     """Trace MODEL's entry functions and print their IR."""
     try:
         stage = ",".join(pipeline.parse_after(after))
     except jx.JxError as e:
         raise CliError(f"bad --after: {e}.") from None
+    values = _dim_values(dim_values)
     module = loading.load_model(model)
     selected = loading.select_entries(module, entries)
     loading.apply_shapes(selected, shapes)
@@ -89,11 +93,25 @@ def dump_ir(model: str, entries: tuple, shapes: tuple, after: str | None, batch:
         if stage.split(",")[-1] == pipeline.FINAL:
             from jx.passes.fuse import fuse
             from jx.passes.fuse_print import format_program
-            fused = fuse(program)
-            program = format_program(fused, stats=stats)
+            with dump.symbolic_scope(e, traced):
+                fused = fuse(program)
+                program = format_program(fused, stats=stats, dims=values)
             counts = counts + [(pipeline.FINAL, len(fused.kernels))]
-        results.append((e, sig, str(program), counts))
+        results.append((e, sig, str(program), counts, dump.dims_line(e, traced)))
     _print_results(results, stage)
+
+
+def _dim_values(text: str | None) -> dict:
+    """--dims 'B=128,T=64' -> {'B': 128, 'T': 64}."""
+    values: dict = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, eq, n = item.partition("=")
+        if not eq or not name.strip().isidentifier() or not n.strip().isdigit():
+            raise CliError(f"bad --dims item {item.strip()!r}: give NAME=N, e.g. B=128")
+        values[name.strip()] = int(n)
+    return values
 
 
 def _print_results(results: list, stage: str) -> None:
@@ -101,18 +119,20 @@ def _print_results(results: list, stage: str) -> None:
         from rich.console import Console   # only for terminals: pipes get plain text
         from rich.text import Text
         console = Console(highlight=False)
-        for i, (entry, sig, program, counts) in enumerate(results):
+        for i, (entry, sig, program, counts, extra) in enumerate(results):
             if i:
                 console.print()
             console.rule(Text(entry.name, style="bold cyan"), align="left")
             console.print(Text(f"{entry.source}  (after {stage})", style="dim"))
+            for line in extra:
+                console.print(Text(line, style="dim"))
             console.print(Text(dump.counts_line(counts), style="dim"))
             # soft_wrap: long IR lines stay whole lines when copied from the terminal
             console.print(Text(sig, style="green"), soft_wrap=True)
             console.print(Text(program), soft_wrap=True)
         return
-    blocks = ["\n".join(dump.header_lines(entry, sig, stage, counts) + [program])
-              for entry, sig, program, counts in results]
+    blocks = ["\n".join(dump.header_lines(entry, sig, stage, counts, extra) + [program])
+              for entry, sig, program, counts, extra in results]
     click.echo("\n\n".join(blocks))
 
 

@@ -35,6 +35,29 @@ class Entry:
     source: str = ""
     bake_sources: dict = field(default_factory=dict)   # arg -> arrays or a callable (jx.bake)
     baked: list = field(default_factory=list)          # manifest records of applied bakes
+    specialize: dict = field(default_factory=dict)     # symbol -> sizes given fixed versions
+
+    def symbols(self) -> tuple:
+        """The symbolic sizes the entry's specs name, sorted."""
+        from .dims import symbols_of
+        return symbols_of(leaf.shape for leaf in tree.tree_leaves(self.args))
+
+    def specializations(self) -> list:
+        """[{symbol: size}, ...]: every combination of the specialize= sizes (one
+        fixed-size version of the entry each)."""
+        import itertools
+        names = sorted(self.specialize)
+        return [dict(zip(names, combo))
+                for combo in itertools.product(*(self.specialize[n] for n in names))]
+
+    def fixed(self, values: dict) -> "Entry":
+        """This entry with its symbols given `values` (a fixed-size version)."""
+        from .dims import substitute
+
+        def fix(spec):
+            return ShapeDtypeStruct(tuple(substitute(spec.shape, values)), spec.dtype)
+        return Entry(self.name, self.fn, self.arg_names,
+                     [tree.tree_map(fix, a) for a in self.args], self.static, self.source)
 
     def call_args(self) -> tuple:
         """(positional args, static_argnums) to trace fn with."""
@@ -112,12 +135,16 @@ def _check_name(name, src: str) -> None:
 
 
 def export(*specs, static: dict | None = None, name: str | None = None,
-           bake: dict | None = None, **kw_specs):
+           bake: dict | None = None, specialize: dict | None = None, **kw_specs):
     """Declare an entry function with the shapes/dtypes of its arguments. bake:
     argument name -> its arrays (or a zero-argument callable returning them), stored
-    inside the artifact by `jx compile` (the entry then takes the other arguments)."""
+    inside the artifact by `jx compile` (the entry then takes the other arguments).
+    specialize (entries with symbolic sizes): symbol -> sizes, e.g. {"B": [1, 128]}:
+    the artifact also holds a version compiled for each, which a call at exactly
+    those sizes runs; the symbolic version serves the rest."""
     static = dict(static or {})
     bake = dict(bake or {})
+    specialize = check_specialize(specialize or {}, name)
 
     def decorate(fn: Callable) -> Callable:
         entry_name = name or fn.__name__
@@ -152,10 +179,30 @@ def export(*specs, static: dict | None = None, name: str | None = None,
             if k not in traced:
                 raise EntryError(f"entry {entry_name!r}: bake names {k!r}, which is not a "
                                  f"traced argument (arguments: {', '.join(traced)})")
-        fn.__jx_entry__ = Entry(entry_name, fn, names, [by_name[n] for n in traced],
-                                static, src, bake)
+        entry = Entry(entry_name, fn, names, [by_name[n] for n in traced],
+                      static, src, bake, specialize=specialize)
+        unknown = sorted(set(specialize) - set(entry.symbols()))
+        if unknown:
+            raise EntryError(f"entry {entry_name!r}: specialize names {', '.join(unknown)}, "
+                             f"which no argument's shape uses (symbols: "
+                             f"{', '.join(entry.symbols()) or 'none'})")
+        fn.__jx_entry__ = entry
         return fn
     return decorate
+
+
+def check_specialize(specialize: dict, who) -> dict:
+    """{symbol: sorted distinct sizes}, or EntryError for anything else."""
+    out = {}
+    for k, sizes in specialize.items():
+        sizes = [sizes] if isinstance(sizes, int) else sizes
+        if not isinstance(k, str) or not k.isidentifier() or not isinstance(sizes, (list, tuple)) \
+                or not sizes or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                        for n in sizes):
+            raise EntryError(f"entry {who or ''}: specialize={{{k!r}: {sizes!r}}}: give a "
+                             "symbol's name and a list of sizes, e.g. specialize={'B': [1, 128]}")
+        out[k] = sorted(set(sizes))
+    return out
 
 
 def entries_of(module) -> list:

@@ -20,7 +20,22 @@ def _eqn_line(eqn, names, atom=_atom) -> str:
         (f" {ins}" if ins else "")
 
 
-def _program_lines(program, names, stats: bool) -> list:
+def _cost_text(c, dims: dict | None) -> str:
+    """[bytes, flops, intensity] of a kernel; symbolic sizes print as expressions,
+    or as figures at `dims` ({symbol: size}; the hint sizes for the intensity)."""
+    from jx.dims import Dim, active, substitute
+    nbytes, flops = c.bytes, c.flops
+    if dims and (isinstance(nbytes, Dim) or isinstance(flops, Dim)):
+        nbytes, flops = substitute(nbytes, dims), substitute(flops, dims)
+    if isinstance(nbytes, Dim) or isinstance(flops, Dim):
+        at = {**active().hints(nbytes), **active().hints(flops)}
+        b, f = substitute(nbytes, at), substitute(flops, at)
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(at.items()))
+        return f"[{nbytes} B, {flops} flop, {f / b if b else 0.0:.2f} flop/B at {shown}]"
+    return f"[{nbytes} B, {flops} flop, {flops / nbytes if nbytes else 0.0:.2f} flop/B]"
+
+
+def _program_lines(program, names, stats: bool, dims: dict | None = None) -> list:
     g = program.graph
     lines = [f"program({', '.join(_binder(v, names) for v in g.inputs)}) {{"]
     for i, k in enumerate(program.kernels):
@@ -29,9 +44,7 @@ def _program_lines(program, names, stats: bool) -> list:
         head = f"  kernel {i} {k.kind} {roots}: reads {reads}"
         if stats:
             from .cost import kernel_cost
-            c = kernel_cost(k)
-            ai = c.flops / c.bytes if c.bytes else 0.0
-            head += f"  [{c.bytes} B, {c.flops} flop, {ai:.2f} flop/B]"
+            head += "  " + _cost_text(kernel_cost(k), dims)
         lines.append(head)
         for e in k.eqns:
             lines.append("    " + _eqn_line(e, names))
@@ -39,7 +52,7 @@ def _program_lines(program, names, stats: bool) -> list:
             subs = sub if isinstance(sub, tuple) else (sub,)
             for j, sp in enumerate(subs):
                 tag = f"{label}[{j}]" if isinstance(sub, tuple) else label
-                body = _program_lines(sp, names, stats)
+                body = _program_lines(sp, names, stats, dims)
                 lines.append(f"      {tag} = {body[0]}")
                 lines.extend("      " + ln for ln in body[1:])
     lines.append(f"  return ({', '.join(_atom(a, names) for a in g.outputs)})")
@@ -47,8 +60,8 @@ def _program_lines(program, names, stats: bool) -> list:
     return lines
 
 
-def format_program(program, stats: bool = False) -> str:
-    return "\n".join(_program_lines(program, _Names(), stats))
+def format_program(program, stats: bool = False, dims: dict | None = None) -> str:
+    return "\n".join(_program_lines(program, _Names(), stats, dims))
 
 
 # ------------------------------------------------------------ kernel signatures

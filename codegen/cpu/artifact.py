@@ -47,6 +47,8 @@ class EntryProgram:
     out_tree: object
     arg_names: list
     baked: list = field(default_factory=list)   # jx.bake's records of arguments stored inside
+    # fixed-size versions of a symbolic entry: [({symbol: size}, program), ...]
+    specialized: list = field(default_factory=list)
 
 
 def _leaves(avals, tree, root_names=None) -> list:
@@ -93,9 +95,11 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
                        external_routines=triple == host_triple(), reloc="pic")
     records = []
     for e in entries:
-        symbol = mb.entry(e.name, e.program, prefix)
+        symbol = mb.entry(e.name, e.program, prefix, e.specialized)
         g = e.program.graph
         dims_record = _dims_record(e.program, f"entry {e.name!r}")
+        if dims_record and e.specialized:
+            dims_record["specialized"] = [values for values, _ in e.specialized]
         records.append({
             **({"dims": dims_record} if dims_record else {}),
             "name": e.name, "symbol": symbol, "arg_names": list(e.arg_names),
@@ -134,6 +138,7 @@ def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj,
         cons = e.program.constraints
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
                   format_program(e.program), repr(cons.symbols_key() if cons else None)]
+        parts += [repr(sorted(v.items())) + format_program(p) for v, p in e.specialized]
     return cache.cache_key("\0".join(parts), cpu, triple)
 
 

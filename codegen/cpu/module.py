@@ -582,8 +582,17 @@ class ModuleBuilder:
         return b.select(self.cancelled(b), ir.Constant(U.I32, STATUS_CANCELLED),
                         ir.Constant(U.I32, status))
 
-    def entry(self, name: str, program, prefix: str = LEGACY_PREFIX) -> str:
-        """The exported C function of one entry; returns its symbol."""
+    def entry(self, name: str, program, prefix: str = LEGACY_PREFIX,
+              specialized=()) -> str:
+        """The exported C function of one entry; returns its symbol. `specialized`:
+        [({symbol: size}, program compiled at those sizes)] for an entry with
+        symbolic sizes: internal entries it calls when the dims are those sizes."""
+        fixed = []
+        for k, (values, fixed_program) in enumerate(specialized):
+            inner = self.entry(f"{name}__at{k}", fixed_program, prefix)
+            for sym in (inner, inner + SIGNATURE_SUFFIX):
+                self.module.get_global(sym).linkage = "internal"
+            fixed.append((values, self.module.get_global(inner)))
         symbol = entry_symbol(name, prefix)
         g = program.graph
         # symbolic sizes: `int32_t P_<entry>(const int64_t* dims, inputs, outputs)`,
@@ -623,6 +632,12 @@ class ModuleBuilder:
             if self.symbols:
                 self._check_dims(b, program.constraints)
                 self._shapes_function(symbol, program)
+                for values, inner in fixed:      # the sizes a fixed version serves
+                    at = ir.Constant(U.I1, 1)
+                    for n, v in values.items():
+                        at = b.and_(at, b.icmp_signed("==", U.i64(Dim.symbol(n)), U.i64(v)))
+                    with b.if_then(at, likely=False):
+                        b.ret(b.call(inner, [ins_arg, outs_arg]))
             self.emit_program(b, program, inputs, outputs, fail)
         self.symbols = ()
         if self._calls.get(fn.name, 0) >= PLAIN_ENTRY_FROM:
