@@ -104,6 +104,11 @@ def _apply_specialize(selected: list, items: tuple, lenient: bool) -> None:
         for e in hit:
             merged = sorted(set(e.specialize.get(name.strip(), [])) | set(spec[name.strip()]))
             e.specialize = {**e.specialize, name.strip(): merged}
+    for e in selected:
+        try:
+            e.check_specialize()
+        except EntryError as err:
+            raise CliError(f"--specialize: {err}") from None
 
 
 def _stem(model: str, name: str | None, prefix: str | None) -> str:

@@ -42,10 +42,21 @@ class Entry:
         from .dims import symbols_of
         return symbols_of(leaf.shape for leaf in tree.tree_leaves(self.args))
 
+    def check_specialize(self) -> None:
+        """A fixed-size version fixes every symbol: EntryError naming those missing."""
+        missing = [n for n in self.symbols() if n not in self.specialize]
+        if self.specialize and missing:
+            raise EntryError(f"entry {self.name!r}: specialize gives sizes for "
+                             f"{', '.join(sorted(self.specialize))} but not for "
+                             f"{', '.join(missing)}; a fixed-size version needs every symbol "
+                             f"(e.g. specialize={{{', '.join(repr(n) + ': [...]' for n in self.symbols())}}})")
+
     def specializations(self) -> list:
         """[{symbol: size}, ...]: every combination of the specialize= sizes (one
         fixed-size version of the entry each)."""
         import itertools
+        if not self.specialize:
+            return []
         names = sorted(self.specialize)
         return [dict(zip(names, combo))
                 for combo in itertools.product(*(self.specialize[n] for n in names))]
@@ -186,6 +197,7 @@ def export(*specs, static: dict | None = None, name: str | None = None,
             raise EntryError(f"entry {entry_name!r}: specialize names {', '.join(unknown)}, "
                              f"which no argument's shape uses (symbols: "
                              f"{', '.join(entry.symbols()) or 'none'})")
+        entry.check_specialize()
         fn.__jx_entry__ = entry
         return fn
     return decorate

@@ -117,10 +117,13 @@ def _entry_block(spec, prefix: str) -> list:
         f"/* Symbolic dimensions: dims[] = {{ {', '.join(d.symbols)} }} ({_comment(cons)}).",
         f" * {spec.symbol}_shapes(dims, shapes) writes the {ndims} dims of every input leaf,",
         " * then of every output leaf, at those values (allocate the outputs so), or",
-        " * returns JX_ERR_INVALID_DIMS for values the constraints refuse. */",
+        " * returns JX_ERR_INVALID_DIMS for values the constraints refuse; a leaf's",
+        " * bytes are its ITEMSIZE times the product of its RANK dims there. */",
         f"#define {up}NUM_DIMS {len(d.symbols)}",
         f"#define {up}DIM_NAMES {_init([_quoted(n) for n in d.symbols], _quoted(''))}",
         f"#define {up}NUM_SHAPE_DIMS {ndims}",
+        f"#define {up}INPUT_RANKS {_init([str(len(leaf.shape)) for leaf in spec.inputs], '0')}",
+        f"#define {up}OUTPUT_RANKS {_init([str(len(leaf.shape)) for leaf in spec.outputs], '0')}",
         f"int32_t {spec.symbol}(const int64_t* dims, const void** inputs, void** outputs);",
         f"int32_t {spec.symbol}{abi.SHAPES_SUFFIX}(const int64_t* dims, int64_t* shapes);"]
     return lines

@@ -616,7 +616,7 @@ def _by_rows(b, x, out, name, axes, fixed, spill) -> bool:
             and x.aval.ndim - 1 not in axes and not fixed
             and spill is None and out.aval.dtype == dt
             and U.compute_type(dt) == U.storage_type(dt)
-            and x.aval.shape[-1] >= _vector_lanes(b, dt))
+            and hinted(x.aval.shape[-1]) >= _vector_lanes(b, dt))    # (a choice of speed)
 
 
 def _emit_by_rows(b, em, xs, names, ptrs, kept, axes, out_shape, outer) -> None:

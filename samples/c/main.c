@@ -23,6 +23,16 @@
  *     cc ... -DJX_HEADER='"mlp.h"' -DJX_PREFIX=mlp -DJX_PREFIX_UPPER=MLP \
  *            -DJX_ENTRY=loss -DJX_ENTRY_UPPER=LOSS ...
  *
+ * An entry with symbolic dimensions (samples/serve.py: a batch B of any size) takes
+ * their values after the repeat count, with -DJX_SYMBOLIC; its shapes come from
+ * the artifact's <prefix>_<entry>_shapes:
+ *
+ *     jx compile samples/serve.py -o build
+ *     cc -O2 -std=c99 -Ibuild -DJX_HEADER='"serve.h"' -DJX_PREFIX=serve \
+ *        -DJX_PREFIX_UPPER=SERVE -DJX_SYMBOLIC samples/c/main.c -Lbuild -lserve \
+ *        -Wl,-rpath,"$PWD/build" -o build/serve_main
+ *     ./build/serve_main 0 7      # B = 7: predict on 7 rows
+ *
  * Every input leaf k is filled with a deterministic pattern (element i holds
  * ((7i + 13k) mod 17) - 8, divided by 16 for floats; bool: (i + k) mod 3 == 0;
  * unsigned: + 8), so the checksum can be compared with the same call made from
@@ -140,10 +150,48 @@ static double now_seconds(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+#ifdef JX_SYMBOLIC
+#define NUM_DIMS ENTRY_MACRO(NUM_DIMS)
+/* Each leaf's bytes at the symbols' values: its itemsize times its dims' product. */
+static int sizes_at(const int64_t* dims, size_t* in_bytes, size_t* out_bytes) {
+    const size_t in_item[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_ITEMSIZES);
+    const size_t out_item[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_ITEMSIZES);
+    const int in_rank[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_RANKS);
+    const int out_rank[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_RANKS);
+    int64_t shapes[ENTRY_MACRO(NUM_SHAPE_DIMS) + 1];
+    int at = 0;
+    int status = SYMBOL(CAT(JX_ENTRY, _shapes))(dims, shapes);
+    if (status != JX_OK) return status;
+    for (int k = 0; k < NUM_INPUTS; k++) {
+        in_bytes[k] = in_item[k];
+        for (int d = 0; d < in_rank[k]; d++) in_bytes[k] *= (size_t)shapes[at++];
+    }
+    for (int j = 0; j < NUM_OUTPUTS; j++) {
+        out_bytes[j] = out_item[j];
+        for (int d = 0; d < out_rank[j]; d++) out_bytes[j] *= (size_t)shapes[at++];
+    }
+    return JX_OK;
+}
+#define CALL(inputs, outputs) SYMBOL(JX_ENTRY)(dims, inputs, outputs)
+#else
+#define CALL(inputs, outputs) SYMBOL(JX_ENTRY)(inputs, outputs)
+#endif
+
 int main(int argc, char** argv) {
     /* +1: an entry may have no inputs or outputs, and C has no empty arrays. */
+#ifdef JX_SYMBOLIC
+    int64_t dims[NUM_DIMS];
+    size_t in_bytes[NUM_INPUTS + 1], out_bytes[NUM_OUTPUTS + 1];
+    for (int d = 0; d < NUM_DIMS; d++)       /* each symbol's value, default 8 */
+        dims[d] = argc > 2 + d ? atoll(argv[2 + d]) : 8;
+    if (sizes_at(dims, in_bytes, out_bytes) != JX_OK) {
+        fprintf(stderr, "these dimension values break the entry's constraints\n");
+        return 2;
+    }
+#else
     const size_t in_bytes[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_BYTES);
     const size_t out_bytes[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_BYTES);
+#endif
     const char* in_dtypes[NUM_INPUTS + 1] = ENTRY_MACRO(INPUT_DTYPES);
     const char* out_dtypes[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_DTYPES);
     const char* out_paths[NUM_OUTPUTS + 1] = ENTRY_MACRO(OUTPUT_PATHS);
@@ -177,7 +225,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    status = SYMBOL(JX_ENTRY)(inputs, outputs);
+    status = CALL(inputs, outputs);
     if (status != JX_OK) {
         fprintf(stderr, "%s returned status %d\n", STR(SYMBOL(JX_ENTRY)), status);
         return 1;
@@ -200,7 +248,7 @@ int main(int argc, char** argv) {
     if (repeats > 0) {
         double start = now_seconds();
         for (long r = 0; r < repeats && status == JX_OK; r++)
-            status = SYMBOL(JX_ENTRY)(inputs, outputs);
+            status = CALL(inputs, outputs);
         printf("%ld calls: %.3f us per call\n", repeats,
                1e6 * (now_seconds() - start) / (double)repeats);
     }
