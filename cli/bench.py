@@ -296,7 +296,8 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
                    "patterns": ("patterns", "results-patterns.md", ("min_time", "only")),
                    "compile": ("compile_scaling", "results-compile.md", ("only",)),
                    "array-api": ("array_api", "results-array-api.md", ("only",)),
-                   "eager": ("eager_control", "results-eager.md", ("steps", "min_time"))}
+                   "eager": ("eager_control", "results-eager.md", ("steps", "min_time")),
+                   "symbolic": ("symbolic", "results-symbolic.md", ("min_time", "only"))}
 
 
 def _run_program_suite(suite: str, entries, min_time, steps, out_dir) -> None:
@@ -354,7 +355,7 @@ def register(main: click.Group, reports_errors) -> None:
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
                                                 "corpus", "patterns", "array-api",
-                                                "compile"]),
+                                                "compile", "symbolic"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
@@ -365,7 +366,8 @@ def register(main: click.Group, reports_errors) -> None:
                        "real programs, jx vs JAX, with roofline fractions), array-api (the "
                        "array API conformance suite, whole, on jx.numpy and jax.numpy), "
                        "compile (first-call time of growing programs, jx vs JAX, each in a "
-                       "fresh process).")
+                       "fresh process), symbolic (one artifact with a symbolic batch against "
+                       "one compiled per size).")
     @click.option("--compile-breakdown", is_flag=True,
                   help="The compile suite (--suite compile), whose report ends with where "
                        "each jx first call's time went: import, trace, passes, fuse, LLVM "

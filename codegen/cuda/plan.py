@@ -124,8 +124,21 @@ def _record(atom, **where) -> dict:
     return {**where, "shape": list(atom.aval.shape), "dtype": np.dtype(atom.aval.dtype).name}
 
 
+def refuse_symbols(program) -> None:
+    """The CUDA target compiles fixed sizes only: a program with symbolic ones (jx.f32
+    ["B", 784]) gets an error saying so, before any kernel meets a size it cannot use."""
+    from jx.dims import symbols_of
+    from jx.errors import JxError
+    names = symbols_of(v.aval.shape for v in program.graph.inputs)
+    if names:
+        raise JxError(f"the CUDA target does not take symbolic dimensions ({', '.join(names)}) "
+                      "yet: give fixed sizes (e.g. --shape x=f32[128,784]), or compile for "
+                      "the CPU, whose artifacts serve every size")
+
+
 def plan_program(gm: GpuModule, program, consts: ConstTable) -> dict:
     g = program.graph
+    refuse_symbols(program)
     units = program_units(gm, program)
     buffers: list = []
     index: dict = {}
