@@ -208,7 +208,7 @@ def _in_dims(in_axes, args) -> list:
 def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices=None,
          backend: str | None = None, axis_size: int | None = None,
-         donate_argnums: int | Sequence[int] = ()) -> Callable:
+         donate_argnums: int | Sequence[int] = (), abstracted_axes=None) -> Callable:
     """Map f over the leading (or `in_axes`) axis of its arguments, one slice per
     device, in parallel; collectives over `axis_name` combine the devices.
 
@@ -220,7 +220,9 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     "reference" evaluates with NumPy as jx.vmap(f, axis_name=...) does. Keyword
     arguments are mapped over their leading axis (in_axes covers the positional
     ones), as in JAX. donate_argnums: accepted, no effect (results are fresh
-    buffers).
+    buffers). abstracted_axes (CPU, one process): as jx.jit's, for the arguments
+    as passed (the mapped axis stays a number): one compilation serves every
+    per-device batch size.
     """
     name = axis_name if axis_name is not None else f"_pmap{next(_names)}"
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
@@ -237,7 +239,7 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
 
     @functools.wraps(f)
     def mapped(*args, **kwargs):
-        if not kwargs and not statics and in_axes == 0:
+        if not kwargs and not statics and in_axes == 0 and abstracted_axes is None:
             try:                              # the fast path: plain arrays
                 step = fast.get(tuple([(a.shape, a.dtype) for a in args
                                        if type(a) in _PLAIN]))
@@ -289,12 +291,16 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             return vmap(fixed, in_axes=tuple(axes) if isinstance(axes, list) else axes,
                         out_axes=out_axes, axis_name=name)(*dyn)
         from jx.codegen.cpu.pmap import run_step
+        spec_dyn = dyn
+        if abstracted_axes is not None:        # the named axes symbolic: their specs key
+            spec_dyn = _abstracted(f, args, dyn, statics, dims, abstracted_axes)
         key = (flags.STATE.mode, tuple(sorted((i, _hashable(v)) for i, v in static.items())),
                tree.tree_structure(tuple(dyn)),
-               tuple((get_aval(x).strip_weak(), d) for x, d in zip(leaves, dims)), n)
+               tuple((_key_aval(x), d) for x, d in zip(tree.tree_leaves(tuple(spec_dyn)),
+                                                       dims)), n)
         step = cache.get(key)
         if step is None:
-            step = cache[key] = _compile_cpu(fixed, name, dyn, dims, n)
+            step = cache[key] = _compile_cpu(fixed, name, spec_dyn, dims, n)
             if all(type(a) in _PLAIN for a in args) and not static and in_axes == 0:
                 fast[tuple((a.shape, a.dtype) for a in args)] = step
         return run_step(step, leaves, out_axes)
@@ -303,6 +309,32 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     from .api import register_caches
     register_caches(mapped, cache, fast, with_keywords)
     return mapped
+
+
+def _abstracted(f, args, dyn, statics, dims, axes):
+    """dyn with the axes abstracted_axes names made symbolic (jit's rules); the
+    mapped axis itself must stay a number (it is the devices')."""
+    from .jit import _abstract_leaf, _abstract_leaves
+    specs = _abstract_leaves(f, args, [s % max(len(args), 1) for s in statics], axes)
+    leaves, treedef = tree.flatten(tuple(dyn))
+    out = []
+    for x, spec, d in zip(leaves, specs, dims):
+        named = dict(spec) if isinstance(spec, dict) else \
+            {i: n for i, n in enumerate(spec or ()) if n is not None}
+        if d is not None and any(a % max(len(_shape(x)), 1) == d for a in named):
+            raise JxError(f"pmap: abstracted_axes names the mapped axis {d} (one slice per "
+                          "device), whose size is the number of devices: name the "
+                          "per-device axes only")
+        out.append(_abstract_leaf(x, spec))
+    return tree.unflatten(treedef, out)
+
+
+def _key_aval(x):
+    """A leaf's abstract value for the cache key (a spec's with its constraints)."""
+    from .api import ShapeDtypeStruct
+    if isinstance(x, ShapeDtypeStruct):
+        return (x.aval, x.constraints)
+    return get_aval(x).strip_weak()
 
 
 def _keywords_last(f, n: int, name, in_axes, out_axes, statics, devices, backend, axis_size):
@@ -331,12 +363,15 @@ def _shape(x) -> tuple:
         else get_aval(x).shape
 
 
-def _stage_device(fn, axis_name, size: int, in_avals, dims, treedef) -> tuple:
+def _stage_device(fn, axis_name, size: int, in_avals, dims, treedef,
+                  constraints=()) -> tuple:
     """(Staged, shard avals): fn traced for one device of the `size` devices of
     `axis_name` (bound to the device index, a traced int32 first input) on its
-    shards (in_avals without their mapped dims), through the pipeline, fused."""
+    shards (in_avals without their mapped dims), through the pipeline, fused.
+    constraints: of symbolic sizes in the shards (jx.dims.DimSpec each)."""
     from .api import ShapeDtypeStruct
-    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
+    shard = [ShapeDtypeStruct(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype,
+                              tuple(constraints))
              for a, d in zip(in_avals, dims)]
     staged = stage(axis_bound(fn, axis_name, size), (ShapeDtypeStruct((), np.int32),) +
                    tuple(tree.unflatten(treedef, shard)), name="pmap")
@@ -352,9 +387,11 @@ def _compile_cpu(fn, axis_name, args, dims, n: int):
     from .api import leaf_aval
     comm = mpi_comm()
     ranks, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
+    from .api import ShapeDtypeStruct
     leaves, treedef = tree.flatten(tuple(args))
     in_avals = [leaf_aval(x) for x in leaves]
-    staged, shard = _stage_device(fn, axis_name, n * ranks, in_avals, dims, treedef)
+    specs = [c for x in leaves if isinstance(x, ShapeDtypeStruct) for c in x.constraints]
+    staged, shard = _stage_device(fn, axis_name, n * ranks, in_avals, dims, treedef, specs)
     name = "pmap_" + "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "f"))
     # what the MPI ranks compare before running: a mismatch errors instead of hanging
     sig = (f"{n} local devices, inputs ({', '.join(f'{s.aval}@{d}' for s, d in zip(shard, dims))})"

@@ -230,3 +230,38 @@ def test_cli_shapes_and_specialize(tmp_path):
     '''))
     r = jx_cli("compile", tmp_path / "prod.py", "-o", tmp_path)
     assert r.returncode != 0 and "symbol B appears in no input dimension" in r.stderr
+
+
+MIXED = textwrap.dedent('''
+    import jx
+    import jx.numpy as jnp
+
+    @jx.export(w=jx.f32[8, 3], x=jx.f32["B", 8])
+    def mixed(w, x):
+        """Workspace buffers of symbolic and fixed sizes side by side."""
+        h = x @ w                      # f32[B, 3]: 12*B bytes
+        t = x.T @ h                    # f32[8, 3] right after it
+        return jnp.sort(t.ravel()), jnp.sum(x, axis=0), jnp.sort(h[:, 0])
+''')
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_valgrind_symbolic_entry_from_c(tmp_path):
+    """A symbolic entry called from C at several batches under memcheck: no access
+    outside its buffers or its workspace."""
+    (tmp_path / "mixed.py").write_text(MIXED)
+    r = jx_cli("compile", tmp_path / "mixed.py", "-o", tmp_path, "--cpu", "x86-64-v3")
+    assert r.returncode == 0, r.stderr
+    exe = tmp_path / "driver"
+    cc = subprocess.run(["cc", "-O1", "-g", "-std=c99", f"-I{tmp_path}",
+                         '-DJX_HEADER="mixed.h"', "-DJX_PREFIX=mixed", "-DJX_PREFIX_UPPER=MIXED",
+                         "-DJX_ENTRY=mixed", "-DJX_ENTRY_UPPER=MIXED", "-DJX_SYMBOLIC",
+                         str(SAMPLES / "c" / "main.c"), str(tmp_path / "libmixed.so"),
+                         f"-Wl,-rpath,{tmp_path}", "-o", str(exe)], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    for b in ("1", "5", "67"):
+        run = subprocess.run(["valgrind", "--error-exitcode=99", str(exe), "1", b],
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "JX_NUM_THREADS": "3"})
+        assert run.returncode == 0, run.stderr[-4000:]
+        assert "ERROR SUMMARY: 0 errors" in run.stderr, run.stderr[-4000:]

@@ -260,3 +260,55 @@ def test_abstracted_axes_entries_are_checked():
         jx.jit(lambda x: x, abstracted_axes=({3: "B"},))(np.ones(2))
     with pytest.raises(jx.errors.JxError, match="CPU only"):
         jx.jit(lambda x: x, abstracted_axes=({0: "B"},), backend="cuda")
+
+
+def test_pmap_over_a_symbolic_per_device_batch():
+    """One compilation of the per-device program for every per-device batch: a
+    data-parallel gradient step (pmean over the devices) with column sums, against
+    pmap compiled per size (this program once wrote past its workspace when a
+    buffer of fixed size followed one of symbolic size)."""
+    def step(w, x):
+        g = jx.grad(lambda w: jnp.mean((x @ w) ** 2))(w)
+        return lax.pmean(g, "d"), jnp.sum(x, axis=0), lax.pmean(x.T @ (x @ w), "d")
+    n = jx.local_device_count()
+    sym = jx.pmap(step, axis_name="d", in_axes=(None, 0), abstracted_axes=(None, {1: "B"}))
+    w = RNG.standard_normal((8, 3)).astype(np.float32)
+    for b in (1, 2, 5, 33, 200):
+        x = RNG.standard_normal((n, b, 8)).astype(np.float32)
+        _close(sym(w, x), jx.pmap(step, axis_name="d", in_axes=(None, 0))(w, x),
+               rtol=1e-4, atol=1e-5)
+    assert len(sym._cache) == 1
+    with pytest.raises(jx.errors.JxError, match="names the mapped axis 0"):
+        jx.pmap(step, axis_name="d", in_axes=(None, 0),
+                abstracted_axes=(None, {0: "D"}))(w, np.ones((n, 3, 8), np.float32))
+
+
+def test_workspace_offsets_stay_aligned_and_inside_at_every_size():
+    """The intermediates' workspace plan with symbolic sizes: every offset a
+    multiple of 64 whatever B is (an offset of B-dependent size once needed
+    aligning up at run time, and a fixed-size buffer after it ran past the end),
+    and every buffer inside the total, at many sizes."""
+    from jx.codegen.cpu.module import ALIGN, plan_buffers
+    from jx.dims import Dim
+
+    def f(w, x):
+        h = x @ w                          # f32[B, 3]: 12*B bytes
+        t = x.T @ h                        # f32[8, 3] after it
+        return jnp.sort(t.ravel()), jnp.sort(h[:, 0] * 2), jnp.sum(jnp.tanh(h), axis=0)
+    program = jx.jit(f).lower(jx.f32[8, 3], jx.f32["B", 8])
+    fixed = {id(v): None for v in program.graph.inputs} | \
+        {id(v): None for v in program.graph.outputs}
+    offsets, total = plan_buffers(program, fixed)
+    sizes = {id(v): v.aval.size * v.aval.dtype.itemsize
+             for k in program.kernels for v in k.outputs}
+    assert offsets and any(isinstance(o, Dim) for o in offsets.values())
+    for vid, off in offsets.items():
+        coeffs = off.terms.values() if isinstance(off, Dim) else [off]
+        assert all(c % ALIGN == 0 for c in coeffs), off
+    for b in range(1, 300):
+        at = {"B": b}
+        end = total.evaluate(at) if isinstance(total, Dim) else total
+        for vid, off in offsets.items():
+            o = off.evaluate(at) if isinstance(off, Dim) else off
+            n = sizes[vid].evaluate(at) if isinstance(sizes[vid], Dim) else sizes[vid]
+            assert o % ALIGN == 0 and o + n <= end, (b, off, sizes[vid], total)

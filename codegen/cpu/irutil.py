@@ -167,24 +167,19 @@ def dims_from(b: ir.IRBuilder, dims_ptr, symbols: tuple) -> DimValues:
 
 
 def aligned_size(nbytes, align: int):
-    """Bytes a buffer of nbytes takes in a workspace of `align`-aligned pieces. A
-    symbolic size that is not a multiple of align for every value of its symbols
-    gets align - 1 bytes more, and its pointer is aligned up at run time
-    (aligned_pointer)."""
+    """Bytes a buffer of nbytes takes in a workspace of `align`-aligned pieces: a
+    multiple of align, a symbolic size too (align * ceil(nbytes / align) as an
+    expression), so that every offset, a sum of such sizes, stays aligned."""
     if not isinstance(nbytes, Dim):
         return -(-max(nbytes, 1) // align) * align
     if all(c % align == 0 for c in nbytes.terms.values()):
         return nbytes
-    return nbytes + (align - 1)
+    return -(-nbytes // align) * align
 
 
 def aligned_pointer(b, base, off, align: int):
-    """base + off bytes, aligned up when off is symbolic (see aligned_size)."""
-    p = b.gep(base, [i64(off)], source_etype=I8, inbounds=True)
-    if not isinstance(off, Dim):
-        return p
-    addr = b.and_(b.add(b.ptrtoint(p, I64), i64(align - 1)), i64(-align))
-    return b.inttoptr(addr, PTR)
+    """base + off bytes (off a multiple of align: see aligned_size)."""
+    return b.gep(base, [i64(off)], source_etype=I8, inbounds=True)
 
 
 def current_dims_ptr():

@@ -18,7 +18,7 @@ from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
 from .compiler import JitModule
-from .module import ModuleBuilder
+from .module import DIMS_LAST_SUFFIX, ModuleBuilder
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 # an entry with symbolic sizes takes their values first (module.py)
@@ -55,6 +55,8 @@ class CompiledFunction:
             self.jit = JitModule(self.ir_text, cpu, routines)
         parallel.watch_interrupts()
         self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
+        # (pmap's form of a symbolic entry: the dims array as one more input)
+        self.dims_last = self.jit.address(symbol + DIMS_LAST_SUFFIX) if self.symbols else None
         g = program.graph
         self.in_avals = [v.aval for v in g.inputs]
         self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
@@ -76,20 +78,10 @@ class CompiledFunction:
         in_avals, specs, weak = self.in_avals, self.out_specs, self.out_weak
         n_in, n_out = len(in_avals), len(specs)
         solved: dict = {}
-        cons = self.program.constraints
-        fn, name = self.fn, self.name
+        fn = self.fn
 
         def plan(shapes):
-            names = self.leaf_names or [f"argument {i}" for i in range(n_in)]
-            for i, (a, s) in enumerate(zip(in_avals, shapes)):
-                if len(s) != len(a.shape):
-                    raise ShapeError(f"jx.jit function {name!r}: {names[i]} has shape {s}, "
-                                     f"expected {a}")
-            try:
-                values = bind([a.shape for a in in_avals], shapes, names, cons)
-            except DimensionSpecError as e:
-                raise ShapeError(f"jx.jit function {name!r}: the arguments do not fit its "
-                                 f"symbolic dimensions: {e}") from None
+            values = self.symbol_values(shapes)
             dims = (ctypes.c_int64 * max(1, len(self.symbols)))(
                 *[values[n] for n in self.symbols])
             return dims, [(tuple(substitute(s, values)), d) for s, d in specs]
@@ -129,6 +121,21 @@ class CompiledFunction:
             return results
 
         return call
+
+    def symbol_values(self, shapes, what: str | None = None) -> dict:
+        """{symbol: value} for inputs of these shapes: ShapeError naming the
+        arguments (leaf_names) that disagree, or the constraint broken."""
+        what = what or f"jx.jit function {self.name!r}"
+        names = self.leaf_names or [f"argument {i}" for i in range(len(self.in_avals))]
+        for i, (a, s) in enumerate(zip(self.in_avals, shapes)):
+            if len(s) != len(a.shape):
+                raise ShapeError(f"{what}: {names[i]} has shape {tuple(s)}, expected {a}")
+        try:
+            return bind([a.shape for a in self.in_avals], shapes, names,
+                        self.program.constraints)
+        except DimensionSpecError as e:
+            raise ShapeError(f"{what}: the arguments do not fit its symbolic dimensions: "
+                             f"{e}") from None
 
     def _make_call(self, arrays: bool):
         """The per-call closure, constants bound as locals (see runtime/entry.py)."""

@@ -206,6 +206,7 @@ class KernelContext:
 
 
 PLAIN_ENTRY_FROM = 64     # kernel calls from which an entry is left unoptimised
+DIMS_LAST_SUFFIX = "_dims_last"   # a symbolic entry taking its dims as the last input
 
 
 class ModuleBuilder:
@@ -505,6 +506,17 @@ class ModuleBuilder:
             b.ret(ir.Constant(U.I32, STATUS_INVALID_DIMS))
         b.position_at_end(ok)
 
+    def _dims_last_function(self, entry, n_in: int) -> None:
+        """`int32_t <entry>_dims_last(const void** inputs, void** outputs)`, the entry
+        with the dims array as one more input pointer (inputs[n_in]): the form the
+        pmap runtime calls every device's entry in (jx_pmap_run)."""
+        fn = ir.Function(self.module, ir.FunctionType(U.I32, [U.PTR, U.PTR]),
+                         entry.name + DIMS_LAST_SUFFIX)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ins, outs = fn.args
+        dims = b.load(b.gep(ins, [U.i64(n_in)], source_etype=U.PTR), typ=U.PTR)
+        b.ret(b.call(entry, [dims, ins, outs]))
+
     def _shapes_function(self, symbol: str, program) -> None:
         """`int32_t <symbol>_shapes(const int64_t* dims, int64_t* shapes)`: every input
         leaf's dims then every output leaf's at these symbol values (runtime/abi.py)."""
@@ -632,6 +644,7 @@ class ModuleBuilder:
             if self.symbols:
                 self._check_dims(b, program.constraints)
                 self._shapes_function(symbol, program)
+                self._dims_last_function(fn, len(g.inputs))
                 for values, inner in fixed:      # the sizes a fixed version serves
                     at = ir.Constant(U.I1, 1)
                     for n, v in values.items():

@@ -44,23 +44,28 @@ class Step:
     def __init__(self, compiled, in_avals, dims, out_avals, out_tree, n, rank, signature,
                  comm):
         self.compiled = compiled          # keeps the JIT module (and the entry) alive
-        self.entry = ctypes.cast(compiled.fn, ctypes.c_void_p).value
+        # a per-device program with symbolic sizes: its values ride as the last input
+        self.symbolic = bool(compiled.symbols)
+        self.entry = compiled.dims_last if self.symbolic else \
+            ctypes.cast(compiled.fn, ctypes.c_void_p).value
         self.in_avals, self.dims, self.n = in_avals, dims, n
         self.out_avals = out_avals
         self.out_tree = out_tree
         self.signature = signature
         self.comm = comm                  # the MPI communicator, or None in one process
         self.agreed = False               # ranks compared signatures at least once
+        self._tables: list = []
         dev = np.arange(n, dtype=np.uintp)
         self.index = np.arange(rank * n, (rank + 1) * n, dtype=np.int32)
+        self._index_ptrs = data_ptr(self.index) + 4 * dev
+        if self.symbolic:       # strides and shapes are known per call (run_step)
+            return
         self.in_steps = [None if d is None else dev * np.uintp(a.size // max(a.shape[d], 1)
                                                                 * a.dtype.itemsize)
                          for a, d in zip(in_avals, dims)]
         self.out_steps = [dev * np.uintp(a.size * a.dtype.itemsize) for a in self.out_avals]
-        self._index_ptrs = data_ptr(self.index) + 4 * dev
         # pointer tables not in use: a call owns the pair it takes, so calls from
         # several threads never overwrite each other's pointers
-        self._tables: list = []
 
     def take_tables(self) -> tuple:
         """(in_table, out_table) for one call; give them back with give_tables."""
@@ -84,8 +89,31 @@ def compile_step(program, name: str, *, in_avals, dims, out_avals, out_tree, n: 
                 out_tree, n, rank, signature, comm)
 
 
+def _symbolic_layout(step: Step, leaves) -> tuple:
+    """(leaves as contiguous arrays, the dims array, per-device input offsets, output
+    shapes and per-device offsets) of a call of a symbolic per-device program."""
+    from jx.dims import substitute
+    xs = []
+    for x, d, aval in zip(leaves, step.dims, step.in_avals):
+        x = x._value if type(x) is Array else x
+        x = np.asarray(x, dtype=aval.dtype)
+        xs.append(np.ascontiguousarray(x if d in (None, 0) else np.moveaxis(x, d, 0)))
+    shards = [x.shape if d is None else x.shape[1:] for x, d in zip(xs, step.dims)]
+    values = step.compiled.symbol_values([()] + shards, "jx.pmap")
+    dims = np.array([values[k] for k in step.compiled.symbols], np.int64)
+    dev = np.arange(step.n, dtype=np.uintp)
+    in_offs = [None if d is None else dev * np.uintp(int(np.prod(s)) * x.dtype.itemsize)
+               for x, s, d in zip(xs, shards, step.dims)]
+    out_shapes = [tuple(substitute(a.shape, values)) for a in step.out_avals]
+    out_offs = [dev * np.uintp(int(np.prod(s)) * np.dtype(a.dtype).itemsize)
+                for s, a in zip(out_shapes, step.out_avals)]
+    return xs, dims, in_offs, out_shapes, out_offs
+
+
 def run_step(step: Step, leaves, out_axes):
     """Run one pmap step on the flat argument leaves (concrete arrays)."""
+    if step.symbolic:
+        return _run_symbolic(step, leaves, out_axes)
     comm = step.comm
     if comm is not None:
         install_mpi(comm)
@@ -113,6 +141,30 @@ def run_step(step: Step, leaves, out_axes):
     finally:
         step.give_tables(tables)
     del keep
+    return _results(step, outs, out_axes)
+
+
+def _run_symbolic(step: Step, leaves, out_axes):
+    """run_step for a per-device program with symbolic sizes (one process)."""
+    if step.comm is not None:
+        raise CollectiveError("pmap with abstracted_axes runs in one process: under MPI "
+                              "give every rank the same fixed shapes")
+    xs, dims, in_offs, out_shapes, out_offs = _symbolic_layout(step, leaves)
+    n = step.n
+    in_table = np.empty((n, 2 + len(xs)), np.uintp)
+    in_table[:, 0] = step._index_ptrs
+    for k, (x, offs) in enumerate(zip(xs, in_offs), start=1):
+        in_table[:, k] = data_ptr(x) if offs is None else data_ptr(x) + offs
+    in_table[:, -1] = data_ptr(dims)
+    outs = [np.empty((n,) + s, a.dtype) for s, a in zip(out_shapes, step.out_avals)]
+    out_table = np.empty((n, max(1, len(outs))), np.uintp)
+    for k, (o, offs) in enumerate(zip(outs, out_offs)):
+        out_table[:, k] = data_ptr(o) + offs
+    launch(step.entry, n, in_table, out_table)
+    return _results(step, outs, out_axes)
+
+
+def _results(step: Step, outs, out_axes):
     if out_axes != 0:
         spec = tree.broadcast_prefix(out_axes, tree.unflatten(step.out_tree, outs))
         outs = [o[0] if a is None else np.moveaxis(o, 0, a % o.ndim) if a else o
