@@ -92,6 +92,8 @@ def build_routines(module, dtype) -> None:
         blk = blocking(dtype, n, target.of_module(module))
         tag = f"{_vname(et)}.v{blk.vw}"
         _micro_fn(module, et, tag, blk, packed=True)
+        _rows_axpy_fn(module, et)            # (a symbolic product's streamed rows)
+        _rows_dot_fn(module, et, blk.vw)
         for r in sorted({blk.mr, blk.nr}):
             _pack_rows_fn(module, et, tag, r, 2)
             # (sr, sk): k contiguous (8 x 8 transposes), rows contiguous, neither
@@ -469,8 +471,7 @@ def _emit_rows(b, ctx, mod, et, p: Plan, lhs_ptr, rhs_ptr, cp, tail, extra, symb
     bb = ir.IRBuilder(fn.append_basic_block("entry"))
     a, bm, c = (bb.load(bb.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(3))
     dims = bb.load(bb.gep(args, [_c(_CTX + len(extra))], source_etype=U.PTR), typ=U.PTR)
-    axpy = _axpy_fn(mod, et) if p.bn == 1 else None
-    dot = _dot_fn(mod, et, vw) if axpy is None else None
+    rows_fn = _rows_axpy_fn(mod, et) if p.bn == 1 else _rows_dot_fn(mod, et, vw)
     pieces = -(-p.n // STREAM_COLS)
     blocks = -(-p.m // STREAM_TASK_ROWS)
     with U.dims_scope(U.dims_from(bb, dims, symbols)):
@@ -486,24 +487,13 @@ def _emit_rows(b, ctx, mod, et, p: Plan, lhs_ptr, rhs_ptr, cp, tail, extra, symb
                 aoff = bb.add(aoff, bb.mul(q, _c(sa)))
                 boff = bb.add(boff, bb.mul(q, _c(sb)))
             coff = bb.mul(bi, _c(p.m * p.n))
-            width = bb.sub(c1, c0)
-            with _loop(bb, r0, r1, 1, "m") as m:
-                crow = _gep(bb, c, bb.add(bb.add(coff, bb.mul(m, _c(p.n))), c0), et)
-                if dot is not None:        # C[m, n] = A[m, :] . B[:, n], both contiguous
-                    arow = _gep(bb, a, bb.add(aoff, bb.mul(m, _c(p.am))), et)
-                    with _loop(bb, c0, c1, 1, "n") as n:
-                        bcol = _gep(bb, bm, bb.add(boff, bb.mul(n, _c(p.bn))), et)
-                        bb.store(bb.call(dot, [arow, bcol, _c(p.k)]),
-                                 _gep(bb, crow, bb.sub(n, c0), et))
-                else:                      # C[m, :] = sum over k of A[m, k] B[k, :]
-                    memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
-                    bb.call(memset, [crow, ir.Constant(U.I8, 0),
-                                     bb.mul(width, _c(_size(et))), ir.Constant(U.I1, 0)])
-                    arow = bb.add(aoff, bb.mul(m, _c(p.am)))
-                    with _loop(bb, 0, p.k, 1, "k") as k:
-                        av = bb.load(_gep(bb, a, bb.add(arow, bb.mul(k, _c(p.ak))), et), typ=et)
-                        brow = _gep(bb, bm, bb.add(bb.add(boff, bb.mul(k, _c(p.bk))), c0), et)
-                        bb.call(axpy, [crow, brow, av, width])
+            # this task's corner of A (row r0), B (column c0) and C; the rows routine
+            # (compiled once per host) does the rest
+            at_a = _gep(bb, a, bb.add(aoff, bb.mul(r0, _c(p.am))), et)
+            at_b = _gep(bb, bm, bb.add(boff, bb.mul(c0, _c(p.bn))), et)
+            at_c = _gep(bb, c, bb.add(coff, bb.add(bb.mul(r0, _c(p.n)), c0)), et)
+            bb.call(rows_fn, [at_a, at_b, at_c, bb.sub(r1, r0), bb.sub(c1, c0), _c(p.k),
+                              _c(p.am), _c(p.ak), _c(p.bk), _c(p.bn), _c(p.n)])
             if tail is not None:
                 tail(bb, args, c, bi, r0, r1, c0, c1)
     bb.ret_void()
@@ -528,6 +518,52 @@ def _emit_rows(b, ctx, mod, et, p: Plan, lhs_ptr, rhs_ptr, cp, tail, extra, symb
             b.call(pool, [fn, arr, tasks])
         with serial:
             b.call(fn, [arr, _c(0), tasks])
+
+
+_ROWS_ARGS = [U.PTR, U.PTR, U.PTR] + [U.I64] * 8
+
+
+def _rows_axpy_fn(module, et):
+    """rows(a, b, c, rows, width, k, am, ak, bk, bn, ldc): C[:rows, :width] = A B
+    for B contiguous along N: each row of C zeroed, then C[m, :] += A[m, k] B[k, :]
+    for each k (axpy). A routine: one per host, whatever the product."""
+    name = f"jx.gemm.rowsaxpy.{_vname(et)}"
+    fn = _fn(module, name, U.VOID, _ROWS_ARGS, shared=True)
+    if fn is None:
+        return module.globals[name]
+    a, bm, c, rows, width, k, am, ak, bk, _, ldc = fn.args
+    axpy = _axpy_fn(fn.module, et)          # inside the routine's own module
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    memset = fn.module.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
+    with _loop(b, 0, rows, 1, "m") as m:
+        crow = _gep(b, c, b.mul(m, ldc), et)
+        b.call(memset, [crow, ir.Constant(U.I8, 0), b.mul(width, _c(_size(et))),
+                        ir.Constant(U.I1, 0)])
+        arow = b.mul(m, am)
+        with _loop(b, 0, k, 1, "k") as kk:
+            av = b.load(_gep(b, a, b.add(arow, b.mul(kk, ak)), et), typ=et)
+            b.call(axpy, [crow, _gep(b, bm, b.mul(kk, bk), et), av, width])
+    b.ret_void()
+    return fn
+
+
+def _rows_dot_fn(module, et, vw):
+    """rows(...) as _rows_axpy_fn's for B stored transposed (contiguous along K,
+    A too): C[m, n] = dot(A[m, :], B[:, n])."""
+    name = f"jx.gemm.rowsdot.{_vname(et)}.v{vw}"
+    fn = _fn(module, name, U.VOID, _ROWS_ARGS, shared=True)
+    if fn is None:
+        return module.globals[name]
+    a, bm, c, rows, width, k, am, _, _, bn, ldc = fn.args
+    dot = _dot_fn(fn.module, et, vw)         # inside the routine's own module
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with _loop(b, 0, rows, 1, "m") as m:
+        arow = _gep(b, a, b.mul(m, am), et)
+        crow = _gep(b, c, b.mul(m, ldc), et)
+        with _loop(b, 0, width, 1, "n") as n:
+            b.store(b.call(dot, [arow, _gep(b, bm, b.mul(n, bn), et), k]), _gep(b, crow, n, et))
+    b.ret_void()
+    return fn
 
 
 def _axpy_fn(module, et):

@@ -13,6 +13,8 @@ as internal functions of its own, as before.
 """
 from __future__ import annotations
 
+import re
+
 import llvmlite.ir as ir
 
 BUILT: set = set()       # names defined by routine objects this process loaded or linked
@@ -60,5 +62,5 @@ def declared(module: ir.Module) -> dict:
     module declares; their symbols are hidden (llvmlite prints no visibility on
     functions)."""
     return {name: own if isinstance(own, bytes) else
-            str(own).replace("\ndefine ", "\ndefine hidden ")
+            re.sub(r"\ndefine (?!internal )", "\ndefine hidden ", str(own))
             for name, own in module.__dict__.get("_jx_routines", {}).items()}
