@@ -89,7 +89,7 @@ class CompiledFunction:
         table_type = ctypes.c_void_p * max(1, n_in + n_out)
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
         dtypes_in = [a.dtype for a in in_avals]
-        ndarray, addressof, new = np.ndarray, ctypes.addressof, Array.__new__
+        ndarray, addressof = np.ndarray, ctypes.addressof
 
         def call(*args):
             xs = []
@@ -110,15 +110,7 @@ class CompiledFunction:
             status = fn(addressof(dims), base, base + out_offset)
             if status:
                 raise self._status_error(status)
-            if not arrays:
-                return outs
-            results = []
-            for o, w in zip(outs, weak):     # (as _make_call: o is fresh)
-                a = new(Array)
-                a._value = o
-                a._weak = w
-                results.append(a)
-            return results
+            return _arrays(outs, weak) if arrays else outs
 
         return call
 
@@ -184,13 +176,7 @@ class CompiledFunction:
                 a._value = outs[0]
                 a._weak = weak0
                 return [a]
-            results = []
-            for o, w in zip(outs, weak):
-                a = new(Array)
-                a._value = o
-                a._weak = w
-                results.append(a)
-            return results
+            return _arrays(outs, weak)
 
         return call
 
@@ -226,6 +212,18 @@ class CompiledFunction:
             text += f"; its largest intermediate is {big} ({_gib(_nbytes(big.shape, big.dtype))})"
         return OutOfMemoryError(text + ": use smaller arrays or split the work into chunks "
                                 "(e.g. with jx.lax.scan or a Python loop over slices)")
+
+
+def _arrays(outs, weak) -> list:
+    """jx.Arrays over fresh output buffers, made without __init__'s checks: each
+    Array makes its buffer read-only when it first hands it out (__array__, ...)."""
+    results = []
+    for o, w in zip(outs, weak):
+        a = Array.__new__(Array)
+        a._value = o
+        a._weak = w
+        results.append(a)
+    return results
 
 
 def _all_eqns(graph):
