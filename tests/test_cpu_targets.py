@@ -344,6 +344,23 @@ def test_matrix_reductions(jit_cpu):
     _check(lambda v: jnp.sum(v.astype(jnp.float32)), h, rtol=1e-5)
 
 
+def test_matrix_symbolic_sizes(jit_cpu):
+    """One compilation with a symbolic batch (run-time loop bounds, GEMM blocking
+    and streamed rows, reductions over it) at sizes crossing every vector tail."""
+    rng = np.random.default_rng(26)
+    w = rng.standard_normal((37, 19)).astype(np.float32)
+
+    def f(x):
+        h = jnp.tanh(x @ w)
+        return h, x.T @ h, nn.softmax(h, axis=0), jnp.sum(x, axis=0), jnp.cumsum(x[::-1], 0)
+    sym = jx.jit(f, abstracted_axes=({0: "B"},))
+    for b in (1, 2, 3, 9, 17, 64, 131):
+        x = rng.standard_normal((b, 37)).astype(np.float32)
+        for g, want in zip(sym(x), f(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=3e-5, atol=3e-5)
+    assert len(sym._cache) == 1
+
+
 # ---------------------------------------------------------------------------
 # CPU names and artifacts
 
