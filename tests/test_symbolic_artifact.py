@@ -265,3 +265,11 @@ def test_valgrind_symbolic_entry_from_c(tmp_path):
                              env={**os.environ, "JX_NUM_THREADS": "3"})
         assert run.returncode == 0, run.stderr[-4000:]
         assert "ERROR SUMMARY: 0 errors" in run.stderr, run.stderr[-4000:]
+
+
+def test_cuda_target_refuses_symbolic_entries():
+    """The CUDA target compiles fixed sizes only and says so (no GPU needed to see it)."""
+    r = jx_cli("compile", SAMPLES / "serve.py", "--target", "cuda", "-o", ROOT / "build-none")
+    assert r.returncode != 0
+    assert "CUDA target does not take symbolic dimensions (B)" in r.stderr, r.stderr
+    assert not (ROOT / "build-none").exists()
