@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
-import numpy as np
-
+from . import pool
 from .entry import _C_CONTIGUOUS_ALIGNED, _NDARRAY, _PTR, _PTR_SIZE, CompiledEntry, _data_ptr
 from .errors import ShapeMismatchError
 
@@ -61,8 +60,8 @@ class SymbolicEntry(CompiledEntry):
             got = solved.get(shapes)
             if got is None:
                 got = solved[shapes] = plan(shapes)
-            dims, out_shapes = got
-            outs = [np.empty(s, leaf.dtype) for s, leaf in zip(out_shapes, spec.outputs)]
+            dims, out_specs = got
+            outs = [alloc(s, dt) for alloc, s, dt in out_specs]
             table = table_type(*[data_ptr(x) for x in xs], *[data_ptr(o) for o in outs])
             base = addressof(table)
             status = fn(addressof(dims), base, base + out_offset)
@@ -73,8 +72,9 @@ class SymbolicEntry(CompiledEntry):
         return call
 
     def _plan(self, shapes) -> tuple:
-        """(the dims array, the outputs' shapes) for arguments of these shapes, or
-        the error naming the argument, axis and constraint that do not fit."""
+        """(the dims array, (allocator, shape, dtype) per output) for arguments of
+        these shapes, or the error naming the argument, axis and constraint that do
+        not fit. Large outputs come from the pool (pool.py), as fixed entries'."""
         spec, d = self.spec, self.spec.dims
         for i, (leaf, shape) in enumerate(zip(spec.inputs, shapes)):
             if len(shape) != len(leaf.shape):
@@ -122,4 +122,5 @@ class SymbolicEntry(CompiledEntry):
                     f"{self._where()}: argument {self._leaf_name(i)} has shape {list(shape)}, "
                     f"but its declared {leaf} is {list(expected[i])} with {given}: arguments "
                     "that share a dimension must agree on its size")
-        return dims, expected[len(spec.inputs):]
+        return dims, [(pool.allocator(s, leaf.dtype), s, leaf.dtype)
+                      for s, leaf in zip(expected[len(spec.inputs):], spec.outputs)]

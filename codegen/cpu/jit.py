@@ -84,7 +84,8 @@ class CompiledFunction:
             values = self.symbol_values(shapes)
             dims = (ctypes.c_int64 * max(1, len(self.symbols)))(
                 *[values[n] for n in self.symbols])
-            return dims, [(tuple(substitute(s, values)), d) for s, d in specs]
+            shapes_out = [tuple(substitute(s, values)) for s, _ in specs]
+            return dims, [(pool.allocator(s, d), s, d) for s, (_, d) in zip(shapes_out, specs)]
 
         table_type = ctypes.c_void_p * max(1, n_in + n_out)
         out_offset = n_in * ctypes.sizeof(ctypes.c_void_p)
@@ -104,7 +105,7 @@ class CompiledFunction:
             if got is None:
                 got = solved[shapes] = plan(shapes)
             dims, outs_spec = got
-            outs = [np.empty(s, d) for s, d in outs_spec]
+            outs = [alloc(s, d) for alloc, s, d in outs_spec]
             table = table_type(*[data_ptr(x) for x in xs], *[data_ptr(o) for o in outs])
             base = addressof(table)
             status = fn(addressof(dims), base, base + out_offset)
