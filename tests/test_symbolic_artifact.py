@@ -40,6 +40,14 @@ MODEL = textwrap.dedent('''
         h = jnp.tanh(x @ w)
         return h, jnp.sum(h[:, 0] * y), jnp.concatenate([h, h[::-1]], axis=0)
 
+    @jx.export(w=jx.f32[16, 8], x=jx.f32[4, 16])
+    def fixed_and_symbolic(w, x):       # its w kernel is also norm_w's, of a symbolic entry
+        return jnp.tanh(w) * 2.0, x * 3.0
+
+    @jx.export(w=jx.f32[16, 8], x=jx.f32["B", 16])
+    def norm_w(w, x):
+        return jnp.tanh(w) * 2.0, x * 3.0
+
     @jx.export(x=jx.f32["B", "T"], specialize={"B": [1, 4], "T": [3]})
     def norm(x):
         return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-3)
@@ -111,6 +119,12 @@ def test_expressions_of_symbols_and_specialized_versions(built):
         want = (x - x.mean(1, keepdims=True)) / (x.std(1, keepdims=True) + 1e-3)
         np.testing.assert_allclose(art.norm(x), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(art.halves(np.arange(6, dtype=np.float32)), [3, 5, 7])
+    # one kernel shared by a fixed entry and a symbolic one (whose functions take dims)
+    for f, rows in ((art.fixed_and_symbolic, 4), (art.norm_w, 9)):
+        x = np.ones((rows, 16), np.float32)
+        a, b = f(w, x)
+        np.testing.assert_allclose(a, np.tanh(w) * 2, rtol=1e-6)
+        np.testing.assert_allclose(b, x * 3)
     with pytest.raises(DimensionError, match=r"has 7 at axis 0, where 2\*N is declared: "
                                              r"no integer N gives it"):
         art.halves(np.arange(7, dtype=np.float32))

@@ -340,6 +340,8 @@ class ModuleBuilder:
         atoms = sum(group_buffers(members), []) if rows else \
             list(members[0].inputs) + list(members[0].outputs)
         key = kernel_signature(members, atoms, rows)
+        if key is not None:     # (a function of a symbolic entry takes the dims too)
+            key = (key, self.symbols)
         if key is not None and key in self._shared:
             return self._shared[key], atoms
         fn, atoms = self.group_function(members, rows) if rows else \
