@@ -93,6 +93,11 @@ def target_machine(cpu: str | None = None, triple: str | None = None,
 MANY_FUNCTIONS = 128
 
 
+# Text every module of a program with symbolic sizes holds: the symbols' loads
+# (irutil.dims_from names them dim.<symbol>)
+SYMBOLIC_MARK = '%"dim.'
+
+
 def optimise(ir_text: str, tm):
     """Parse + verify (a malformed module is a backend bug), then the pipeline."""
     target._llvm()
@@ -106,7 +111,10 @@ def optimise(ir_text: str, tm):
     # A program of many kernels (an unrolled network's gradient: 426) gains little
     # from unrolling their short loops, and unrolling was a third of LLVM's time on it
     # (2.0 -> 1.4 s). The count is read from the IR, which keys the object cache.
-    pto.loop_unrolling = ir_text.count("\ndefine ") < MANY_FUNCTIONS
+    # Nor does a program of symbolic sizes (its loops' trip counts known at run time:
+    # unrolled, each grows a remainder loop; the SGD step's LLVM time -17%).
+    pto.loop_unrolling = ir_text.count("\ndefine ") < MANY_FUNCTIONS and \
+        SYMBOLIC_MARK not in ir_text
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     mpm.run(mod, pb)

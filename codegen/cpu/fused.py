@@ -153,6 +153,18 @@ def _reshape(em, eqn, idx):
     flat = U.linear(em.b, idx, out_shape)
     if not isinstance(x, Literal) and id(x) in em.buffers:
         return U.load(em.b, em.buffers[id(x)], flat, x.aval.dtype)
+    # leading dims both shapes share map index to index; only the rest is regrouped
+    # (with a symbolic leading size, flattening it too left every element a
+    # division by a run-time stride: merging heads back ran 1.45x slower)
+    lead = 0
+    for a, c in zip(x.aval.shape, out_shape):
+        if a != c:
+            break
+        lead += 1
+    lead = min(lead, len(x.aval.shape) - 1, len(out_shape) - 1)
+    if lead:
+        rest = U.linear(em.b, idx[lead:], out_shape[lead:])
+        return (yield x, list(idx[:lead]) + U.delinear(em.b, rest, x.aval.shape[lead:]))
     return (yield x, U.delinear(em.b, flat, x.aval.shape))
 
 

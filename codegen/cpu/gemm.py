@@ -276,8 +276,8 @@ def _direct_a(p: Plan) -> bool:
     much as a micro-kernel call when few column tiles reuse each panel, and tasks
     that share A would each pack it again. (Column-major A packs by cheap
     contiguous copies, and read in place its k steps may all hit one L1 set.)"""
-    if U.is_symbolic(p.am) or U.is_symbolic(p.ak):
-        return False            # (the in-place micro-kernel has A's strides built in)
+    if U.is_symbolic(p.ak):
+        return False            # (the in-place micro-kernel has A's k stride built in)
     if DIRECT_A is not None:
         return DIRECT_A
     return p.ak == 1 and p.am != 1 and not _rows_collide(hinted(p.am) * p.dtype.itemsize)
@@ -313,6 +313,10 @@ def emit(ctx, kernel, p: Plan) -> None:
     """Emit the GEMM of plan p into the kernel function at ctx.b."""
     b = ctx.b
     mod = ctx.module.module
+    if U.is_symbolic(p.m) or U.is_symbolic(p.n) or U.is_symbolic(p.k):
+        # the kernel only drives: sizes, the thread split and calls; optimising it
+        # (a third more IR with symbolic sizes) cost compile time and gained nothing
+        b.function.attributes.add("optnone")
     lhs, rhs = kernel.root.inputs
     (out,) = kernel.root.outputs
     et = U.storage_type(p.dtype)

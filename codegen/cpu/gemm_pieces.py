@@ -288,8 +288,8 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
     strides (measured on Zen 4; one stride was constant-propagated anyway)."""
     mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
     name = f"jx.gemm.micro.{tag}.{mr_}x{nr_}.{'packed' if packed else 'direct'}"
-    if not packed:
-        name += f".{strides[0]}.{strides[1]}"
+    if not packed:        # (a symbolic row stride stays an argument: "rt")
+        name += f".{'rt' if U.is_symbolic(strides[0]) else strides[0]}.{strides[1]}"
     # packed: one function for every product of a dtype and blocking, a routine;
     # direct: A's strides are constants of the copy (see above), kept in the module
     fn = _fn(module, name, U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1,
@@ -298,7 +298,8 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
         return module.globals[name]
     kc, ap, bp, c, mr, nr, first, ldc, sa, sk = fn.args
     if not packed:
-        sa, sk = _c(strides[0]), _c(strides[1])
+        sa = sa if U.is_symbolic(strides[0]) else _c(strides[0])
+        sk = _c(strides[1])
     for a in (ap, bp, c):
         a.add_attribute("noalias")
     vt = ir.VectorType(et, vw)
