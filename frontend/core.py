@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import operator
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -165,12 +166,13 @@ def bind_like(like: Sequence, prim: Primitive, *args, **params) -> list:
     if builder is None:
         if not _symbolic(params):
             return _eager(prim, args, params)
-        if not _ACTIVE:
+        active = _active()
+        if not active:
             raise InconclusiveDimensionError(
                 f"{prim.name} of a symbolic size outside a trace{where()}: symbolic sizes "
                 "exist only while tracing (jx.jit with abstracted_axes, jx.export, "
                 "jx.eval_shape)")
-        builder = _ACTIVE[-1]
+        builder = active[-1]
     in_avals = [get_aval(a) for a in args]
     out_avals = _abstract_eval(prim, in_avals, params)
     return builder.add_eqn(prim, args, params, out_avals)
@@ -261,21 +263,29 @@ def trace(fun: Callable, in_avals: Sequence, name: str = "function",
     builder = GraphBuilder(name, known=values is not None)
     vals = values if values is not None else [None] * len(in_avals)
     tracers = [builder.new_input(a, v) for a, v in zip(in_avals, vals)]
-    _ACTIVE.append(builder)
+    active = _active()
+    active.append(builder)
     try:
         outs = fun(*tracers)
     except BaseException:
         builder.done = True
         raise
     finally:
-        _ACTIVE.remove(builder)
+        active.remove(builder)
     return builder.finish(list(outs))
 
 
-# The traces being built, innermost last: a value of a symbolic size made from
-# no operand (jnp.zeros(x.shape), jnp.arange(B)) cannot be a constant, so it is
-# staged into the innermost of them (bind_like).
-_ACTIVE: list = []
+# The traces this thread is building, innermost last: a value of a symbolic size
+# made from no operand (jnp.zeros(x.shape), jnp.arange(B)) cannot be a constant,
+# so it is staged into the innermost of them (bind_like).
+_LOCAL = threading.local()
+
+
+def _active() -> list:
+    stack = getattr(_LOCAL, "traces", None)
+    if stack is None:
+        stack = _LOCAL.traces = []
+    return stack
 
 
 def _symbolic(params: dict) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -543,12 +544,19 @@ class Constraints:
 
 
 _DEFAULT = Constraints()          # every symbol >= 1, nothing else known
-_SCOPES: list = [_DEFAULT]
+_LOCAL = threading.local()         # each thread traces and compiles in its own scopes
+
+
+def _scopes() -> list:
+    stack = getattr(_LOCAL, "scopes", None)
+    if stack is None:
+        stack = _LOCAL.scopes = [_DEFAULT]
+    return stack
 
 
 def active() -> Constraints:
     """The constraints Dim comparisons consult: the innermost scope's."""
-    return _SCOPES[-1]
+    return _scopes()[-1]
 
 
 @contextmanager
@@ -559,11 +567,12 @@ def scope(constraints: Constraints | None = None, hinting: bool = False):
     correct code: a question the constraints leave open is answered at the hint
     sizes (Constraints.hint) instead of raising. Shape rules never run under it."""
     c = constraints or Constraints()
-    _SCOPES.append(c.with_hints() if hinting else c)
+    stack = _scopes()
+    stack.append(c.with_hints() if hinting else c)
     try:
-        yield _SCOPES[-1]
+        yield stack[-1]
     finally:
-        _SCOPES.pop()
+        stack.pop()
 
 
 def hinted(v) -> int:

@@ -312,3 +312,29 @@ def test_workspace_offsets_stay_aligned_and_inside_at_every_size():
             o = off.evaluate(at) if isinstance(off, Dim) else off
             n = sizes[vid].evaluate(at) if isinstance(sizes[vid], Dim) else sizes[vid]
             assert o % ALIGN == 0 and o + n <= end, (b, off, sizes[vid], total)
+
+
+def test_symbolic_compiles_in_several_threads_at_once():
+    """Constraint scopes, trace stacks and the emitter's dims scopes are per thread:
+    six threads compiling and calling symbolic functions at once each get their
+    own results."""
+    import threading
+    errors = []
+
+    def work(i):
+        try:
+            f = jx.jit(lambda x, w: jnp.tanh(x @ w) * (i + 1) + jnp.arange(x.shape[0])[:, None],
+                       abstracted_axes=({0: "B"}, None))
+            w = np.full((16, 8), 0.01 * (i + 1), np.float32)
+            for b in (1, 5, 40):
+                x = np.ones((b, 16), np.float32)
+                want = np.tanh(x @ w) * (i + 1) + np.arange(b)[:, None]
+                np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-5, atol=1e-5)
+        except Exception as e:        # (collected: a thread's failure must fail the test)
+            errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -5,6 +5,7 @@ i1) and in memory in a *storage type* (f16 as half, bool as i8).
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import llvmlite.ir as ir
@@ -70,11 +71,12 @@ def i64(v) -> ir.Value:
     """An i64 constant, or for a symbolic size (jx.dims.Dim) its value in the function
     being emitted (dims_scope)."""
     if isinstance(v, Dim):
-        if not _DIM_SCOPES:
+        stack = _dim_scopes()
+        if not stack:
             raise InconclusiveDimensionError(
                 f"cpu backend: the symbolic size {v} reached code emitted outside a "
                 "function that receives the dims (an internal error: please report it)")
-        return _DIM_SCOPES[-1].value(v)
+        return stack[-1].value(v)
     return ir.Constant(I64, int(v))
 
 
@@ -137,7 +139,14 @@ class DimValues:
         return total
 
 
-_DIM_SCOPES: list = []
+_LOCAL = threading.local()          # each thread emits in its own scopes
+
+
+def _dim_scopes() -> list:
+    stack = getattr(_LOCAL, "scopes", None)
+    if stack is None:
+        stack = _LOCAL.scopes = []
+    return stack
 
 
 @contextmanager
@@ -146,11 +155,12 @@ def dims_scope(values: DimValues | None):
     if values is None:
         yield None
         return
-    _DIM_SCOPES.append(values)
+    stack = _dim_scopes()
+    stack.append(values)
     try:
         yield values
     finally:
-        _DIM_SCOPES.pop()
+        stack.pop()
 
 
 def dims_from(b: ir.IRBuilder, dims_ptr, symbols: tuple) -> DimValues:
@@ -184,7 +194,7 @@ def aligned_pointer(b, base, off, align: int):
 
 def current_dims_ptr():
     """The dims array pointer of the function being emitted (dims_scope)."""
-    return _DIM_SCOPES[-1].ptr
+    return _dim_scopes()[-1].ptr
 
 
 def is_symbolic(n) -> bool:
