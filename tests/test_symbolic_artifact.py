@@ -21,6 +21,7 @@ import pytest
 import jx
 import jx.runtime as rt
 from jx.runtime.symbolic import DimensionError
+from test_compile import jx_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -56,11 +57,6 @@ MODEL = textwrap.dedent('''
     def halves(x):
         return x.reshape(2, -1).sum(axis=0)
 ''')
-
-
-def jx_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "jx.cli.main", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
