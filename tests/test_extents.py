@@ -190,7 +190,7 @@ BAD_SPECS = [
     ("f32[4294967296,4294967296]", "2**62 bytes"),
     ("f32[-1]", "dimension '-1'"),
     ("f32[1.5]", "dimension '1.5'"),
-    ("f32[abc]", "dimension 'abc'"),
+    ("f32[a$c]", "dimension 'a$c'"),       # ('abc' is a symbol's name: issue 22)
     ("f32[3,,4]", "dimension ''"),
     ("q7[3]", "unknown dtype 'q7'"),
     ("f32[99999999999999999999999]", "each dimension must be below 2**48"),
