@@ -181,17 +181,54 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int, symbols: tup
     """sub(a, b, c, mlen, nlen, scratch, kc[, dims]): C[:mlen, :nlen] = A[:mlen] B[:, :nlen],
     K in blocks of kc (chosen by the caller: at run time when K is symbolic).
     `symbols`: the module's symbolic sizes, whose values `dims` points at."""
+    stream = _streams(p)
     name = (f"jx.gemm.sub.{tag}.{blk.mr}x{blk.nr}.{blk.mc}.{blk.nc}.{p.n}.{p.k}."
-            f"{p.am}.{p.ak}.{p.bk}.{p.bn}.{ap_elems}")   # B's scratch starts at ap_elems
+            f"{p.am}.{p.ak}.{p.bk}.{p.bn}.{ap_elems}"     # B's scratch starts at ap_elems
+            + (".s" if stream else ""))
     fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.PTR, U.I64] +
              ([U.PTR] if symbols else []))
     if fn is None:
         return module.globals[name]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     with U.dims_scope(U.dims_from(b, fn.args[-1], symbols) if symbols else None):
+        if stream:
+            _stream_if_tiny(b, module, et, blk, p, *fn.args[:5])
         _sub_body(b, module, et, tag, blk, p, ap_elems, *fn.args[:7])
     b.ret_void()
     return fn
+
+
+# Rows of C (of a task's share) up to which a product of run-time M streams B
+# instead of packing it: a row reads B once from memory, packing reads and
+# writes it once, so streaming costs less up to two rows.
+STREAM_ROWS = 2
+# K up to which it streams too: the micro-kernel's C tile loads and stores, and
+# the packing, are then most of its work (a K of 1 is an outer product)
+STREAM_DEPTH = 4
+
+
+def _streams(p: Plan) -> bool:
+    """Whether a product may stream its rows (_stream_if_tiny): M or K known only at
+    run time, and B contiguous along N (axpy rows) or both operands along K (dots)."""
+    return (U.is_symbolic(p.m) or U.is_symbolic(p.k)) and \
+        (p.bn == 1 or (p.bk == 1 and p.ak == 1))
+
+
+def _stream_if_tiny(b, module, et, blk, p: Plan, a, bmat, c, mlen, nlen) -> None:
+    """At the start of a task's share: when its rows or K are tiny (a batch of 1
+    or 2; a gradient's x.T @ dy over one), the rows routine computes it and the
+    share returns; packing would cost as much as the product."""
+    tiny = b.or_(b.icmp_signed("<=", mlen, _c(STREAM_ROWS)),
+                 b.icmp_signed("<=", _c(p.k), _c(STREAM_DEPTH)))
+    stream = b.function.append_basic_block("stream")
+    blocked = b.function.append_basic_block("blocked")
+    b.cbranch(tiny, stream, blocked)
+    b.position_at_end(stream)
+    rows_fn = _rows_axpy_fn(module, et) if p.bn == 1 else _rows_dot_fn(module, et, blk.vw)
+    b.call(rows_fn, [a, bmat, c, mlen, nlen, _c(p.k), _c(p.am), _c(p.ak), _c(p.bk),
+                     _c(p.bn), _c(p.n)])
+    b.ret_void()
+    b.position_at_end(blocked)
 
 
 def _sub_body(b, module, et, tag, blk, p, ap_elems, a, bmat, c, mlen, nlen, scratch, kcb):
@@ -377,23 +414,6 @@ def emit(ctx, kernel, p: Plan) -> None:
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts, p,
                         symbols) if epi is not None else None
     pool = ctx.module._parallel_for
-    end = None
-    if (U.is_symbolic(p.m) or U.is_symbolic(p.k)) and not rows and \
-            (p.bn == 1 or (p.bk == 1 and p.ak == 1)):
-        # M or K known at run time and tiny (a batch of 1 or 2; a gradient's x.T @ dy
-        # over such a batch): packing would cost as much as the product, so each
-        # row of C streams B's rows instead
-        rows_path = b.function.append_basic_block("gemm.rows")
-        blocked = b.function.append_basic_block("gemm.blocked")
-        end = b.function.append_basic_block("gemm.end")
-        tiny = b.or_(b.icmp_signed("<=", _c(p.m), _c(STREAM_ROWS)),
-                     b.icmp_signed("<=", _c(p.k), _c(STREAM_DEPTH)))
-        b.cbranch(tiny, rows_path, blocked)
-        b.position_at_end(rows_path)
-        _emit_rows(b, ctx, mod, et, p, ctx.ptr(lhs), ctx.ptr(rhs), cp, tail, extra, symbols,
-                   pool, blk.vw)
-        b.branch(end)
-        b.position_at_end(blocked)
     threaded = pool is not None and (symbolic or max_threads > 1)
     body = _body_fn(mod, b.function.name, et, p, sub, by_m, gran, per, units, slot, tail,
                     indexed=threaded, symbols=symbols, kcb=kcb)
@@ -444,84 +464,6 @@ def emit(ctx, kernel, p: Plan) -> None:
     else:
         b.call(body, [args, _c(0), _c(1)])
     b.call(free, [mem])
-    if end is not None:
-        b.branch(end)
-        b.position_at_end(end)
-
-
-# Rows of C up to which a product of run-time M streams B (_emit_rows) instead of
-# packing it: a row reads B once from memory, packing reads and writes it once,
-# so streaming costs less up to two rows.
-STREAM_ROWS = 2
-# K up to which it streams too: the micro-kernel's C tile loads and stores, and
-# the packing, are then most of its work (a K of 1 is an outer product)
-STREAM_DEPTH = 4
-STREAM_COLS = 512       # columns of C per task of the streamed product (2 KiB of f32)
-STREAM_TASK_ROWS = 32   # rows of C per task
-
-
-def _emit_rows(b, ctx, mod, et, p: Plan, lhs_ptr, rhs_ptr, cp, tail, extra, symbols,
-               pool, vw) -> None:
-    """C = A B row by row, each row of C accumulating a[m, k] * B[k, :] over k in
-    STREAM_COLS-column pieces (in L1 while B streams); for B stored transposed
-    (contiguous along K, as W in dy @ W.T) each element of C is instead a dot
-    product of two contiguous rows. Tasks are (matrix, row block, piece) triples,
-    over the pool when the product is big enough. Its context array is laid
-    out as the blocked path's (_CTX), so the epilogue's `tail` reads it alike."""
-    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
-                     f"{b.function.name}.rows")
-    fn.linkage = "internal"
-    args, lo, hi = fn.args
-    bb = ir.IRBuilder(fn.append_basic_block("entry"))
-    a, bm, c = (bb.load(bb.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(3))
-    dims = bb.load(bb.gep(args, [_c(_CTX + len(extra))], source_etype=U.PTR), typ=U.PTR)
-    rows_fn = _rows_axpy_fn(mod, et) if p.bn == 1 else _rows_dot_fn(mod, et, vw)
-    pieces = -(-p.n // STREAM_COLS)
-    blocks = -(-p.m // STREAM_TASK_ROWS)
-    with U.dims_scope(U.dims_from(bb, dims, symbols)):
-        with _loop(bb, lo, hi, 1, "t") as t:
-            bi = bb.sdiv(t, _c(blocks * pieces))
-            rest = bb.srem(t, _c(blocks * pieces))
-            r0 = bb.mul(bb.sdiv(rest, _c(pieces)), _c(STREAM_TASK_ROWS))
-            r1 = _min(bb, bb.add(r0, _c(STREAM_TASK_ROWS)), _c(p.m))
-            c0 = bb.mul(bb.srem(rest, _c(pieces)), _c(STREAM_COLS))
-            c1 = _min(bb, bb.add(c0, _c(STREAM_COLS)), _c(p.n))
-            aoff, boff = _c(0), _c(0)
-            for (_, sa, sb), q in zip(p.batch, _delinear(bb, bi, [n for n, _, _ in p.batch])):
-                aoff = bb.add(aoff, bb.mul(q, _c(sa)))
-                boff = bb.add(boff, bb.mul(q, _c(sb)))
-            coff = bb.mul(bi, _c(p.m * p.n))
-            # this task's corner of A (row r0), B (column c0) and C; the rows routine
-            # (compiled once per host) does the rest
-            at_a = _gep(bb, a, bb.add(aoff, bb.mul(r0, _c(p.am))), et)
-            at_b = _gep(bb, bm, bb.add(boff, bb.mul(c0, _c(p.bn))), et)
-            at_c = _gep(bb, c, bb.add(coff, bb.add(bb.mul(r0, _c(p.n)), c0)), et)
-            bb.call(rows_fn, [at_a, at_b, at_c, bb.sub(r1, r0), bb.sub(c1, c0), _c(p.k),
-                              _c(p.am), _c(p.ak), _c(p.bk), _c(p.bn), _c(p.n)])
-            if tail is not None:
-                tail(bb, args, c, bi, r0, r1, c0, c1)
-    bb.ret_void()
-    entry = b.function.entry_basic_block
-    with b.goto_block(entry):
-        if entry.instructions:
-            b.position_before(entry.instructions[0])
-        arr = b.alloca(U.PTR, _c(_CTX + len(extra) + 1), name="rows.ctx")
-    slots = {0: lhs_ptr, 1: rhs_ptr, 2: cp, _CTX + len(extra): U.current_dims_ptr()}
-    slots.update({_CTX + i: ctx.ptr(v) for i, v in enumerate(extra)})
-    for i, v in slots.items():
-        b.store(v, b.gep(arr, [_c(i)], source_etype=U.PTR))
-    tasks = _c(p.nbatch * blocks * pieces)
-    if pool is None:
-        b.call(fn, [arr, _c(0), tasks])
-        return
-    worth = b.and_(b.icmp_signed(">=", tasks, _c(2)),
-                   b.icmp_signed(">=", _c(p.nbatch * p.m * p.n * p.k),
-                                 _c(tuning.value("gemm_min_work"))))
-    with b.if_else(worth) as (split, serial):
-        with split:
-            b.call(pool, [fn, arr, tasks])
-        with serial:
-            b.call(fn, [arr, _c(0), tasks])
 
 
 _ROWS_ARGS = [U.PTR, U.PTR, U.PTR] + [U.I64] * 8
