@@ -338,3 +338,16 @@ def test_symbolic_compiles_in_several_threads_at_once():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_scan_of_a_symbolic_length_that_may_be_zero():
+    """A scan over N steps, N >= 0: at N = 0 the carry is the initial one and ys is
+    empty; its xs and ys step by one slice whatever N is."""
+    def f(c, xs):
+        return lax.scan(lambda c, x: (c + x, (c * x, x.sum())), c, xs)
+    sym = jx.jit(f, abstracted_axes=(None, {0: dim("N", min=0)}))
+    c = np.ones(3, np.float32)
+    for n in (0, 1, 4, 9):
+        xs = RNG.standard_normal((n, 3)).astype(np.float32)
+        _close(sym(c, xs), jx.jit(f)(c, xs), rtol=1e-6, atol=1e-6)
+    assert len(sym._cache) == 1

@@ -24,8 +24,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from jx.dims import exact_quotient
-
 from . import irutil as U
 from .opaque import opaque_rule
 
@@ -34,6 +32,14 @@ _ALIGN = 64
 
 def _nbytes(atom) -> int:
     return atom.aval.size * np.dtype(atom.aval.dtype).itemsize
+
+
+def _slice_bytes(atom):
+    """Bytes of one leading-axis slice of atom (a scan's step through xs or ys)."""
+    n = np.dtype(atom.aval.dtype).itemsize
+    for d in atom.aval.shape[1:]:
+        n = n * d
+    return n
 
 
 def _copy(ctx, dsts, srcs, atoms) -> None:
@@ -155,11 +161,14 @@ def _scan(ctx, kernel):
     carry_vars, ys_vars = eqn.outputs[:nc], eqn.outputs[nc:]
     carry = [ctx.ptr(v) for v in carry_vars]
     ys = [ctx.ptr(v) for v in ys_vars]
-    if length == 0:
+    if U.is_symbolic(length):     # no step at run time: the carry is the initial one
+        with b.if_then(b.icmp_signed("<=", U.i64(length), U.i64(0)), likely=False):
+            _copy(ctx, carry, init, carry_vars)
+    elif length == 0:
         _copy(ctx, carry, init, carry_vars)
         return
-    x_step = [exact_quotient(_nbytes(a), length) for a in eqn.inputs[nk + nc:]]
-    y_step = [exact_quotient(_nbytes(v), length) for v in ys_vars]
+    x_step = [_slice_bytes(a) for a in eqn.inputs[nk + nc:]]
+    y_step = [_slice_bytes(v) for v in ys_vars]
     scratch = _Scratch(ctx, [_nbytes(v) for v in carry_vars])
     with U.for_range(b, length, "scan") as i:
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i
