@@ -21,6 +21,8 @@ allocation inside a sub-program propagates as the kernel's status.
 """
 from __future__ import annotations
 
+import math
+
 import llvmlite.ir as ir
 import numpy as np
 
@@ -36,10 +38,7 @@ def _nbytes(atom) -> int:
 
 def _slice_bytes(atom):
     """Bytes of one leading-axis slice of atom (a scan's step through xs or ys)."""
-    n = np.dtype(atom.aval.dtype).itemsize
-    for d in atom.aval.shape[1:]:
-        n = n * d
-    return n
+    return math.prod(atom.aval.shape[1:]) * np.dtype(atom.aval.dtype).itemsize
 
 
 def _copy(ctx, dsts, srcs, atoms) -> None:

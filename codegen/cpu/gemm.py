@@ -28,6 +28,7 @@ product and drives them.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import llvmlite.ir as ir
 import numpy as np
@@ -113,14 +114,6 @@ def describe() -> dict:
     return out
 
 
-def _prod(sizes):
-    """The product of sizes (ints or symbolic, jx.dims.Dim)."""
-    out = 1
-    for n in sizes:
-        out = out * n
-    return out
-
-
 def _row_strides(shape) -> list:
     out, s = [], 1
     for n in reversed(shape):
@@ -138,7 +131,7 @@ def _merge(shape, strides, dims):
     for d, e in zip(dims, dims[1:]):
         if strides[d] != strides[e] * shape[e]:
             return None
-    return _prod([shape[d] for d in dims]), strides[dims[-1]]
+    return math.prod(shape[d] for d in dims), strides[dims[-1]]   # (ints or Dims)
 
 
 def plan(kernel) -> Plan | None:
@@ -364,9 +357,12 @@ def emit(ctx, kernel, p: Plan) -> None:
     if out.aval.size == 0:
         return
     memset = mod.declare_intrinsic("llvm.memset", [U.PTR, U.I64])
-    if p.k == 0:                         # empty sum
+
+    def zero_c():
         b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
                         ir.Constant(U.I1, 0)])
+    if p.k == 0:                         # empty sum
+        zero_c()
         return
     blk = blocking(p.dtype, hinted(p.n), target.of_module(mod))
     if U.is_symbolic(p.k):
@@ -374,8 +370,7 @@ def emit(ctx, kernel, p: Plan) -> None:
         # output, updated in place), else equal K blocks of at most KC, as below
         k = _c(p.k)
         with b.if_then(b.icmp_signed("<=", k, _c(0)), likely=False):
-            b.call(memset, [cp, ir.Constant(U.I8, 0), _c(out.aval.size * item),
-                            ir.Constant(U.I1, 0)])
+            zero_c()
         nk = b.sdiv(b.add(k, _c(blk.kc - 1)), _c(blk.kc))
         nk = b.select(b.icmp_signed("<", nk, _c(1)), _c(1), nk)
         kcb = b.sdiv(b.add(k, b.sub(nk, _c(1))), nk)
@@ -403,7 +398,6 @@ def emit(ctx, kernel, p: Plan) -> None:
     units = p.nbatch * per
     work = p.nbatch * p.m * p.n * p.k
     symbolic = U.is_symbolic(units) or U.is_symbolic(work)
-    max_threads = _c(1) if not symbolic else None
     if symbolic:        # the thread split, at run time: max(1, min(units, work / min))
         mt = _min(b, _c(units), b.sdiv(_c(work), _c(tuning.value("gemm_min_work"))))
         max_threads = b.select(b.icmp_signed("<", mt, _c(1)), _c(1), mt)

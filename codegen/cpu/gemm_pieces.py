@@ -49,10 +49,7 @@ class Plan:
 
     @property
     def nbatch(self) -> int:
-        out = 1
-        for s, _, _ in self.batch:
-            out = out * s
-        return out
+        return math.prod(s for s, _, _ in self.batch)      # (ints or Dims)
 
 
 # ------------------------------------------------------------------ IR helpers

@@ -67,36 +67,32 @@ ALIGN = 64
 STACK_WORKSPACE = 64 * 1024     # workspaces up to this size live on the stack
 
 
+def _extent(kernel):
+    """(the shape whose first dim a kernel's threads would split, the elements it
+    touches), or None for a kernel that always runs serially."""
+    if kernel.kind == "loop":
+        return kernel.outputs[0].aval.shape, kernel.outputs[0].aval.size * len(kernel.eqns)
+    if kernel.kind == "reduce":
+        if kernel.root.prim.name in ("argmax", "argmin") and not kernel.outputs[0].aval.shape:
+            return None
+        return (kernel.outputs[0].aval.shape or (reduce_parts(kernel),),
+                kernel.root.inputs[0].aval.size)
+    if kernel.root.prim.name in PARALLEL_OPAQUE:
+        return PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
+    return None
+
+
 def parallel_chunks(kernel) -> int:
     """How many rows of its outer loop a kernel is split over (0: run serially)."""
-    if kernel.kind == "loop":
-        shape = kernel.outputs[0].aval.shape
-        work = kernel.outputs[0].aval.size * len(kernel.eqns)
-    elif kernel.kind == "reduce":
-        x = kernel.root.inputs[0]
-        shape = kernel.outputs[0].aval.shape or (reduce_parts(kernel),)
-        work = x.aval.size
-        if kernel.root.prim.name in ("argmax", "argmin") and not kernel.outputs[0].aval.shape:
-            return 0
-    elif kernel.root.prim.name in PARALLEL_OPAQUE:
-        shape, work = PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
-    else:
+    extent = _extent(kernel)
+    if extent is None:
         return 0
-    if shape and (U.is_symbolic(shape[0]) or U.is_symbolic(work)) and \
-            (U.is_symbolic(shape[0]) or shape[0] >= 2):
+    shape, work = extent
+    if not shape or (not U.is_symbolic(shape[0]) and shape[0] < 2):
+        return 0
+    if U.is_symbolic(shape[0]) or U.is_symbolic(work):
         return shape[0]       # split at run time (_run_parallel), as the sizes are known
-    if not shape or shape[0] < 2 or work < tuning.value("parallel_min_work"):
-        return 0
-    return shape[0]
-
-
-def _work(kernel):
-    """Elements a kernel touches, for the run-time thread split of symbolic sizes."""
-    if kernel.kind == "reduce":
-        return kernel.root.inputs[0].aval.size
-    if kernel.kind == "loop":
-        return kernel.outputs[0].aval.size * len(kernel.eqns)
-    return kernel.outputs[0].aval.size if kernel.outputs else 0
+    return shape[0] if work >= tuning.value("parallel_min_work") else 0
 
 
 # Layout ops that keep row-major order: as a whole kernel they copy nothing.
@@ -166,8 +162,6 @@ def plan_buffers(program, fixed: dict, views: dict | None = None,
 
 def _fits(block, size) -> bool:
     """Whether a free block holds `size` bytes at every value of the symbols."""
-    if not U.is_symbolic(block) and not U.is_symbolic(size):
-        return block >= size
     try:
         return block >= size
     except InconclusiveDimensionError:
@@ -299,9 +293,6 @@ class ModuleBuilder:
             n_rows *= r
         work = sum(k.root.inputs[0].aval.size if k.kind == "reduce" else
                    k.outputs[0].aval.size for k in members)
-        scope = U.dims_scope(self._dim_values(b, fn))
-        scope.__enter__()
-
         spills = spill_plan(members)
 
         def emit_rows(bb, ptrs, lo, hi):
@@ -318,16 +309,16 @@ class ModuleBuilder:
                                  if o in k.outputs}
                         emit_loop(bb, k, buffers, self.consts, fixed=fixed, reuse=reuse)
 
-        if self.parallel and (U.is_symbolic(n_rows) or
-                              (n_rows > 1 and work >= tuning.value("parallel_min_work"))):
-            body, bb, ptrs, lo, hi, dv = self._outline(fn.name, len(atoms))
-            with U.dims_scope(dv):
-                emit_rows(bb, ptrs, lo, hi)
-            bb.ret_void()
-            self._run_parallel(b, body, list(fn.args)[:len(atoms)], n_rows, work)
-        else:
-            emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
-        scope.__exit__(None, None, None)
+        with U.dims_scope(self._dim_values(b, fn)):
+            if self.parallel and (U.is_symbolic(n_rows) or
+                                  (n_rows > 1 and work >= tuning.value("parallel_min_work"))):
+                body, bb, ptrs, lo, hi, dv = self._outline(fn.name, len(atoms))
+                with U.dims_scope(dv):
+                    emit_rows(bb, ptrs, lo, hi)
+                bb.ret_void()
+                self._run_parallel(b, body, list(fn.args)[:len(atoms)], n_rows, work)
+            else:
+                emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
         b.ret(ir.Constant(U.I32, STATUS_OK))
         return fn, atoms
 
@@ -421,7 +412,7 @@ class ModuleBuilder:
         if parts:      # one chunk partial per root (merged reductions have several)
             partials = b.alloca(ct, U.i64(parts * len(kernel.roots)))
             slots.append(partials)
-        self._run_parallel(b, body, slots, chunks, _work(kernel))
+        self._run_parallel(b, body, slots, chunks, _extent(kernel)[1])
         if parts:
             buffers = {id(a): p for a, p in zip(atoms, args)}
             emit_reduce_combine(b, kernel, buffers, parts, partials)
@@ -528,12 +519,7 @@ class ModuleBuilder:
         dims_arg, shapes = fn.args
         g = program.graph
         with U.dims_scope(U.dims_from(b, dims_arg, self.symbols)):
-            bad = b.function.append_basic_block("bad")
-            ok = b.function.append_basic_block("ok")
-            b.cbranch(self._bad_dims(b, program.constraints), bad, ok)
-            with b.goto_block(bad):
-                b.ret(ir.Constant(U.I32, STATUS_INVALID_DIMS))
-            b.position_at_end(ok)
+            self._check_dims(b, program.constraints)
             k = 0
             for v in list(g.inputs) + list(g.outputs):
                 for d in v.aval.shape:
@@ -642,7 +628,7 @@ class ModuleBuilder:
         # sizes are decided under the program's constraints: a question they leave
         # open is an error here, never a guess (code must hold at every size)
         with dims_scope(program.constraints) if self.symbols else contextlib.nullcontext(), \
-                U.dims_scope(self._dim_values(b, fn, fn.args[0]) if self.symbols else None):
+                U.dims_scope(self._dim_values(b, fn, fn.args[0])):
             if self.symbols:
                 self._check_dims(b, program.constraints)
                 self._shapes_function(symbol, program)

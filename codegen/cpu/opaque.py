@@ -66,7 +66,7 @@ def _dot_general(ctx, kernel):
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n], loops ordered b, m, k, n so the
     innermost loop streams rows of rhs and out (vectorised by LLVM)."""
     if _is_matvec(kernel):
-        _dot_reduce(ctx, kernel)
+        _dot_by_element(ctx, kernel, kernel.outputs[0].aval.dtype, ("reassoc", "contract"))
         return
     gp = gemm.plan(kernel)
     if gp is not None and ctx.outer is None:      # float GEMM: blocked, packed, threaded
@@ -77,7 +77,7 @@ def _dot_general(ctx, kernel):
     if 0 in os_:
         return
     if U.is_half(odt):
-        _dot_half(ctx, kernel)
+        _dot_by_element(ctx, kernel, np.float32)
         return
     zero = U.const(odt, 0)
     with U.loop_nest(b, os_, "z", ctx.outer) as zi:      # this chunk's rows only
@@ -97,33 +97,6 @@ def _dot_general(ctx, kernel):
                 r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
                 acc = U.load(b, op, o_off, odt)
                 U.store(b, multiply_add(b, a, r, acc, odt), op, o_off, odt)
-
-
-def _dot_half(ctx, kernel):
-    """A float16/bfloat16 product: each output element summed in float32 and rounded
-    once, as XLA does (accumulating in the output rounded every step: bfloat16's 8
-    bits lost a unit in the last place by K = 2)."""
-    b = ctx.b
-    (lc, rc, lb, rb, lf, rf), (ls, rs, _), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
-    nb = len(lb)
-    ksizes = [ls[d] for d in lc]
-    ct = U.compute_type(odt)
-    with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
-        bi, mi = bm[:nb], bm[nb:]
-        with U.loop_nest(b, [rs[d] for d in rf], "n") as ni:
-            acc = U.alloca_entry(b, ct, "acc")
-            b.store(ir.Constant(ct, 0.0), acc)
-            if 0 not in ksizes:
-                with U.loop_nest(b, ksizes, "k") as ki:
-                    a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)),
-                                   ls)
-                    r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) + list(zip(rf, ni)),
-                                   rs)
-                    a = convert(b, U.load(b, lp, a_off, dt), dt, np.float32)
-                    r = convert(b, U.load(b, rp, r_off, dt), dt, np.float32)
-                    b.store(b.fadd(b.load(acc), b.fmul(a, r)), acc)
-            o_off = U.linear(b, list(bi) + list(mi) + list(ni), kernel.outputs[0].aval.shape)
-            U.store(b, U.round_to(b, b.load(acc), odt), op, o_off, odt)
 
 
 def _is_matvec(kernel) -> bool:
@@ -150,26 +123,31 @@ def _dot_parts(ctx, kernel) -> tuple:
             (lhs.aval.dtype, out.aval.dtype), (ctx.ptr(lhs), ctx.ptr(rhs), ctx.ptr(out)))
 
 
-def _dot_reduce(ctx, kernel):
+def _dot_by_element(ctx, kernel, work, flags=()):
+    """out[b, m, n] = sum over k of lhs * rhs, each output element summed in a
+    register of dtype `work`'s compute type and stored (rounded) once. Matrix-vector
+    products take it with `reassoc` (LLVM vectorises the sum); float16/bfloat16
+    products in float32, in order, as XLA sums them (accumulating in the output
+    rounded every step: bfloat16 lost a unit in the last place by K = 2)."""
     b = ctx.b
-    (lc, rc, lb, rb, lf, rf), (ls, rs, _), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
+    (lc, rc, lb, rb, lf, rf), (ls, rs, os_), (dt, odt), (lp, rp, op) = _dot_parts(ctx, kernel)
     nb = len(lb)
     ksizes = [ls[d] for d in lc]
     with U.loop_nest(b, [ls[d] for d in lb] + [ls[d] for d in lf], "bm", ctx.outer) as bm:
         bi, mi = bm[:nb], bm[nb:]
-        acc = U.alloca_entry(b, U.compute_type(odt), "acc")
-        b.store(U.const(odt, 0), acc)
-        if 0 not in ksizes:
-            with U.loop_nest(b, ksizes, "k") as ki:
-                a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)), ls)
-                r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) +
-                               [(d, U.i64(0)) for d in rf], rs)
-                a = convert(b, U.load(b, lp, a_off, dt), dt, odt)
-                r = convert(b, U.load(b, rp, r_off, dt), dt, odt)
-                prod = b.fmul(a, r)
-                b.store(b.fadd(b.load(acc), prod, flags=("reassoc", "contract")), acc)
-        o_off = U.linear(b, list(bi) + list(mi), [ls[d] for d in lb] + [ls[d] for d in lf])
-        U.store(b, b.load(acc), op, o_off, odt)
+        with U.loop_nest(b, [rs[d] for d in rf], "n") as ni:
+            acc = U.alloca_entry(b, U.compute_type(work), "acc")
+            b.store(U.const(work, 0), acc)
+            if 0 not in ksizes:
+                with U.loop_nest(b, ksizes, "k") as ki:
+                    a_off = offset(b, list(zip(lb, bi)) + list(zip(lf, mi)) + list(zip(lc, ki)),
+                                   ls)
+                    r_off = offset(b, list(zip(rb, bi)) + list(zip(rc, ki)) + list(zip(rf, ni)),
+                                   rs)
+                    a = convert(b, U.load(b, lp, a_off, dt), dt, work)
+                    r = convert(b, U.load(b, rp, r_off, dt), dt, work)
+                    b.store(b.fadd(b.load(acc), b.fmul(a, r), flags=flags), acc)
+            U.store(b, b.load(acc), op, U.linear(b, list(bi) + list(mi) + list(ni), os_), odt)
 
 
 def _dot_extent(kernel):

@@ -17,6 +17,7 @@ outputs at once), which LLVM vectorises.
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import llvmlite.ir as ir
@@ -260,12 +261,8 @@ def _sort(ctx, kernel):
     if not symbolic and int(np.prod(shape)) == 0:
         return
     n = shape[dim]
-    stride, rows = 1, 1
-    for d in shape[dim + 1:]:
-        stride = stride * d
-    for d in shape[:dim]:
-        rows = rows * d
-    rows = rows * stride
+    stride = math.prod(shape[dim + 1:])          # (ints or Dims)
+    rows = math.prod(shape[:dim]) * stride
     ins = [(ctx.ptr(a), a.aval.dtype) for a in eqn.inputs]
     outs = [ctx.ptr(v) for v in eqn.outputs]
     packed = _packable(ins[:num_keys], n)
