@@ -45,10 +45,10 @@ def trace_entry(entry: Entry, model_file: str, after: str | None, batch: int = 8
 
 def entry_constraints(entry: Entry):
     """The constraints an entry's specs declare on their symbolic sizes, or None."""
-    from jx import dims, tree_util
-    specs = [leaf.constraints for leaf in tree_util.tree_leaves(entry.args)
-             if hasattr(leaf, "constraints")]
-    return dims.constraints_of(specs) if any(specs) else None
+    from jx import tree_util
+    from jx.api import declared_constraints
+    cons = declared_constraints(tree_util.tree_leaves(entry.args))
+    return cons if cons.specs else None
 
 
 def symbolic_scope(entry: Entry, graph):

@@ -134,6 +134,11 @@ def merge_static(static: dict, dynamic: Sequence, n: int) -> list:
     return [static[i] if i in static else next(it) for i in range(n)]
 
 
+def declared_constraints(leaves) -> dims.Constraints:
+    """The constraints the specs among `leaves` declare on their symbolic sizes."""
+    return dims.constraints_of(x.constraints for x in leaves if isinstance(x, ShapeDtypeStruct))
+
+
 def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
                  static_argnums: Sequence[int] = (), name: str | None = None,
                  known: bool = False):
@@ -160,7 +165,7 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
             return trace_pytree(f, args, kwargs, static_argnums, name, known)
     in_avals = tuple(leaf_aval(x) for x in leaves)
     # symbolic dimensions: shape rules decide under the arguments' declared constraints
-    cons = dims.constraints_of(x.constraints for x in leaves if isinstance(x, ShapeDtypeStruct))
+    cons = declared_constraints(leaves)
     key = (flags.STATE.mode, tuple(sorted((i, _static_key(v)) for i, v in static.items())),
            in_tree, in_avals, cons.symbols_key())
     per_fun = _CACHE.setdefault(f, {}) if _weakrefable(f) else {}

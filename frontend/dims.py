@@ -290,10 +290,10 @@ def solve(pairs) -> dict:
             if len(unknown) != 1:
                 continue
             s = unknown[0]
-            rest = d - Dim.symbol(s) * d.terms.get(((s, 1),), 0)
-            c = d.terms.get(((s, 1),), 0)
-            if c == 0 or (isinstance(rest, Dim) and rest.symbols() & {s}):
-                continue            # not linear in s
+            linear = _linear_in(d, s)
+            if linear is None:
+                continue
+            c, rest = linear
             k = rest.evaluate(values) if isinstance(rest, Dim) else rest
             if (n - k) % c:
                 raise DimensionSpecError(f"no integer {s} makes {d} = {n}")
@@ -313,6 +313,25 @@ def solve(pairs) -> dict:
     return values
 
 
+def _linear_in(d: Dim, s: str):
+    """(c, rest) with d = c*s + rest, c != 0 and rest free of s; None when d is not
+    linear in the symbol s."""
+    c = d.terms.get(((s, 1),), 0)
+    rest = d - Dim.symbol(s) * c
+    if c == 0 or (isinstance(rest, Dim) and s in rest.symbols()):
+        return None
+    return c, rest
+
+
+def _bare_symbol(d) -> str | None:
+    """The name of a dimension that is one symbol alone (B, not 2*B or B + 1)."""
+    if isinstance(d, Dim) and len(d.terms) == 1:
+        (mono, c), = d.terms.items()
+        if c == 1 and len(mono) == 1 and mono[0][1] == 1 and isinstance(mono[0][0], str):
+            return mono[0][0]
+    return None
+
+
 def bind(declared, actual, names, constraints: "Constraints | None" = None) -> dict:
     """{symbol: value} for arguments of shapes `actual` given for the declared
     shapes `declared` (names: each argument's name for messages). Sizes that
@@ -323,9 +342,9 @@ def bind(declared, actual, names, constraints: "Constraints | None" = None) -> d
             raise DimensionSpecError(f"{name} has shape {tuple(got)}, where "
                                      f"{_shape_text(shape)} is declared")
         for axis, (d, n) in enumerate(zip(shape, got)):
-            if isinstance(d, Dim) and len(d.terms) == 1 and ((str(d), 1),) in d.terms \
-                    and d.terms[((str(d), 1),)] == 1:
-                first = seen.setdefault(str(d), (n, name, axis))
+            symbol = _bare_symbol(d)
+            if symbol is not None:
+                first = seen.setdefault(symbol, (n, name, axis))
                 if first[0] != n:
                     raise DimensionSpecError(
                         f"{d} disagrees between arguments: {first[1]} has {first[0]} at "
@@ -359,11 +378,10 @@ def read_plan(shapes, symbols) -> list:
         found = []
         for i, shape in enumerate(shapes):
             for axis, d in enumerate(shape):
-                if not isinstance(d, Dim) or d.symbols() != {s}:
-                    continue
-                c = d.terms.get(((s, 1),), 0)
-                if c and set(d.terms) <= {(), ((s, 1),)}:
-                    found.append((abs(c) != 1 or () in d.terms, i, axis, c, d.terms.get((), 0)))
+                linear = _linear_in(d, s) if isinstance(d, Dim) else None
+                if linear is not None and not isinstance(linear[1], Dim):   # c*s + k
+                    c, k = linear
+                    found.append((_bare_symbol(d) != s, i, axis, c, k))
         if not found:
             raise DimensionSpecError(
                 f"the symbol {s} appears in no input dimension of the form c*{s} + k, so its "

@@ -135,13 +135,16 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
 
     sym_quick: dict = {}      # abstracted_axes: concrete signature -> compiled
 
+    def plain_key(args) -> tuple:
+        """The cache key of a call on plain arrays: its mode and signature."""
+        return state.mode, tuple([(type(a), a.shape, a.dtype) for a in args])
+
     def symbolic_call(args, kwargs):
         """A call with abstracted_axes: the arguments' leaves with the named axes
         made symbolic key the cache, so each family of shapes compiles once."""
         if not kwargs and not argnums:       # plain arrays: their signature is the key
             try:
-                compiled = sym_quick.get((state.mode, tuple([(type(a), a.shape, a.dtype)
-                                                             for a in args])))
+                compiled = sym_quick.get(plain_key(args))
             except AttributeError:
                 compiled = None
             if compiled is not None:
@@ -178,8 +181,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
         if quick_key is not None:
             sym_quick[quick_key] = compiled
             if not kwargs and not argnums and all(type(a) in fast_types for a in args):
-                sym_quick[(state.mode, tuple([(type(a), a.shape, a.dtype)
-                                              for a in args]))] = compiled
+                sym_quick[plain_key(args)] = compiled
         return compiled.unflatten(compiled.fn(*leaves))
 
     @functools.wraps(fun)
@@ -443,19 +445,23 @@ def _is_axes(spec) -> bool:
         all(x is None or isinstance(x, (str, DimSpec)) for x in spec)
 
 
+def named_axes(spec) -> dict:
+    """{axis: name} of one array's abstracted_axes entry (None: {})."""
+    if spec is None:
+        return {}
+    if not _is_axes(spec):
+        raise JxError(f"jx.jit: abstracted_axes entry {spec!r} is neither None, a dict "
+                      "{axis: name} nor a tuple of names and Nones")
+    return dict(spec) if isinstance(spec, dict) else \
+        {i: n for i, n in enumerate(spec) if n is not None}
+
+
 def _abstract_leaf(x, spec):
     """x as a ShapeDtypeStruct whose axes named by `spec` are symbols."""
     from .api import ShapeDtypeStruct
     a = leaf_aval(x)
-    if spec is None:
-        return ShapeDtypeStruct(a.shape, a.dtype)
-    if not _is_axes(spec):
-        raise JxError(f"jx.jit: abstracted_axes entry {spec!r} is neither None, a dict "
-                      "{axis: name} nor a tuple of names and Nones")
-    named = dict(spec) if isinstance(spec, dict) else \
-        {i: n for i, n in enumerate(spec) if n is not None}
     shape = list(a.shape)
-    for axis, name in named.items():
+    for axis, name in named_axes(spec).items():
         if not -len(shape) <= axis < len(shape):
             raise JxError(f"jx.jit: abstracted_axes names axis {axis} of an argument of "
                           f"shape {a.shape}, which has {len(shape)} axes")

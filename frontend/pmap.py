@@ -314,14 +314,12 @@ def pmap(f: Callable, axis_name=None, *, in_axes=0, out_axes=0,
 def _abstracted(f, args, dyn, statics, dims, axes):
     """dyn with the axes abstracted_axes names made symbolic (jit's rules); the
     mapped axis itself must stay a number (it is the devices')."""
-    from .jit import _abstract_leaf, _abstract_leaves
+    from .jit import _abstract_leaf, _abstract_leaves, named_axes
     specs = _abstract_leaves(f, args, [s % max(len(args), 1) for s in statics], axes)
     leaves, treedef = tree.flatten(tuple(dyn))
     out = []
     for x, spec, d in zip(leaves, specs, dims):
-        named = dict(spec) if isinstance(spec, dict) else \
-            {i: n for i, n in enumerate(spec or ()) if n is not None}
-        if d is not None and any(a % max(len(_shape(x)), 1) == d for a in named):
+        if d is not None and any(a % max(len(_shape(x)), 1) == d for a in named_axes(spec)):
             raise JxError(f"pmap: abstracted_axes names the mapped axis {d} (one slice per "
                           "device), whose size is the number of devices: name the "
                           "per-device axes only")

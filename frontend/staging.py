@@ -64,7 +64,6 @@ def _constraints(graph, args, kwargs, static_argnums):
     """The declared constraints of a graph with symbolic inputs, else None."""
     if not dims.symbols_of(v.aval.shape for v in graph.inputs):
         return None
-    from .api import ShapeDtypeStruct, split_static
+    from .api import declared_constraints, split_static
     _, dynamic = split_static(args, static_argnums)
-    leaves = tree.flatten((tuple(dynamic), kwargs or {}))[0]
-    return dims.constraints_of(x.constraints for x in leaves if isinstance(x, ShapeDtypeStruct))
+    return declared_constraints(tree.flatten((tuple(dynamic), kwargs or {}))[0])
