@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import pathlib
 import subprocess
@@ -23,6 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from . import machine
+from .corpus import publish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = pathlib.Path(HERE).parent
@@ -135,19 +135,14 @@ def main(argv=None) -> int:
               f"{c['skipped']} skipped", flush=True)
     command = "jx bench --suite array-api" + "".join(f" --only {o}" for o in args.only)
     seconds = time.perf_counter() - t0
-    text = report(results, machine.cpu_model(), command, seconds)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        # per-module counts and the tests on which the namespaces disagree (every
-        # outcome would be ~0.3 MB per run)
-        differ = {t: {n: results[n].get(t) for n in names}
-                  for t in sorted(set().union(*results.values()))
-                  if len({results[n].get(t) for n in names}) > 1}
-        json.dump({"cpu": machine.cpu_model(), "seconds": seconds,
-                   "tallies": {n: tally(results[n]) for n in names}, "differ": differ},
-                  f, indent=1)
+    # per-module counts and the tests on which the namespaces disagree (every
+    # outcome would be ~0.3 MB per run)
+    differ = {t: {n: results[n].get(t) for n in names}
+              for t in sorted(set().union(*results.values()))
+              if len({results[n].get(t) for n in names}) > 1}
+    publish(args.out, report(results, machine.cpu_model(), command, seconds),
+            {"cpu": machine.cpu_model(), "seconds": seconds,
+             "tallies": {n: tally(results[n]) for n in names}, "differ": differ})
     return 0
 
 

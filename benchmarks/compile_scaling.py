@@ -28,7 +28,7 @@ import time
 from jx import timings
 
 from . import machine
-from .corpus import parse_args
+from .corpus import parse_args, publish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = {"chain": (50, 200, 1000, 4000), "branches": (64, 256), "rk2": (10, 50, 200),
@@ -232,11 +232,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     rows = run(args.only, with_jax, progress=lambda s: print(s, flush=True))
     command = "jx bench --suite compile" + "".join(f" --only {o}" for o in args.only)
-    text = report(rows, command)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"command": command, "cpu": machine.cpu_model(), "rows": rows,
-                   "seconds": time.perf_counter() - t0}, f, indent=1)
+    publish(args.out, report(rows, command),
+            {"command": command, "cpu": machine.cpu_model(), "rows": rows,
+             "seconds": time.perf_counter() - t0})
     return 1 if any(r.get("agrees") is False for r in rows) else 0

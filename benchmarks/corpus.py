@@ -134,6 +134,16 @@ def parse_args(argv, suite: str, report: str):
     return args, with_jax
 
 
+def publish(out: str, text: str, doc: dict) -> None:
+    """A program suite's report: printed, written to `out` (markdown) and its raw
+    figures, `doc`, as JSON beside it."""
+    print(text)
+    with open(out, "w") as f:
+        f.write(text)
+    with open(os.path.splitext(out)[0] + ".json", "w") as f:
+        json.dump(doc, f, indent=1, default=float)
+
+
 def main(argv=None) -> int:
     args, with_jax = parse_args(argv, "corpus", "results-corpus.md")
     t0 = time.perf_counter()
@@ -147,11 +157,7 @@ def main(argv=None) -> int:
             print(f"{name}: jx {_t(r['median_s']['jx'])}, JAX {_t(r['median_s'].get('JAX'))}",
                   flush=True)
     command = "jx bench --suite corpus" + ("".join(f" --only {o}" for o in args.only))
-    text = report(results, machine.cpu_model(), command)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
-                   "results": results}, f, indent=1, default=float)
+    publish(args.out, report(results, machine.cpu_model(), command),
+            {"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
+             "results": results})
     return 0

@@ -18,7 +18,6 @@ calls to a function that calls lax.scan).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import types
@@ -29,6 +28,7 @@ import jx
 import jx.eager as eager
 
 from . import engines, machine, measure
+from .corpus import publish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -208,11 +208,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = [bench_case(n, s, m, a, libs, args.min_time) for n, s, m, a in cases(args.steps)]
     command = "jx bench --suite eager " + " ".join(argv or ())
-    text = report(results, machine.cpu_model(), command.strip(), load)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
-                   "results": results}, f, indent=1)
+    publish(args.out, report(results, machine.cpu_model(), command.strip(), load),
+            {"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
+             "results": results})
     return 0

@@ -19,7 +19,6 @@ bandwidth, from machine.limits: measured once, cached).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -28,7 +27,7 @@ import time
 import numpy as np
 
 from . import machine, measure
-from .corpus import _t, _timed, load, parse_args, programs
+from .corpus import _t, _timed, load, parse_args, programs, publish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATTERNS = pathlib.Path(HERE) / "patterns"
@@ -156,13 +155,8 @@ def main(argv=None) -> int:
         print(f"{name}: jx {_t(r['median_s']['jx'])}, JAX {_t(r['median_s'].get('JAX'))}",
               flush=True)
     command = "jx bench --suite patterns" + "".join(f" --only {o}" for o in args.only)
-    text = report(results, limits, command)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"command": command, "machine": limits,
-                   "geomean_speedup_vs_jax": geomean(mean_speedups(results)),
-                   "seconds": time.perf_counter() - t0, "results": results},
-                  f, indent=1, default=float)
+    publish(args.out, report(results, limits, command),
+            {"command": command, "machine": limits,
+             "geomean_speedup_vs_jax": geomean(mean_speedups(results)),
+             "seconds": time.perf_counter() - t0, "results": results})
     return 1 if any(r.get("agrees_with_jax") is False for r in results) else 0

@@ -17,7 +17,6 @@ empty artifact cache, the host's routines already built; the fastest of three).
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -26,7 +25,7 @@ import numpy as np
 
 from . import machine
 from .compile_scaling import _seed_cache, build_runtime
-from .corpus import parse_args
+from .corpus import parse_args, publish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
@@ -205,13 +204,8 @@ def main(argv=None) -> int:
     rows = [bench_case(n, args.min_time) for n in CASES
             if not args.only or any(o in n for o in args.only)]
     command = "jx bench --suite symbolic" + "".join(f" --only {o}" for o in args.only)
-    text = report(rows, machine.cpu_model(), command)
-    print(text)
-    with open(args.out, "w") as f:
-        f.write(text)
-    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0,
-                   "results": rows}, f, indent=1, default=float)
+    publish(args.out, report(rows, machine.cpu_model(), command),
+            {"cpu": machine.cpu_model(), "seconds": time.perf_counter() - t0, "results": rows})
     return 0
 
 
