@@ -13,6 +13,7 @@ from .special import *  # noqa: F401,F403
 from .shapes import *  # noqa: F401,F403
 from .scans import *  # noqa: F401,F403
 from .solvers import custom_linear_solve, custom_root  # noqa: F401
+from . import linalg  # noqa: F401
 
 
 # jax.lax's public names jx.lax does not have yet (JAX 0.10.2), and the nearest
@@ -28,7 +29,7 @@ _JAX_ONLY = frozenset("""
     conv_general_dilated conv_general_dilated_local conv_general_dilated_patches
     conv_general_permutations conv_general_shape_tuple conv_shape_tuple conv_transpose
     conv_transpose_shape_tuple conv_with_general_padding create_token dtype fft imag
-    linalg padtype_to_pads platform_dependent psum_scatter pswapaxes ragged_dot real
+    padtype_to_pads platform_dependent psum_scatter pswapaxes ragged_dot real
     reduce_window rng_bit_generator rng_uniform scatter_apply scatter_sub
     with_sharding_constraint
 """.split())

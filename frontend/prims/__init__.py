@@ -7,3 +7,4 @@ from . import autodiff  # noqa: F401
 from . import collectives  # noqa: F401
 from . import bitcast  # noqa: F401
 from . import symbolic  # noqa: F401
+from . import decompositions  # noqa: F401
