@@ -13,3 +13,4 @@ from . import control_rules  # noqa: F401
 from . import indexing_rules  # noqa: F401
 from . import sort_rules  # noqa: F401
 from . import collective_rules  # noqa: F401
+from . import linalg_rules  # noqa: F401
