@@ -41,7 +41,7 @@ def _each(fn, a, outs_like):
     """fn over every matrix of the batch; a matrix whose LAPACK call fails (or has a
     non-finite entry) gives NaN outputs, as JAX's CPU kernels do."""
     batch = a.shape[:-2]
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = a.reshape((int(np.prod(batch, dtype=np.int64)),) + a.shape[-2:])
     outs = [np.empty((flat.shape[0],) + o.shape[len(batch):], o.dtype) for o in outs_like]
     for i, m in enumerate(flat):
         try:
@@ -139,7 +139,7 @@ def _lu(a):
     """getrf's partial pivoting: the first largest |entry| of the column pivots; a
     zero pivot skips the column's scaling (LAPACK goes on and reports it in info)."""
     m, n = a.shape[-2:]
-    lu = a.reshape((-1, m, n)).copy()
+    lu = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), m, n)).copy()
     nb = lu.shape[0]
     rows = np.arange(nb)
     pivots = np.zeros((nb, min(m, n)), np.int32)

@@ -1,0 +1,440 @@
+"""Lowering of the factorisations (cholesky, lu, qr) and triangular_solve as opaque
+kernels: unblocked LAPACK-style algorithms on one matrix, looped over the batch
+(the batch loop split over threads).
+
+Large matrices never reach these loops whole: passes/expand.py rewrites them
+into recursive blocked algorithms whose bulk is dot_general (the packed GEMM),
+leaving the diagonal blocks and panels to these kernels. So every loop here is
+written to stream rows: the matrices are row-major, and each inner loop runs
+along a row (a dot product of two row prefixes, or an axpy of one row into
+another), which LLVM vectorises.
+
+- cholesky: row-oriented Crout (L[i, j] from the dot product of rows i and j
+  before column j). A non-positive (or NaN) pivot makes the whole factor NaN,
+  as JAX's CPU kernel does.
+- triangular_solve: substitution. With a on the left, rows of x are axpys of
+  earlier rows; with a on the right, every row of x is its own solve, by dot
+  products when op(a)'s columns are a's rows (transpose_a) and by axpys when not.
+- lu: getf2, right-looking with partial pivoting (the first entry of largest
+  magnitude pivots; a zero pivot skips the column's scaling, as LAPACK does).
+- qr: geqr2 + org2r: Householder reflectors with LAPACK's signs, so Q and R
+  match LAPACK (and JAX, NumPy) to rounding; Q is accumulated backwards in place.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import llvmlite.ir as ir
+import numpy as np
+
+from . import irutil as U
+from .opaque import PARALLEL_OPAQUE, opaque_rule
+
+FLAGS = ("reassoc", "contract")   # sums along a row may be reordered (vectorised)
+STACK_SCRATCH = 1 << 16           # bytes of per-matrix scratch kept on the stack
+
+
+class _Mat:
+    """A row-major matrix inside a buffer: element (i, j) at base + i * ld + j."""
+
+    def __init__(self, b, ptr, dt, base, ld: int):
+        self.b, self.ptr, self.dt, self.base, self.ld = b, ptr, np.dtype(dt), base, ld
+
+    def at(self, i, j):
+        b = self.b
+        return b.add(self.base, b.add(b.mul(_i(i), U.i64(self.ld)), _i(j)))
+
+    def get(self, i, j):
+        return U.load(self.b, self.ptr, self.at(i, j), self.dt)
+
+    def set(self, i, j, v) -> None:
+        U.store(self.b, v, self.ptr, self.at(i, j), self.dt)
+
+
+def _i(v):
+    return U.i64(v) if isinstance(v, int) else v
+
+
+def _c(dt, v):
+    return U.const(dt, v)
+
+
+@contextmanager
+def _down(b, lo, hi, name):
+    """for (i = hi - 1; i >= lo; i--)."""
+    with U.for_between(b, _i(lo), _i(hi), name) as t:
+        yield b.sub(b.add(_i(lo), b.sub(_i(hi), U.i64(1))), t)
+
+
+def _sum(b, dt, lo, hi, term, name="k"):
+    """sum of term(k) for k in [lo, hi), reassociable (LLVM vectorises it)."""
+    acc = U.alloca_entry(b, U.compute_type(dt), f"{name}.acc")
+    b.store(_c(dt, 0), acc)
+    with U.for_between(b, _i(lo), _i(hi), name) as k:
+        b.store(b.fadd(b.load(acc), term(k), flags=FLAGS), acc)
+    return b.load(acc)
+
+
+def _fmul(b, x, y):
+    return b.fmul(x, y, flags=("contract",))
+
+
+def _axpy(b, dst: _Mat, di, src: _Mat, si, alpha, lo, hi, name="j"):
+    """dst[di, j] -= alpha * src[si, j] for j in [lo, hi)."""
+    with U.for_between(b, _i(lo), _i(hi), name) as j:
+        dst.set(di, j, b.fsub(dst.get(di, j), _fmul(b, alpha, src.get(si, j)),
+                              flags=("contract",)))
+
+
+def _batch(ctx, kernel, per_matrix):
+    """per_matrix(index) for every matrix of the batch (this chunk's, when split)."""
+    count = _batch_count(kernel)
+    if count == 0:
+        return
+    b = ctx.b
+    if ctx.outer is not None:
+        with U.for_between(b, ctx.outer[0], ctx.outer[1], "mat") as t:
+            per_matrix(t)
+    else:
+        with U.for_range(b, count, "mat") as t:
+            per_matrix(t)
+
+
+def _batch_count(kernel) -> int:
+    shape = kernel.root.inputs[0].aval.shape
+    for d in shape:
+        if U.is_symbolic(d):
+            raise NotImplementedError(
+                f"cpu backend: {kernel.root.prim.name} needs static shapes, got "
+                f"{kernel.root.inputs[0].aval} (from {kernel.root.source}); give the matrix "
+                "and batch sizes as numbers (jx.compile --specialize, or fixed specs)")
+    return math.prod(shape[:-2])
+
+
+def _extent_of(flops):
+    """PARALLEL_OPAQUE entry: the batch is the outer loop; work is the flop count."""
+    def extent(kernel):
+        count = _batch_count(kernel)
+        if count < 2:
+            return [], 0
+        return [count], flops(kernel)
+    return extent
+
+
+def _square_flops(power, scale=1.0):
+    def f(kernel):
+        a = kernel.root.inputs[0].aval
+        return int(a.size * a.shape[-1] ** (power - 2) * scale)
+    return f
+
+
+def _view(ctx, atom, t, rows: int, cols: int):
+    b = ctx.b
+    base = b.mul(t, U.i64(rows * cols))
+    return _Mat(b, ctx.ptr(atom), atom.aval.dtype, base, cols)
+
+
+def _copy(b, dst: _Mat, src: _Mat, rows: int, cols: int):
+    with U.for_range(b, rows, "ci") as i:
+        with U.for_range(b, cols, "cj") as j:
+            dst.set(i, j, src.get(i, j))
+
+
+def _fill_nan(b, dst: _Mat, rows: int, cols: int):
+    with U.for_range(b, rows, "ni") as i:
+        with U.for_range(b, cols, "nj") as j:
+            dst.set(i, j, _c(dst.dt, float("nan")))
+
+
+# ------------------------------------------------------------------ cholesky
+
+@opaque_rule("cholesky")
+def _cholesky(ctx, kernel):
+    (a,), (out,) = kernel.root.inputs, kernel.root.outputs
+    n = a.aval.shape[-1]
+    dt = a.aval.dtype
+    b = ctx.b
+    if n == 0:
+        return
+
+    def one(t):
+        src, L = _view(ctx, a, t, n, n), _view(ctx, out, t, n, n)
+        with U.for_range(b, n, "zi") as i:          # lower triangle of a, zeros above
+            with U.for_range(b, n, "zj") as j:
+                below = b.icmp_signed("<=", j, i)
+                L.set(i, j, b.select(below, src.get(i, j), _c(dt, 0)))
+        failed = U.alloca_entry(b, U.I1, "failed")
+        b.store(ir.Constant(U.I1, 0), failed)
+        with U.for_range(b, n, "j") as j:
+            d = b.fsub(L.get(j, j), _sum(b, dt, 0, j, lambda k: _fmul(b, L.get(j, k), L.get(j, k))))
+            ok = b.fcmp_ordered(">", d, _c(dt, 0))          # NaN fails too
+            b.store(b.or_(b.load(failed), b.not_(ok)), failed)
+            ljj = U.call_intrinsic(b, "llvm.sqrt", [d])
+            L.set(j, j, ljj)
+            with U.for_between(b, b.add(j, U.i64(1)), U.i64(n), "i") as i:
+                s = _sum(b, dt, 0, j, lambda k: _fmul(b, L.get(i, k), L.get(j, k)))
+                L.set(i, j, b.fdiv(b.fsub(L.get(i, j), s), ljj))
+        with b.if_then(b.load(failed), likely=False):
+            _fill_nan(b, L, n, n)
+    _batch(ctx, kernel, one)
+
+
+PARALLEL_OPAQUE["cholesky"] = _extent_of(_square_flops(3, 1 / 3))
+
+
+# ------------------------------------------------------------------ triangular solve
+
+@opaque_rule("triangular_solve")
+def _triangular_solve(ctx, kernel):
+    eqn = kernel.root
+    (a, rhs), (out,) = eqn.inputs, eqn.outputs
+    p = eqn.params
+    m = a.aval.shape[-1]
+    rows, cols = rhs.aval.shape[-2:]
+    if m == 0 or rows == 0 or cols == 0:
+        return
+    dt = a.aval.dtype
+    b = ctx.b
+    trans, unit = p["transpose_a"], p["unit_diagonal"]
+    # op(a) = a^T with transpose_a; op(a) is lower iff `lower` differs from transpose_a
+    op_lower = p["lower"] != trans
+
+    def one(t):
+        A, B, X = _view(ctx, a, t, m, m), _view(ctx, rhs, t, rows, cols), \
+            _view(ctx, out, t, rows, cols)
+
+        def op(i, j):
+            return A.get(j, i) if trans else A.get(i, j)
+
+        def divide(x, i):
+            return x if unit else b.fdiv(x, op(i, i))
+
+        _copy(b, X, B, rows, cols)
+        if p["left_side"]:        # op(a) x = b: row i of x from the rows solved before it
+            order = U.for_range(b, m, "i") if op_lower else _down(b, 0, m, "i")
+            with order as i:
+                lo, hi = (U.i64(0), i) if op_lower else (b.add(i, U.i64(1)), U.i64(m))
+                with U.for_between(b, lo, hi, "k") as k:
+                    _axpy(b, X, i, X, k, op(i, k), 0, cols)
+                with U.for_range(b, cols, "j") as j:
+                    X.set(i, j, divide(X.get(i, j), i))
+            return
+        # x op(a) = b, one row of x at a time: sum_i x_i op(a)[i, j] = b_j
+        with U.for_range(b, rows, "r") as r:
+            order = _down(b, 0, m, "j") if op_lower else U.for_range(b, m, "j")
+            with order as j:
+                if trans:      # dot form: op(a)[i, j] = a[j, i] runs along a's row j
+                    lo, hi = (b.add(j, U.i64(1)), U.i64(m)) if op_lower else (U.i64(0), j)
+                    s = _sum(b, dt, lo, hi, lambda i: _fmul(b, X.get(r, i), A.get(j, i)))
+                    X.set(r, j, divide(b.fsub(X.get(r, j), s), j))
+                else:          # axpy form: x_j known, remove it from the later b's
+                    xj = divide(X.get(r, j), j)
+                    X.set(r, j, xj)
+                    lo, hi = (U.i64(0), j) if op_lower else (b.add(j, U.i64(1)), U.i64(m))
+                    _axpy(b, X, r, A, j, xj, lo, hi)
+    _batch(ctx, kernel, one)
+
+
+def _trsm_flops(kernel):
+    a, rhs = kernel.root.inputs
+    return int(rhs.aval.size * a.aval.shape[-1])
+
+
+PARALLEL_OPAQUE["triangular_solve"] = _extent_of(_trsm_flops)
+
+
+# ------------------------------------------------------------------ lu
+
+@opaque_rule("lu")
+def _lu(ctx, kernel):
+    (a,), (out, piv, perm) = kernel.root.inputs, kernel.root.outputs
+    m, n = a.aval.shape[-2:]
+    k = min(m, n)
+    dt = a.aval.dtype
+    b = ctx.b
+    if m == 0:
+        return
+
+    def one(t):
+        LU = _view(ctx, out, t, m, n)
+        P = _Mat(b, ctx.ptr(perm), np.int32, b.mul(t, U.i64(m)), 0)
+        V = _Mat(b, ctx.ptr(piv), np.int32, b.mul(t, U.i64(k)), 0)
+        if n:
+            _copy(b, LU, _view(ctx, a, t, m, n), m, n)
+        with U.for_range(b, m, "p") as i:
+            P.set(0, i, b.trunc(i, U.I32))
+        if k == 0:
+            return
+        best = U.alloca_entry(b, U.compute_type(dt), "best")
+        where = U.alloca_entry(b, U.I64, "where")
+        with U.for_range(b, k, "j") as j:
+            b.store(_c(dt, -1), best)          # every magnitude (not NaN) beats it
+            b.store(j, where)
+            with U.for_between(b, j, U.i64(m), "s") as i:
+                v = U.call_intrinsic(b, "llvm.fabs", [LU.get(i, j)])
+                more = b.fcmp_ordered(">", v, b.load(best))
+                b.store(b.select(more, v, b.load(best)), best)
+                b.store(b.select(more, i, b.load(where)), where)
+            pv = b.load(where)
+            V.set(0, j, b.trunc(pv, U.I32))
+            with b.if_then(b.icmp_signed("!=", pv, j)):
+                with U.for_range(b, n, "w") as c:
+                    x = LU.get(j, c)
+                    LU.set(j, c, LU.get(pv, c))
+                    LU.set(pv, c, x)
+                x = P.get(0, j)
+                P.set(0, j, P.get(0, pv))
+                P.set(0, pv, x)
+            d = LU.get(j, j)
+            nonzero = b.fcmp_unordered("!=", d, _c(dt, 0))
+            with U.for_between(b, b.add(j, U.i64(1)), U.i64(m), "i") as i:
+                with b.if_then(nonzero):
+                    LU.set(i, j, b.fdiv(LU.get(i, j), d))
+                _axpy(b, LU, i, LU, j, LU.get(i, j), b.add(j, U.i64(1)), U.i64(n))
+    _batch(ctx, kernel, one)
+
+
+def _lu_flops(kernel):
+    m, n = kernel.root.inputs[0].aval.shape[-2:]
+    return int(math.prod(kernel.root.inputs[0].aval.shape[:-2]) * m * n * min(m, n))
+
+
+PARALLEL_OPAQUE["lu"] = _extent_of(_lu_flops)
+
+
+# ------------------------------------------------------------------ qr
+
+def _scratch(ctx, dt, count: int):
+    """count elements of dt for one matrix at a time: on the stack when small (a
+    parallel chunk cannot fail), else from the scratch allocator."""
+    nbytes = max(count, 1) * np.dtype(dt).itemsize
+    b = ctx.b
+    if nbytes <= STACK_SCRATCH:
+        entry = b.function.entry_basic_block
+        with b.goto_block(entry):
+            if entry.instructions:
+                b.position_before(entry.instructions[0])
+            return b.alloca(U.storage_type(dt), U.i64(max(count, 1)), name="qr.scratch"), False
+    return ctx.module.alloc(b, nbytes, ctx.fail_block), True
+
+
+def _qr_scratch_elems(m, n, kq):
+    return min(m, n) + max(n, kq)
+
+
+@opaque_rule("qr")
+def _qr(ctx, kernel):
+    (a,), (q, r) = kernel.root.inputs, kernel.root.outputs
+    m, n = a.aval.shape[-2:]
+    kq, kr = q.aval.shape[-1], r.aval.shape[-2]
+    k = min(m, n)
+    dt = a.aval.dtype
+    b = ctx.b
+    if m == 0 or _batch_count(kernel) == 0:
+        return
+    mem, heap = _scratch(ctx, dt, _qr_scratch_elems(m, n, kq))
+    tau = _Mat(b, mem, dt, U.i64(0), 0)
+    work = _Mat(b, mem, dt, U.i64(k), 0)
+
+    def one(t):
+        Q, R = _view(ctx, q, t, m, kq), _view(ctx, r, t, kr, n)
+        W = Q if m >= n else R          # the factorisation's m x n workspace
+        if n:
+            _copy(b, W, _view(ctx, a, t, m, n), m, n)
+        _geqr2(b, W, tau, work, m, n, dt)
+        if m >= n and kr and n:         # R: W's upper triangle, zero rows below n
+            with U.for_range(b, kr, "ri") as i:
+                with U.for_range(b, n, "rj") as j:
+                    upper = b.and_(b.icmp_signed("<=", i, j), b.icmp_signed("<", i, U.i64(n)))
+                    R.set(i, j, b.select(upper, W.get(i, j), _c(dt, 0)))
+        elif m < n:                           # W is R: move the reflectors into Q, zero below
+            with U.for_range(b, m, "vi") as i:
+                with U.for_range(b, m, "vj") as j:
+                    below = b.icmp_signed(">", i, j)
+                    Q.set(i, j, b.select(below, W.get(i, j), _c(dt, 0)))
+                    with b.if_then(below):
+                        W.set(i, j, _c(dt, 0))
+        _org2r(b, Q, tau, work, m, kq, k, dt)
+    _batch(ctx, kernel, one)
+    if heap:
+        ctx.module.free(b, mem)
+
+
+def _geqr2(b, W: _Mat, tau: _Mat, work: _Mat, m: int, n: int, dt):
+    """Householder QR of W in place: R on and above the diagonal, the reflectors'
+    vectors (first entry 1, implied) below it, their scalings in tau (dlarfg's
+    beta = -sign(alpha) * ||x||, tau = (beta - alpha) / beta; tau = 0 when the
+    column below the diagonal is already zero)."""
+    zero, one = _c(dt, 0), _c(dt, 1)
+    if min(m, n) == 0:
+        return
+    with U.for_range(b, min(m, n), "h") as j:
+        j1 = b.add(j, U.i64(1))
+        alpha = W.get(j, j)
+        ss = _sum(b, dt, j1, U.i64(m), lambda i: _fmul(b, W.get(i, j), W.get(i, j)))
+        xzero = b.fcmp_ordered("==", ss, zero)
+        norm = U.call_intrinsic(b, "llvm.sqrt", [b.fadd(_fmul(b, alpha, alpha), ss)])
+        neg = b.fcmp_ordered("<", alpha, zero)
+        beta = b.select(neg, norm, b.fneg(norm))
+        t = b.select(xzero, zero, b.fdiv(b.fsub(beta, alpha), beta))
+        tau.set(0, j, t)
+        scale = b.select(xzero, one, b.fdiv(one, b.fsub(alpha, beta)))
+        with U.for_between(b, j1, U.i64(m), "v") as i:
+            W.set(i, j, _fmul(b, W.get(i, j), scale))
+        W.set(j, j, b.select(xzero, alpha, beta))
+        _reflect(b, W, W, j, j, j1, U.i64(n), t, work, m, dt)
+
+
+def _reflect(b, V: _Mat, C: _Mat, vcol, row0, c0, c1, t, work: _Mat, m: int, dt):
+    """C[row0:, c0:c1] -= t v (v^T C[row0:, c0:c1]), v = (1, V[row0+1:, vcol]):
+    w = v^T C accumulated row by row (axpys along C's rows), then the rank-1 update."""
+    with U.for_between(b, c0, c1, "w0") as c:
+        work.set(0, c, C.get(row0, c))
+    with U.for_between(b, b.add(row0, U.i64(1)), U.i64(m), "wr") as i:
+        vi = V.get(i, vcol)
+        with U.for_between(b, c0, c1, "wc") as c:
+            work.set(0, c, b.fadd(work.get(0, c), _fmul(b, vi, C.get(i, c)),
+                                  flags=("contract",)))
+    with U.for_between(b, c0, c1, "u0") as c:
+        C.set(row0, c, b.fsub(C.get(row0, c), _fmul(b, t, work.get(0, c)), flags=("contract",)))
+    with U.for_between(b, b.add(row0, U.i64(1)), U.i64(m), "ur") as i:
+        tv = _fmul(b, t, V.get(i, vcol))
+        with U.for_between(b, c0, c1, "uc") as c:
+            C.set(i, c, b.fsub(C.get(i, c), _fmul(b, tv, work.get(0, c)), flags=("contract",)))
+
+
+def _org2r(b, Q: _Mat, tau: _Mat, work: _Mat, m: int, kq: int, k: int, dt):
+    """Q = H_0 ... H_{k-1} I[:, :kq] in place, the reflectors' vectors below Q's
+    diagonal in its first k columns (dorg2r): columns from k on start as the
+    identity's, and H_j is applied to the columns right of j before column j
+    becomes (0, .., 1 - tau_j, -tau_j v)."""
+    zero, one = _c(dt, 0), _c(dt, 1)
+    if kq > k:
+        with U.for_range(b, m, "ei") as i:
+            with U.for_range(b, kq - k, "ej") as jj:
+                j = b.add(jj, U.i64(k))
+                Q.set(i, j, b.select(b.icmp_signed("==", i, j), one, zero))
+    if k == 0:
+        return
+    with _down(b, 0, k, "g") as j:
+        j1 = b.add(j, U.i64(1))
+        t = tau.get(0, j)
+        _reflect(b, Q, Q, j, j, j1, U.i64(kq), t, work, m, dt)
+        with U.for_between(b, j1, U.i64(m), "s") as i:
+            Q.set(i, j, b.fneg(_fmul(b, t, Q.get(i, j))))
+        Q.set(j, j, b.fsub(one, t))
+        with U.for_between(b, U.i64(0), j, "z") as i:
+            Q.set(i, j, zero)
+
+
+def _qr_extent(kernel):
+    a, q = kernel.root.inputs[0].aval, kernel.root.outputs[0].aval
+    m, n = a.shape[-2:]
+    if _qr_scratch_elems(m, n, q.shape[-1]) * a.dtype.itemsize > STACK_SCRATCH:
+        return [], 0              # heap scratch: one allocation, serial over the batch
+    count = _batch_count(kernel)
+    return ([count], 4 * count * m * n * max(min(m, n), 1)) if count >= 2 else ([], 0)
+
+
+PARALLEL_OPAQUE["qr"] = _qr_extent
