@@ -17,6 +17,7 @@ from jx.errors import JxError
 from jx.ir import Graph
 from jx.verify import verify
 
+from .expand import expand
 from .inline import inline_calls
 from .simplify import simplify
 
@@ -62,6 +63,7 @@ def vmap_transform(graph: Graph, batch: int = 8, **_) -> Graph:
 STAGES: dict[str, Pass] = {
     "trace": _identity,
     "inline": inline_calls,
+    "expand": expand,
     "simplify": simplify,
 }
 

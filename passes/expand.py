@@ -1,0 +1,187 @@
+"""Expand large factorisations into recursive blocked algorithms on dot_general.
+
+A Cholesky, LU or triangular solve of an n x n matrix does O(n^3) work; done
+unblocked it streams the matrix through the cache n times. Split in halves,
+most of the work becomes matrix products (dot_general, which the backends run
+on their packed, threaded GEMM), and only blocks of at most BASE rows reach
+the primitive's own unblocked kernel:
+
+    cholesky:  L11 = chol(A11); L21 = A21 L11^-T; L22 = chol(A22 - L21 L21^T)
+    trsm:      X1 = op(A11)^-1 B1; X2 = op(A22)^-1 (B2 - op(A)21 X1)   (and its mirror images)
+    lu:        the left half's pivoted LU, its row swaps applied to the right half,
+               U12 = L11^-1 A12, then the LU of A22 - L21 U12 (Toledo's recursion)
+
+The expansion is a pass before simplify (which then folds its transposes into
+the products), keyed by primitive in EXPANSIONS; a rule returns None to keep
+its equation. Equations inside control-flow bodies are expanded too.
+"""
+from __future__ import annotations
+
+import jx.numpy as jnp
+from jx.core import bind
+from jx.ir import Graph, Literal, subgraphs
+from jx.prims import decompositions as dc
+
+from .interpreters import read, transform_graph
+
+# Rows of the blocks left to the unblocked kernels: 64 rows of float64 keep a
+# block (32 KiB) within L1 and the row panels they update within L2 on every
+# x86-64 core; below it the products are too small for the GEMM to pay.
+BASE = 64
+
+
+def _half(n: int) -> int:
+    """The split point: half of n, rounded to a multiple of 16 (whole vectors)."""
+    return max(16, (n // 2) // 16 * 16)
+
+
+def _t(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+# ------------------------------------------------------------------ cholesky
+
+def _cholesky(a):
+    n = a.shape[-1]
+    if n <= BASE:
+        return bind(dc.cholesky, a)[0]
+    h = _half(n)
+    l11 = _cholesky(a[..., :h, :h])
+    l21 = _trsm(l11, a[..., h:, :h], left_side=False, lower=True, transpose_a=True,
+                unit_diagonal=False)
+    l22 = _cholesky(a[..., h:, h:] - jnp.matmul(l21, _t(l21)))
+    zeros = jnp.zeros_like(a[..., :h, h:])        # (staged from a: no constant)
+    return jnp.concatenate([jnp.concatenate([l11, zeros], -1),
+                            jnp.concatenate([l21, l22], -1)], -2)
+
+
+def _cholesky_rule(eqn):
+    if eqn.inputs[0].aval.shape[-1] <= BASE:
+        return None
+
+    def expanded(a):
+        out = _cholesky(a)
+        # one failed block makes the whole factor NaN, as the unblocked kernel does
+        # (a failure NaNs every later diagonal block, the last one included)
+        failed = jnp.isnan(out[..., -1, -1])[..., None, None]
+        return [jnp.where(failed, jnp.nan, out)]
+    return expanded
+
+
+# ------------------------------------------------------------------ triangular solve
+
+def _trsm(a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    m = a.shape[-1]
+    flags = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                 unit_diagonal=unit_diagonal)
+    if m <= BASE:
+        return bind(dc.triangular_solve, a, b, conjugate_a=False, **flags)[0]
+    h = _half(m)
+    a11, a22 = a[..., :h, :h], a[..., h:, h:]
+    # the off-diagonal block of op(a) below (op21) or above (op12) its diagonal
+    op21 = _t(a[..., :h, h:]) if transpose_a else a[..., h:, :h]
+    op12 = _t(a[..., h:, :h]) if transpose_a else a[..., :h, h:]
+    op_lower = lower != transpose_a
+    if left_side:              # op(a) x = b over row blocks of b
+        b1, b2 = b[..., :h, :], b[..., h:, :]
+        if op_lower:
+            x1 = _trsm(a11, b1, **flags)
+            x2 = _trsm(a22, b2 - jnp.matmul(op21, x1), **flags)
+        else:
+            x2 = _trsm(a22, b2, **flags)
+            x1 = _trsm(a11, b1 - jnp.matmul(op12, x2), **flags)
+        return jnp.concatenate([x1, x2], -2)
+    b1, b2 = b[..., :, :h], b[..., :, h:]      # x op(a) = b over column blocks of b
+    if op_lower:
+        x2 = _trsm(a22, b2, **flags)
+        x1 = _trsm(a11, b1 - jnp.matmul(x2, op21), **flags)
+    else:
+        x1 = _trsm(a11, b1, **flags)
+        x2 = _trsm(a22, b2 - jnp.matmul(x1, op12), **flags)
+    return jnp.concatenate([x1, x2], -1)
+
+
+def _trsm_rule(eqn):
+    if eqn.inputs[0].aval.shape[-1] <= BASE:
+        return None
+    p = eqn.params
+
+    def expanded(a, b):
+        return [_trsm(a, b, left_side=p["left_side"], lower=p["lower"],
+                      transpose_a=p["transpose_a"], unit_diagonal=p["unit_diagonal"])]
+    return expanded
+
+
+# ------------------------------------------------------------------ lu
+
+def _rows(x, perm):
+    """x's rows (axis -2) in the order perm (batched like x)."""
+    idx = jnp.broadcast_to(perm[..., :, None], perm.shape + (x.shape[-1],))
+    return jnp.take_along_axis(x, idx, axis=-2)
+
+
+def _lu(a):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if k <= BASE:
+        return bind(dc.lu, a)
+    h = _half(k)
+    lu1, piv1, perm1 = _lu(a[..., :, :h])                 # the left m x h panel
+    right = _rows(a[..., :, h:], perm1)
+    u12 = _trsm(lu1[..., :h, :h], right[..., :h, :], left_side=True, lower=True,
+                transpose_a=False, unit_diagonal=True)
+    s = right[..., h:, :] - jnp.matmul(lu1[..., h:, :], u12)
+    lu2, piv2, perm2 = _lu(s)
+    l21 = _rows(lu1[..., h:, :], perm2)
+    lu = jnp.concatenate([jnp.concatenate([lu1[..., :h, :], u12], -1),
+                          jnp.concatenate([l21, lu2], -1)], -2)
+    pivots = jnp.concatenate([piv1, piv2 + h], -1)
+    tail = jnp.take_along_axis(perm1[..., h:], perm2, axis=-1)
+    return [lu, pivots, jnp.concatenate([perm1[..., :h], tail], -1)]
+
+
+def _lu_rule(eqn):
+    if min(eqn.inputs[0].aval.shape[-2:]) <= BASE:
+        return None
+    return lambda a: list(_lu(a))
+
+
+EXPANSIONS = {"cholesky": _cholesky_rule, "triangular_solve": _trsm_rule, "lu": _lu_rule}
+
+
+# ------------------------------------------------------------------ the pass
+
+def _wanted(graph: Graph) -> bool:
+    for eqn in graph.eqns:
+        rule = EXPANSIONS.get(eqn.prim.name)
+        if (rule is not None and rule(eqn) is not None) or any(map(_wanted, subgraphs(eqn))):
+            return True
+    return False
+
+
+def _params(params: dict) -> dict:
+    def one(v):
+        if isinstance(v, Graph):
+            return expand(v)
+        if isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
+            return tuple(expand(g) if isinstance(g, Graph) else g for g in v)
+        return v
+    return {k: one(v) for k, v in params.items()}
+
+
+def expand(graph: Graph) -> Graph:
+    if not _wanted(graph):
+        return graph
+
+    def walk(*args):
+        env = {id(v): x for v, x in zip(graph.inputs, args)}
+        for eqn in graph.eqns:
+            ins = [read(env, a, args) for a in eqn.inputs]
+            rule = EXPANSIONS.get(eqn.prim.name)
+            fn = rule(eqn) if rule is not None else None
+            outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **_params(eqn.params))
+            env.update({id(v): o for v, o in zip(eqn.outputs, outs)})
+        return [a.val if isinstance(a, Literal) else env[id(a)] for a in graph.outputs]
+
+    out = transform_graph(walk, [v.aval for v in graph.inputs], "expand")
+    return Graph(out.inputs, out.eqns, out.outputs, graph.in_tree, graph.out_tree)
