@@ -139,12 +139,18 @@ def _trsm_right_t(np_, la, a, b):
 
 def _eigh_weighted(np_, la, x):
     v, w = la.eigh(x)
-    return np_.sum(w * np_.arange(4.0)) + np_.sum(v * v * np_.arange(4.0))
+    return np_.sum(w * np_.arange(4.0)) + np_.sum((v * v)[:2] * np_.arange(4.0))
 
 
 def _eigh_raw(np_, la, x):
     v, w = la.eigh(x, lower=False, symmetrize_input=False)
     return np_.sum(np_.exp(w / 4)) + np_.sum((v * v)[0])
+
+
+def _hessian_case(np_, la, x):
+    v, w = la.eigh(x)
+    u, s, vt = la.svd(x, full_matrices=False)
+    return np_.sum((v * v)[0] * w) + np_.sum(np_.sin(la.qr(x)[0])) + np_.sum(s * s * u[0])
 
 
 def _nuclear(np_, la, x):
@@ -153,7 +159,8 @@ def _nuclear(np_, la, x):
 
 def _svd_vectors(np_, la, x):
     u, s, vt = la.svd(x, full_matrices=False)
-    return np_.sum(u * u * np_.sqrt(s)) + np_.sum(vt * vt * np_.arange(3.0)[:, None])
+    return (np_.sum((u * u)[:2] * np_.sqrt(s)) +
+            np_.sum((vt * vt)[:, :2] * np_.arange(3.0)[:, None]))
 
 
 def _qr_sum(full_matrices):
@@ -203,8 +210,8 @@ def test_grad_matches_jax(name):
     xs = _inputs(name, _seed(name, 3))
     got = jx.grad(_jx_fn(name), argnums=_argnums(xs))(*xs)
     with jax.enable_x64(True):
-        want = jax.grad(lambda *a: SCALAR[name](jax.numpy, jax.lax.linalg, *a),
-                        argnums=_argnums(xs))(*xs)
+        want = jax.jit(jax.grad(lambda *a: SCALAR[name](jax.numpy, jax.lax.linalg, *a),
+                                argnums=_argnums(xs)))(*xs)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-11)
 
@@ -261,6 +268,33 @@ def test_numpy_cholesky_grad_matches_jax():
     with jax.enable_x64(True):
         want = jax.grad(lambda a: jax.numpy.sum(jax.numpy.sin(jax.numpy.linalg.cholesky(a))))(x)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
+
+
+def test_hessian_matches_jax():
+    """Second order: the rules' own equations are differentiated again."""
+    jax = pytest.importorskip("jax")
+    x = _inputs("eigh_weighted", _seed("hessian", 0))[0]
+    got = jx.hessian(lambda a: _hessian_case(jnp, L, a))(x)
+    with jax.enable_x64(True):
+        want = jax.jit(jax.hessian(lambda a: _hessian_case(jax.numpy, jax.lax.linalg, a)))(x)
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+def test_triangular_solve_batching_with_shared_a(left_side):
+    """An unbatched (itself batched) triangle and a right-hand side batched at each
+    axis: the batch folds into b's columns (rows), a is not copied."""
+    rng = _seed("shared", int(left_side))
+    a = np.tril(rng.standard_normal((2, 3, 3))) + 4 * np.eye(3)
+    b = rng.standard_normal((2, 3, 4) if left_side else (2, 4, 3))
+
+    def f(a, b):
+        return L.triangular_solve(a, b, left_side=left_side, lower=True)
+    for axis in range(4):
+        bs = np.stack([b + i for i in range(5)], axis=axis)
+        want = np.stack([f(a, np.take(bs, i, axis=axis)) for i in range(5)])
+        np.testing.assert_allclose(jx.vmap(f, in_axes=(None, axis))(a, bs), want,
+                                   rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------- edge cases
