@@ -33,6 +33,7 @@ from .opaque import PARALLEL_OPAQUE, opaque_rule
 
 FLAGS = ("reassoc", "contract")   # sums along a row may be reordered (vectorised)
 STACK_SCRATCH = 1 << 16           # bytes of per-matrix scratch kept on the stack
+SMALL = 8                         # matrices up to this size: straight-line code in registers
 
 
 class _Mat:
@@ -160,6 +161,9 @@ def _cholesky(ctx, kernel):
 
     def one(t):
         src, L = _view(ctx, a, t, n, n), _view(ctx, out, t, n, n)
+        if n <= SMALL:
+            _cholesky_unrolled(b, src, L, n, dt)
+            return
         with U.for_range(b, n, "zi") as i:          # lower triangle of a, zeros above
             with U.for_range(b, n, "zj") as j:
                 below = b.icmp_signed("<=", j, i)
@@ -178,6 +182,29 @@ def _cholesky(ctx, kernel):
         with b.if_then(b.load(failed), likely=False):
             _fill_nan(b, L, n, n)
     _batch(ctx, kernel, one)
+
+
+def _cholesky_unrolled(b, src: _Mat, L: _Mat, n: int, dt):
+    """The same algorithm on a matrix small enough to live in registers: straight-line
+    code (batches of 4 x 4 matrices spent most of their time on loop control)."""
+    v = {(i, j): src.get(i, j) for i in range(n) for j in range(i + 1)}
+    failed = ir.Constant(U.I1, 0)
+    for j in range(n):
+        d = v[j, j]
+        for k in range(j):
+            d = b.fsub(d, _fmul(b, v[j, k], v[j, k]), flags=("contract",))
+        failed = b.or_(failed, b.not_(b.fcmp_ordered(">", d, _c(dt, 0))))
+        v[j, j] = U.call_intrinsic(b, "llvm.sqrt", [d])
+        for i in range(j + 1, n):
+            s = v[i, j]
+            for k in range(j):
+                s = b.fsub(s, _fmul(b, v[i, k], v[j, k]), flags=("contract",))
+            v[i, j] = b.fdiv(s, v[j, j])
+    nan = _c(dt, float("nan"))
+    for i in range(n):
+        for j in range(n):
+            L.set(i, j, b.select(failed, nan, v[i, j]) if j <= i
+                  else b.select(failed, nan, _c(dt, 0)))
 
 
 PARALLEL_OPAQUE["cholesky"] = _extent_of(_square_flops(3, 1 / 3))
