@@ -207,9 +207,9 @@ _PADE_PLAN = {
 
 
 def _pade(degree: int, a, powers: dict, eye):
-    """(U, V), the odd and even parts of the degree-m Pade numerator: exp(a) ~
-    (V + U)^-1... as (V - U)^-1 (V + U). powers holds a^2, a^4, ...; degree 13 groups
-    its terms so that it needs a^6 at most."""
+    """(U, V), the odd and even parts of the degree-m Pade numerator, so that exp(a) ~
+    (V - U)^-1 (V + U). powers holds a^2, a^4, ...; degree 13 groups its terms so that
+    it needs a^6 at most."""
     b = _PADE[degree]
     if degree == 13:
         a2, a4, a6 = powers[2], powers[4], powers[6]
@@ -236,6 +236,9 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     n = s[-1]
     if n == 0:
         return jnp.zeros(s, a.dtype)
+    if a.dtype.itemsize not in _PADE_PLAN:
+        raise TypeError(f"jx.scipy.linalg.expm: float32 or float64 matrices only, got "
+                        f"{a.dtype}")
     degrees, bounds, top_norm = _PADE_PLAN[a.dtype.itemsize]
     norm1 = jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1)
     squarings = jnp.maximum(0, jnp.floor(jnp.log2(norm1 / top_norm)))
@@ -497,7 +500,11 @@ _JAX_NAMES = frozenset("""
     svd toeplitz
 """.split())
 _JAX_ONLY = _JAX_NAMES - frozenset(__all__)
-_COMPLEX = frozenset({"cdf2rdf", "dft", "rsf2csf", "schur", "sqrtm", "funm"})
+_WHY = {**{n: "not implemented: it needs complex numbers, which jx does not have"
+            for n in ("cdf2rdf", "dft", "rsf2csf", "sqrtm", "funm")},
+        "schur": "not implemented: it needs a non-symmetric eigenvalue solver (and complex "
+                 "numbers for output='complex')",
+        "hessenberg": "not implemented yet: jx has no Hessenberg-reduction primitive"}
 _NEAREST = {"expm_frechet": "jx.jvp(jx.scipy.linalg.expm, (A,), (E,))",
             "invhilbert": "jx.numpy.linalg.inv(hilbert(n)) (ill-conditioned beyond n ~ 10)",
             "convolution_matrix": "toeplitz of the zero-padded kernel",
@@ -507,5 +514,4 @@ _NEAREST = {"expm_frechet": "jx.jvp(jx.scipy.linalg.expm, (A,), (E,))",
 
 def __getattr__(name: str):
     raise missing_name("jx.scipy.linalg", name, _JAX_ONLY, _NEAREST,
-                       "not implemented: it needs complex numbers, which jx does not have"
-                       if name in _COMPLEX else "not implemented yet")
+                       _WHY.get(name, "not implemented yet"))
