@@ -19,6 +19,7 @@ only known inside the known trace that computed it.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import operator
@@ -117,7 +118,8 @@ class GraphBuilder:
                 out_avals: Sequence) -> list:
         inputs = tuple(self.lift(a) for a in args)
         outs = tuple(Var(a) for a in out_avals)
-        self.eqns.append(Eqn(prim, inputs, params, outs, user_location()))
+        source = getattr(_LOCAL, "source", None) or user_location()
+        self.eqns.append(Eqn(prim, inputs, params, outs, source))
         vals = self._known_values(prim, args, params, out_avals) if self.known else None
         if vals is None:
             return [Tracer(self, v) for v in outs]
@@ -286,6 +288,18 @@ def _active() -> list:
     if stack is None:
         stack = _LOCAL.traces = []
     return stack
+
+
+@contextlib.contextmanager
+def attributed(source: str | None):
+    """Equations staged inside are attributed to `source` (file:line): a pass that
+    re-traces a user's equation into others keeps pointing errors at the user's line."""
+    saved = getattr(_LOCAL, "source", None)
+    _LOCAL.source = source or saved
+    try:
+        yield
+    finally:
+        _LOCAL.source = saved
 
 
 def _symbolic(params: dict) -> bool:

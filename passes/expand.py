@@ -18,7 +18,7 @@ its equation. Equations inside control-flow bodies are expanded too.
 from __future__ import annotations
 
 import jx.numpy as jnp
-from jx.core import bind
+from jx.core import attributed, bind
 from jx.ir import Graph, Literal, subgraphs
 from jx.prims import decompositions as dc
 
@@ -181,7 +181,8 @@ def expand(graph: Graph) -> Graph:
             ins = [read(env, a, args) for a in eqn.inputs]
             rule = EXPANSIONS.get(eqn.prim.name)
             fn = rule(eqn) if rule is not None else None
-            outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **_params(eqn.params))
+            with attributed(eqn.source):
+                outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **_params(eqn.params))
             env.update({id(v): o for v, o in zip(eqn.outputs, outs)})
         return [a.val if isinstance(a, Literal) else env[id(a)] for a in graph.outputs]
 

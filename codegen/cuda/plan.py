@@ -136,9 +136,31 @@ def refuse_symbols(program) -> None:
                       "the CPU, whose artifacts serve every size")
 
 
+# Their CPU loops would run on one GPU thread (the serial fallback): correct, but
+# slower than the host by orders of magnitude, so the target says no instead.
+NOT_ON_GPU = frozenset({"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"})
+
+
+def refuse_decompositions(program) -> None:
+    """Matrix decompositions have no GPU kernels yet: an error naming the first one
+    and where it comes from, before any code is emitted."""
+    from jx.errors import JxError
+    for kernel in program.kernels:
+        for sub in kernel.subprograms.values():
+            refuse_decompositions(sub)
+        for eqn in kernel.eqns:
+            if eqn.prim.name in NOT_ON_GPU:
+                where = f" (from {eqn.source})" if eqn.source else ""
+                raise JxError(f"the CUDA target has no kernel for {eqn.prim.name}{where} yet: "
+                              "compile this function for the CPU (--target cpu, or "
+                              "jx.jit(..., backend='cpu')), whose artifacts include jx's own "
+                              "factorisations")
+
+
 def plan_program(gm: GpuModule, program, consts: ConstTable) -> dict:
     g = program.graph
     refuse_symbols(program)
+    refuse_decompositions(program)
     units = program_units(gm, program)
     buffers: list = []
     index: dict = {}

@@ -1,0 +1,157 @@
+"""Linear algebra through the whole pipeline: the expand pass (verified, and
+equal to the unexpanded program), compiled gradients and vmaps of factorisations
+at sizes that take the blocked path, an artifact with decompositions loaded by
+the runtime, and the CUDA target's refusal (no GPU needed to see it)."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+import jx.lax as lax
+import jx.runtime as rt
+from jx.passes import expand as E
+from jx.passes import pipeline
+from jx.verify import verify
+from test_compile import jx_cli
+
+RNG = np.random.default_rng(23)
+
+
+def _spd(shape, dtype=np.float32):
+    n = shape[-1]
+    a = RNG.standard_normal(shape)
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n)).astype(dtype)
+
+
+def _rel(x, y) -> float:
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return float(np.max(np.abs(x - y)) / max(np.max(np.abs(y)), 1e-30))
+
+
+def test_expand_rewrites_only_large_factorisations():
+    def f(a, b):
+        L = lax.linalg.cholesky(a)
+        return lax.linalg.triangular_solve(L, b, left_side=True, lower=True), lax.linalg.lu(a)[0]
+    small = jx.make_graph(f)(np.eye(8, dtype=np.float32), np.ones((8, 3), np.float32))
+    assert E.expand(small) is small
+    n = E.BASE["cholesky"] + 72
+    big = jx.make_graph(f)(_spd((n, n)), np.ones((n, 3), np.float32))
+    out = E.expand(big)
+    verify(out, where="after expand")
+    counts = out.op_counts()
+    assert counts["dot_general"] >= 3
+    for name in ("cholesky", "triangular_solve", "lu"):       # only blocks of <= BASE rows
+        assert counts[name] >= 2
+    from jx.interpret import eval_graph
+    a, b = _spd((n, n)), RNG.standard_normal((n, 3)).astype(np.float32)
+    for x, y in zip(eval_graph(out, a, b), eval_graph(big, a, b)):
+        assert _rel(x, y) < 1e-4
+    assert "expand" in pipeline.STAGES
+
+
+def test_expand_reaches_into_control_flow():
+    n = E.BASE["lu"] + 40
+
+    def body(c, x):
+        return c + jnp.linalg.slogdet(x)[1], None
+    g = jx.make_graph(lambda xs: lax.scan(body, 0.0, xs)[0])(
+        np.zeros((2, n, n), np.float32))
+    out = E.expand(g)
+    verify(out, where="after expand")
+    assert out.op_counts()["lu"] > g.op_counts()["lu"]
+    xs = np.stack([_spd((n, n)) for _ in range(2)])
+    want = sum(np.linalg.slogdet(x.astype(np.float64))[1] for x in xs)
+    assert abs(float(jx.jit(lambda xs: lax.scan(body, 0.0, xs)[0])(xs)) - want) < 1e-3 * abs(want)
+
+
+@pytest.mark.x64
+def test_compiled_gradients_on_the_blocked_path():
+    """log det through Cholesky and a solve through LU at 150 rows (expanded), in
+    float64: jx.jit(jx.grad) against the analytic gradients."""
+    n = 150
+    a = _spd((n, n), np.float64)
+    b = RNG.standard_normal(n)
+
+    def logdet(x):
+        return 2 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(x))))
+    g = np.asarray(jx.jit(jx.grad(logdet))(a))
+    assert _rel(g, np.linalg.inv(a).T) < 1e-9     # d logdet / dA = A^-T (lower read + sym)
+
+    def quad(x):
+        return jnp.sum(jnp.linalg.solve(x, b))
+    g2 = np.asarray(jx.jit(jx.grad(quad))(a))
+    x = np.linalg.solve(a, b)
+    lam = np.linalg.solve(a.T, np.ones(n))
+    assert _rel(g2, -np.outer(lam, x)) < 1e-9
+
+
+def test_vmap_of_compiled_solve_matches_a_loop():
+    n = E.BASE["triangular_solve"] + 9
+    a = np.stack([_spd((n, n)) for _ in range(3)])
+    b = RNG.standard_normal((3, n)).astype(np.float32)
+    got = np.asarray(jx.jit(jx.vmap(jnp.linalg.solve))(a, b))
+    for i in range(3):
+        assert _rel(got[i], np.linalg.solve(a[i].astype(np.float64), b[i])) < 1e-4
+
+
+def test_non_finite_inputs_give_nan_not_a_crash():
+    n = E.BASE["cholesky"] + 30
+    a = _spd((n, n))
+    bad = a.copy()
+    bad[n // 2, 3] = np.nan
+    L = np.asarray(jx.jit(jnp.linalg.cholesky)(bad))
+    assert np.isnan(L).all()
+    lu = np.asarray(jx.jit(lambda x: lax.linalg.lu(x)[0])(bad))
+    assert np.isnan(lu).any()
+    bad[5, 7] = np.inf
+    q, r = jx.jit(jnp.linalg.qr)(bad[:40, :40])
+    assert np.isnan(np.asarray(r)).any()
+
+
+MODEL = textwrap.dedent('''
+    import jx
+    import jx.numpy as jnp
+
+    @jx.export(jx.f32[96, 96], jx.f32[96, 4])
+    def fit(a, b):
+        gram = a @ a.T / 96 + jnp.eye(96)
+        L = jnp.linalg.cholesky(gram)
+        x = jx.scipy.linalg.cho_solve((L, True), b)
+        q, r = jnp.linalg.qr(a)
+        return x, jnp.linalg.slogdet(gram)[1], jnp.abs(jnp.diagonal(r))
+''')
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+def test_artifact_with_decompositions(tmp_path):
+    (tmp_path / "fit.py").write_text(MODEL)
+    r = jx_cli("compile", tmp_path / "fit.py", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    art = rt.load(next((tmp_path / "out").glob("*.so")))
+    a = RNG.standard_normal((96, 96)).astype(np.float32)
+    b = RNG.standard_normal((96, 4)).astype(np.float32)
+    x, logdet, rdiag = art.fit(a, b)
+    gram = (a.astype(np.float64) @ a.T / 96 + np.eye(96))
+    assert _rel(x, np.linalg.solve(gram, b)) < 1e-4
+    assert abs(float(logdet) - np.linalg.slogdet(gram)[1]) < 1e-3
+    assert _rel(rdiag, np.abs(np.diag(np.linalg.qr(a.astype(np.float64))[1]))) < 1e-4
+
+
+def test_cuda_target_refuses_decompositions(tmp_path):
+    (tmp_path / "fit.py").write_text(MODEL)
+    r = jx_cli("compile", tmp_path / "fit.py", "--target", "cuda", "-o", tmp_path / "gpu")
+    assert r.returncode != 0
+    assert "CUDA target has no kernel for" in r.stderr and "fit.py:" in r.stderr, r.stderr
+    assert "--target cpu" in r.stderr
+    assert not (tmp_path / "gpu").exists()
+
+
+def test_symbolic_matrix_sizes_are_refused_clearly():
+    f = jx.jit(jnp.linalg.cholesky, abstracted_axes=("n", "n"))
+    with pytest.raises(Exception, match="static|symbolic|fixed"):
+        f(np.eye(4, dtype=np.float32))
