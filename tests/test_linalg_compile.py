@@ -155,3 +155,47 @@ def test_symbolic_matrix_sizes_are_refused_clearly():
     f = jx.jit(jnp.linalg.cholesky, abstracted_axes=("n", "n"))
     with pytest.raises(Exception, match="static|symbolic|fixed"):
         f(np.eye(4, dtype=np.float32))
+
+
+# --- jx.lax.linalg's helpers built on jx.numpy and jx.lax --------------------------
+
+def test_tridiagonal_solve_matches_a_dense_solve_eager_jitted_and_differentiated():
+    dl, d, du = RNG.standard_normal((3, 2, 9))
+    d = d + 4
+    dl[:, 0] = du[:, -1] = 0
+    b = RNG.standard_normal((2, 9, 3))
+    dense = np.stack([np.diag(d[i]) + np.diag(dl[i, 1:], -1) + np.diag(du[i, :-1], 1)
+                      for i in range(2)])
+    want = np.linalg.solve(dense, b)
+    f = lax.linalg.tridiagonal_solve
+    args = [x.astype(np.float32) for x in (dl, d, du, b)]
+    assert _rel(f(*args), want) < 1e-5
+    assert _rel(jx.jit(f)(*args), want) < 1e-5
+    g = jx.grad(lambda dd: jnp.sum(f(args[0], dd, args[2], args[3])))(args[1])
+    inv_t = np.linalg.inv(dense).transpose(0, 2, 1)             # d x / d d_k = -A^-1 e_k x_k
+    want_g = -np.einsum("bkj,bkr->bk", inv_t @ np.ones_like(b), np.linalg.solve(dense, b))
+    assert _rel(g, want_g) < 1e-4
+    with pytest.raises(Exception, match="three diagonals"):
+        f(args[0][:, :3], *args[1:])
+
+
+def test_householder_and_symmetric_products():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    a = RNG.standard_normal((7, 4))
+    (h, tau), _ = scipy_linalg.qr(a, mode="raw")
+    q = lax.linalg.householder_product(h.astype(np.float32), tau.astype(np.float32))
+    assert _rel(q, np.linalg.qr(a)[0]) < 1e-5
+    c = RNG.standard_normal((7, 7)).astype(np.float32)
+    s = lax.linalg.symmetric_product(a.astype(np.float32), c, alpha=2.0, beta=0.5)
+    assert _rel(s, 2 * a @ a.T + 0.5 * c) < 1e-5
+
+
+def test_missing_lax_linalg_names_say_so():
+    from jx.errors import NotInJx
+    with pytest.raises(NotInJx, match="jax.lax.linalg.schur"):
+        lax.linalg.schur
+    with pytest.raises(NotInJx, match="eigh"):
+        lax.linalg.eig
+    with pytest.raises(AttributeError):
+        lax.linalg.no_such_thing
+    assert lax.linalg.cholesky_p.name == "cholesky"
