@@ -18,9 +18,10 @@ its equation. Equations inside control-flow bodies are expanded too.
 from __future__ import annotations
 
 import jx.numpy as jnp
-from jx.core import attributed, bind
+from jx.core import attributed, bind, bind_like
 from jx.ir import Graph, Literal, subgraphs
 from jx.prims import decompositions as dc
+from jx.prims import structural as st
 
 from .interpreters import read, transform_graph
 
@@ -29,7 +30,8 @@ from .interpreters import read, transform_graph
 # kernels run at GEMM-like speed up to a few hundred rows (dot products along
 # rows in L2), so they take 128-row blocks: fewer levels of copies. Measured on
 # Zen 5 at n = 1024 and 2048 (32..256 within 1.5x of each other everywhere).
-BASE = {"cholesky": 128, "triangular_solve": 64, "lu": 128}
+BASE = {"cholesky": 128, "triangular_solve": 64, "lu": 128, "qr": 64}
+QR_BLOCK = 32      # columns per Householder panel (LAPACK's geqrf default block)
 
 
 def _half(n: int) -> int:
@@ -148,7 +150,75 @@ def _lu_rule(eqn):
     return lambda a: list(_lu(a))
 
 
-EXPANSIONS = {"cholesky": _cholesky_rule, "triangular_solve": _trsm_rule, "lu": _lu_rule}
+# ------------------------------------------------------------------ qr
+
+def _eye_like(x, rows: int, cols: int):
+    """The rows x cols identity in x's dtype (and batch), staged from x: an iota
+    comparison, not a constant baked into the program."""
+    import numpy as np
+    i32 = np.dtype(np.int32)
+    r = bind_like((x,), st.iota, dtype=i32, shape=(rows, cols), dimension=0)[0]
+    c = bind_like((x,), st.iota, dtype=i32, shape=(rows, cols), dimension=1)[0]
+    return jnp.broadcast_to((r == c).astype(x.dtype), x.shape[:-2] + (rows, cols))
+
+
+def _unit_lower(packed):
+    eye = _eye_like(packed, *packed.shape[-2:])
+    return jnp.where(jnp.tril(eye + 1, -1) > 0, packed, eye)
+
+
+def _qr_wy(a):
+    """(V, T, R) of the tall a (m >= n): H_0 ... H_{n-1} = I - V T V^T (compact WY),
+    R upper triangular, by Elmroth and Gustavson's recursion on column halves: the
+    left half's reflectors update the right half in three products, and the two
+    halves' T merge as [[T1, -T1 V1^T V2 T2], [0, T2]]. Panels of at most
+    QR_BLOCK columns go to the householder_panel kernel (geqr2 + larft)."""
+    n = a.shape[-1]
+    if n <= QR_BLOCK:
+        packed, t = bind(dc.householder_panel, a)
+        return _unit_lower(packed), t, jnp.triu(packed[..., :n, :])
+    h = _half(n)
+    v1, t1, r11 = _qr_wy(a[..., :, :h])
+    a2 = a[..., :, h:]
+    a2 = a2 - jnp.matmul(v1, jnp.matmul(_t(t1), jnp.matmul(_t(v1), a2)))
+    v2, t2, r22 = _qr_wy(a2[..., h:, :])
+    t12 = -jnp.matmul(t1, jnp.matmul(jnp.matmul(_t(v1[..., h:, :]), v2), t2))
+    v = jnp.concatenate([v1, jnp.concatenate([jnp.zeros_like(a2[..., :h, :]), v2], -2)], -1)
+    t = jnp.concatenate([jnp.concatenate([t1, t12], -1),
+                         jnp.concatenate([jnp.zeros_like(_t(t12)), t2], -1)], -2)
+    r = jnp.concatenate([jnp.concatenate([r11, a2[..., :h, :]], -1),
+                         jnp.concatenate([jnp.zeros_like(_t(a2[..., :h, :])), r22], -1)], -2)
+    return v, t, r
+
+
+def _qr(a, full_matrices: bool):
+    """Householder QR in compact WY form (_qr_wy) on the first min(m, n) columns;
+    the rest of a wide matrix gets H^T = I - V T^T V^T; Q = I - V T V^T (its first
+    kq columns) in two products."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    kq = m if full_matrices else k
+    v, t, r = _qr_wy(a[..., :, :k])
+    if n > k:
+        rest = a[..., :, k:]
+        rest = rest - jnp.matmul(v, jnp.matmul(_t(t), jnp.matmul(_t(v), rest)))
+        r = jnp.concatenate([r, rest], -1)
+    if kq > k:                                   # complete mode: zero rows below
+        r = jnp.concatenate([r, jnp.zeros_like(a[..., :kq - k, :])], -2)
+    q = _eye_like(v, m, kq) - jnp.matmul(v, jnp.matmul(t, _t(v[..., :kq, :])))
+    return [q, r]
+
+
+def _qr_rule(eqn):
+    m, n = eqn.inputs[0].aval.shape[-2:]
+    if min(m, n) <= BASE["qr"]:
+        return None
+    full = eqn.params["full_matrices"]
+    return lambda a: _qr(a, full)
+
+
+EXPANSIONS = {"cholesky": _cholesky_rule, "triangular_solve": _trsm_rule, "lu": _lu_rule,
+              "qr": _qr_rule}
 
 
 # ------------------------------------------------------------------ the pass

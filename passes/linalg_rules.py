@@ -421,3 +421,13 @@ for _name, (_jvp, _vjp) in _RULES.items():
     vjp_rules[_name] = _vjp
     batch_rules[_name] = _front_rule(getattr(dc, _name))
 batch_rules["triangular_solve"] = _trsm_batch
+
+# householder_panel is staged by the expand pass, after every transformation has run
+def _panel_derivative(*args, **params):
+    from jx.errors import JxError
+    raise JxError("householder_panel is internal to the blocked QR of the expand pass, which "
+                  "runs after differentiation; differentiate jx.lax.linalg.qr instead")
+
+
+jvp_rules["householder_panel"] = vjp_rules["householder_panel"] = _panel_derivative
+batch_rules["householder_panel"] = _front_rule(dc.householder_panel)

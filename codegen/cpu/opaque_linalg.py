@@ -465,3 +465,59 @@ def _qr_extent(kernel):
 
 
 PARALLEL_OPAQUE["qr"] = _qr_extent
+
+
+# ------------------------------------------------------------------ householder panel
+
+@opaque_rule("householder_panel")
+def _householder_panel(ctx, kernel):
+    """geqr2 on the panel, then larft: t[:i, i] = -tau_i t[:i, :i] (V[:, :i]^T v_i),
+    t[i, i] = tau_i. V^T v_i is gathered row by row into t's row i (below the
+    diagonal, where t is zero), then consumed and cleared."""
+    (a,), (packed, t) = kernel.root.inputs, kernel.root.outputs
+    m, n = a.aval.shape[-2:]
+    dt = a.aval.dtype
+    b = ctx.b
+    if n == 0 or _batch_count(kernel) == 0:
+        return
+    mem, heap = _scratch(ctx, dt, 2 * n)
+    tau = _Mat(b, mem, dt, U.i64(0), 0)
+    work = _Mat(b, mem, dt, U.i64(n), 0)
+    zero = _c(dt, 0)
+
+    def one(idx):
+        W, T = _view(ctx, packed, idx, m, n), _view(ctx, t, idx, n, n)
+        _copy(b, W, _view(ctx, a, idx, m, n), m, n)
+        _geqr2(b, W, tau, work, m, n, dt)
+        with U.for_range(b, n, "ti") as i:
+            with U.for_range(b, n, "tj") as j:
+                T.set(i, j, b.select(b.icmp_signed("==", i, j), tau.get(0, i), zero))
+            # z_r = V[i, r] + sum_{l > i} V[l, r] V[l, i]  (r < i), into T[i, r]
+            with U.for_between(b, U.i64(0), i, "zr") as r:
+                T.set(i, r, W.get(i, r))
+            with U.for_between(b, b.add(i, U.i64(1)), U.i64(m), "zl") as l:
+                vli = W.get(l, i)
+                with U.for_between(b, U.i64(0), i, "zc") as r:
+                    T.set(i, r, b.fadd(T.get(i, r), _fmul(b, W.get(l, r), vli),
+                                       flags=("contract",)))
+            ti = b.fneg(tau.get(0, i))
+            with U.for_between(b, U.i64(0), i, "tr") as r:
+                s = _sum(b, dt, r, i, lambda c: _fmul(b, T.get(r, c), T.get(i, c)), "tc")
+                T.set(r, i, _fmul(b, ti, s))
+            with U.for_between(b, U.i64(0), i, "tz") as r:
+                T.set(i, r, zero)
+    _batch(ctx, kernel, one)
+    if heap:
+        ctx.module.free(b, mem)
+
+
+def _panel_extent(kernel):
+    a = kernel.root.inputs[0].aval
+    m, n = a.shape[-2:]
+    if 2 * n * a.dtype.itemsize > STACK_SCRATCH:
+        return [], 0
+    count = _batch_count(kernel)
+    return ([count], 4 * count * m * n * n) if count >= 2 else ([], 0)
+
+
+PARALLEL_OPAQUE["householder_panel"] = _panel_extent

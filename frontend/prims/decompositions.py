@@ -235,3 +235,49 @@ def _svd(a, *, full_matrices, compute_uv):
 
 svd = declare("svd", _svd_rule, _svd, multiple_results=True)
 
+
+
+# ------------------------------------------------------------------ householder panel
+
+def _panel_rule(a):
+    _matrix(a, "householder_panel", square=False)
+    m, n = a.shape[-2:]
+    if m < n:
+        raise ShapeError(f"householder_panel needs a tall panel (rows >= columns), got {a}")
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (n, n), a.dtype)]
+
+
+def _panel(a):
+    """(packed, t): geqrf's packed QR of the panel (R on and above the diagonal, the
+    reflectors' vectors below it, first entries 1 implied) and larft's upper
+    triangular t, so that H_0 ... H_{n-1} = I - V t V^T (the compact WY form)."""
+    m, n = a.shape[-2:]
+    flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), m, n)).astype(a.dtype)
+    packed = flat.copy()
+    ts = np.zeros((flat.shape[0], n, n), a.dtype)
+    with np.errstate(all="ignore"):
+        for p in range(flat.shape[0]):
+            w = packed[p]
+            taus = np.zeros(n, a.dtype)
+            for j in range(n):
+                alpha, x = w[j, j], w[j + 1:, j]
+                xnorm2 = np.dot(x, x)
+                if xnorm2 == 0:
+                    continue                      # H_j = I: tau 0, column kept
+                beta = -np.copysign(np.sqrt(alpha * alpha + xnorm2), alpha)
+                taus[j] = (beta - alpha) / beta
+                w[j + 1:, j] = x / (alpha - beta)
+                w[j, j] = beta
+                v = np.concatenate([[1], w[j + 1:, j]]).astype(a.dtype)
+                w[j:, j + 1:] -= taus[j] * np.outer(v, v @ w[j:, j + 1:])
+            v = np.tril(w, -1) + np.eye(m, n, dtype=a.dtype)
+            t = ts[p]
+            for i in range(n):
+                t[i, i] = taus[i]
+                t[:i, i] = -taus[i] * (t[:i, :i] @ (v[:, :i].T @ v[:, i]))
+    return [packed.reshape(a.shape), ts.reshape(a.shape[:-2] + (n, n))]
+
+
+# Internal to the blocked QR of the expand pass (which runs after differentiation),
+# so it has no derivative; JAX's geqrf + larft.
+householder_panel = declare("householder_panel", _panel_rule, _panel, multiple_results=True)
