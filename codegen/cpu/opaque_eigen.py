@@ -288,9 +288,9 @@ def _apply_reflector_rows(c: _Code, mat, ld, v, tau, rows, lo, hi) -> None:
         c.axpy(c.b.fneg(s), v, row, lo, hi)
 
 
-def _identity(c: _Code, mat, rows, cols) -> None:
+def _identity(c: _Code, mat, rows, cols, ld) -> None:
     with c.loop(0, rows, "eye") as r:
-        row = c.at(mat, c.mul(r, cols))
+        row = c.at(mat, c.mul(r, ld))
         c.fill(_f(0), row, 0, cols)
         with c.b.if_then(c.icmp("<", r, cols)):
             c.st(_f(1), row, r)
@@ -320,18 +320,18 @@ def _picked(c: _Code, perm, k, j):
     return c.b.select(inside, c.ld(perm, c.imin(j, c.sub(k, 1)), I64), j)
 
 
-def _gather_columns(c: _Code, dst, rows, cols, src, perm, k, dt) -> None:
-    """dst[r, j] = src[picked(j), r]: rows of src (length `rows`) become columns."""
+def _gather_columns(c: _Code, dst, rows, cols, src, ld, perm, k, dt) -> None:
+    """dst[r, j] = src[picked(j), r]: rows of src (ld apart) become columns."""
     with c.loop(0, cols, "gcol") as j:
-        srow = c.at(src, c.mul(_picked(c, perm, k, j), rows))
+        srow = c.at(src, c.mul(_picked(c, perm, k, j), ld))
         with c.loop(0, rows, "grow") as r:
             _store_out(c, c.ld(srow, r), dst, c.add(c.mul(r, cols), j), dt)
 
 
-def _gather_rows(c: _Code, dst, rows, length, src, perm, k, dt) -> None:
-    """dst[j, :] = src[picked(j), :]."""
+def _gather_rows(c: _Code, dst, rows, length, src, ld, perm, k, dt) -> None:
+    """dst[j, :] = src[picked(j), :] (rows of src ld apart)."""
     with c.loop(0, rows, "grow") as j:
-        srow = c.at(src, c.mul(_picked(c, perm, k, j), length))
+        srow = c.at(src, c.mul(_picked(c, perm, k, j), ld))
         drow = c.mul(j, length)
         with c.loop(0, length, "gel") as r:
             _store_out(c, c.ld(srow, r), dst, c.add(drow, r), dt)
@@ -340,27 +340,27 @@ def _gather_rows(c: _Code, dst, rows, length, src, perm, k, dt) -> None:
 # ------------------------------------------------------------------ rotations
 
 def _rotate_fn(module: ir.Module) -> ir.Function:
-    """rotate(mat, L, ri, rj, rc, rs, count): for t in order, rows x = mat[ri[t]] and
-    y = mat[rj[t]] (length L) become (c x - s y, s x + c y). Columns go in blocks of
-    BLOCK, each block through all rotations while it sits in cache."""
+    """rotate(mat, L, ld, ri, rj, rc, rs, count): for t in order, rows x = mat[ri[t]]
+    and y = mat[rj[t]] (length L, ld apart) become (c x - s y, s x + c y). Columns go
+    in blocks of BLOCK, each block through all rotations while it sits in cache."""
     name = "jx.linalg.rotate"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(U.VOID, [PTR, I64, PTR, PTR, PTR, PTR, I64]),
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [PTR, I64, I64, PTR, PTR, PTR, PTR, I64]),
                      name)
     fn.linkage = "internal"
-    mat, length, ri, rj, rc, rs, count = fn.args
+    mat, length, ld, ri, rj, rc, rs, count = fn.args
     c = _Code(ir.IRBuilder(fn.append_basic_block("entry")))
     b = c.b
     full = b.mul(b.sdiv(length, c.i(BLOCK)), c.i(BLOCK))
     vecs = c.add(full, b.mul(b.sdiv(c.sub(length, full), c.i(VEC)), c.i(VEC)))
     with U.for_step(b, c.i(0), full, BLOCK, "rblk") as c0:
-        _rotate_block(c, mat, length, c0, (ri, rj, rc, rs), count, BLOCK // VEC, VEC)
+        _rotate_block(c, mat, ld, c0, (ri, rj, rc, rs), count, BLOCK // VEC, VEC)
     with U.for_step(b, full, vecs, VEC, "rvec") as c0:
-        _rotate_block(c, mat, length, c0, (ri, rj, rc, rs), count, 1, VEC)
+        _rotate_block(c, mat, ld, c0, (ri, rj, rc, rs), count, 1, VEC)
     with U.for_step(b, vecs, length, 1, "rone") as c0:
-        _rotate_block(c, mat, length, c0, (ri, rj, rc, rs), count, 1, 1)
+        _rotate_block(c, mat, ld, c0, (ri, rj, rc, rs), count, 1, 1)
     b.ret_void()
     return fn
 
@@ -371,33 +371,57 @@ def _splat(b, x, vt):
                             ir.Constant(ir.VectorType(U.I32, vt.count), [0] * vt.count))
 
 
-def _rotate_block(c: _Code, mat, length, c0, lists, count, nvec: int, width: int) -> None:
+def _rotate_block(c: _Code, mat, ld, c0, lists, count, nvec: int, width: int) -> None:
+    """Columns [c0, c0 + nvec * width) through every rotation. A row the next
+    rotation also takes (the shared row of a sweep's neighbouring rotations) stays
+    in registers instead of going to memory and back: a sweep then loads and
+    stores one row per rotation. The lists end with a sentinel (-1, -1)."""
     b = c.b
     ri, rj, rc, rs = lists
     vt = ir.VectorType(F64, width) if width > 1 else F64
+    held = c.var(I64, -1, "held")
+    regs = [c.var(vt, ir.Constant(vt, None), "reg") for _ in range(nvec)]
     with c.loop(0, count, "rot") as t:
+        i, j = c.ld(ri, t, I64), c.ld(rj, t, I64)
+        t1 = c.add(t, 1)
+        ni, nj = c.ld(ri, t1, I64), c.ld(rj, t1, I64)
         cs, sn = c.ld(rc, t), c.ld(rs, t)
         if width > 1:
             cs, sn = _splat(b, cs, vt), _splat(b, sn, vt)
-        px = c.at(mat, c.add(c.mul(c.ld(ri, t, I64), length), c0))
-        py = c.at(mat, c.add(c.mul(c.ld(rj, t, I64), length), c0))
-        xp = [c.at(px, q * width) for q in range(nvec)]
-        yp = [c.at(py, q * width) for q in range(nvec)]
-        xs = [b.load(b.bitcast(p, PTR), typ=vt, align=8) for p in xp]
-        ys = [b.load(b.bitcast(p, PTR), typ=vt, align=8) for p in yp]
-        for x, y, p, q in zip(xs, ys, xp, yp):
-            nx = U.call_intrinsic(b, "llvm.fmuladd", [cs, x, b.fneg(b.fmul(sn, y))])
-            ny = U.call_intrinsic(b, "llvm.fmuladd", [sn, x, b.fmul(cs, y)])
-            b.store(nx, p, align=8)
-            b.store(ny, q, align=8)
+        px = c.at(mat, c.add(c.mul(i, ld), c0))
+        py = c.at(mat, c.add(c.mul(j, ld), c0))
+        hv = held.get()
+        x_held, y_held = c.icmp("==", i, hv), c.icmp("==", j, hv)
+        keep_x = b.or_(c.icmp("==", i, ni), c.icmp("==", i, nj))
+        keep_y = b.and_(b.not_(keep_x), b.or_(c.icmp("==", j, ni), c.icmp("==", j, nj)))
+        xs, ys = [], []
+        for q, reg in enumerate(regs):
+            # (a held row's memory is stale but readable: load, then pick the register)
+            r = reg.get()
+            xs.append(b.select(x_held, r, b.load(c.at(px, q * width), typ=vt, align=8)))
+            ys.append(b.select(y_held, r, b.load(c.at(py, q * width), typ=vt, align=8)))
+        nxs, nys = [], []
+        for x, y in zip(xs, ys):
+            nxs.append(U.call_intrinsic(b, "llvm.fmuladd", [cs, x, b.fneg(b.fmul(sn, y))]))
+            nys.append(U.call_intrinsic(b, "llvm.fmuladd", [sn, x, b.fmul(cs, y)]))
+        with b.if_then(b.not_(keep_x)):
+            for q, v in enumerate(nxs):
+                b.store(v, c.at(px, q * width), align=8)
+        with b.if_then(b.not_(keep_y)):
+            for q, v in enumerate(nys):
+                b.store(v, c.at(py, q * width), align=8)
+        held.set(b.select(keep_x, i, b.select(keep_y, j, c.i(-1))))
+        for reg, x, y in zip(regs, nxs, nys):
+            reg.set(b.select(keep_x, x, y))
 
 
 class _Rotations:
-    """Rotations recorded for the rows of mat (row length `length`), applied in
-    order by _rotate when the list is full and at flush()."""
+    """Rotations recorded for the rows of mat (row length `length`, ld apart),
+    applied in order by _rotate when the list is full and at flush()."""
 
-    def __init__(self, c: _Code, mat, length, lists, cap, enabled=None):
-        self.c, self.mat, self.length, self.lists, self.cap = c, mat, length, lists, cap
+    def __init__(self, c: _Code, mat, length, ld, lists, cap, enabled=None):
+        self.c, self.mat, self.length, self.ld = c, mat, length, ld
+        self.lists, self.cap = lists, cap
         self.enabled = enabled             # an i1: record nothing when false
         self.count = c.var(I64, 0, "nrot")
         self.fn = _rotate_fn(c.b.module)
@@ -424,24 +448,38 @@ class _Rotations:
 
     def flush(self) -> None:
         c = self.c
-        c.b.call(self.fn, [self.mat, self.length] + list(self.lists) + [self.count.get()])
+        ri, rj = self.lists[:2]
+        c.st(c.i(-1), ri, self.count.get(), I64)     # the sentinel _rotate_block reads
+        c.st(c.i(-1), rj, self.count.get(), I64)
+        c.b.call(self.fn, [self.mat, self.length, self.ld] + list(self.lists) +
+                 [self.count.get()])
         self.count.set(c.i(0))
 
 
 def _rotation_lists(c: _Code, base, cap) -> tuple:
-    """(ri, rj, rc, rs) in 4 * cap words at base."""
-    return tuple(c.at(base, c.mul(cap, q)) for q in range(4))
+    """(ri, rj, rc, rs) in 4 * (cap + 1) words at base (room for a sentinel)."""
+    return tuple(c.at(base, c.mul(c.add(cap, 1), q)) for q in range(4))
 
 
 def _capacity(n):
+    """Rotations recorded before a batch is applied: enough that each block of
+    columns loaded does far more arithmetic than loading."""
     return 32 * n + 256
+
+
+def _stride(c: _Code, length):
+    """A row stride for `length` doubles: a multiple of 8, not of 64, so that rows a
+    few apart do not share an address's low 12 bits (4K aliasing: loads wait on
+    unrelated stores) or a cache set (a column's reads evict each other)."""
+    r = c.b.and_(c.add(length, 7), c.i(-8))
+    return c.b.select(c.icmp("==", c.b.and_(r, c.i(63)), 0), c.add(r, 8), r)
 
 
 # ------------------------------------------------------------------ eigh
 
-def _eigh_parts(n) -> list:
-    """Scratch words: the work matrix, 9 vectors, the rotation lists."""
-    return [n * n, 9 * (n + 1), 4 * _capacity(n)]
+def _eigh_parts(n, ld) -> list:
+    """Scratch words: the work matrix (rows ld apart), 9 vectors, the rotation lists."""
+    return [n * ld, 9 * (n + 1), 4 * (_capacity(n) + 1)]
 
 
 def _eigh_routine(module: ir.Module, dt) -> str:
@@ -460,7 +498,8 @@ def _emit_eigh(fn: ir.Function, dt) -> None:
     c = _Code(ir.IRBuilder(fn.append_basic_block("entry")))
     b = c.b
     nn = _Int(b, n)
-    mat, vecs, rot = _carve(c, scratch, _eigh_parts(nn))
+    ld = _stride(c, n)
+    mat, vecs, rot = _carve(c, scratch, _eigh_parts(nn, _Int(b, ld)))
     d, e, tau, pa, pb, zero, perm = (c.at(vecs, c.mul(q, c.add(n, 1))) for q in range(7))
     cap = _capacity(nn).v
 
@@ -471,14 +510,14 @@ def _emit_eigh(fn: ir.Function, dt) -> None:
         _nan_fill(c, vout, c.mul(n, n), dt)
         _nan_fill(c, wout, n, dt)
         b.ret_void()
-    amax = _load_lower(c, a, mat, n, lower, dt)
+    amax = _load_lower(c, a, mat, n, ld, lower, dt)
     down, up = _scale_factors(c, amax)
     with c.loop(0, n, "srow") as i:
-        c.scale(down, c.at(mat, c.mul(i, n)), 0, c.add(i, 1))
+        c.scale(down, c.at(mat, c.mul(i, ld)), 0, c.add(i, 1))
 
-    _tridiagonalise(c, mat, n, d, e, tau, (pa, pb, zero))
-    _form_qt(c, mat, n, tau)
-    rots = _Rotations(c, mat, n, _rotation_lists(c, rot, cap), cap)
+    _tridiagonalise(c, mat, n, ld, d, e, tau, (pa, pb, zero))
+    _form_qt(c, mat, n, ld, tau)
+    rots = _Rotations(c, mat, n, ld, _rotation_lists(c, rot, cap), cap)
     ok = _ql(c, d, e, n, rots)
     rots.flush()
     with b.if_then(b.not_(ok)):
@@ -488,11 +527,11 @@ def _emit_eigh(fn: ir.Function, dt) -> None:
     _sort(c, d, perm, n, descending=False)
     with c.loop(0, n, "w") as j:
         _store_out(c, c.fmul(c.ld(d, j), up), wout, j, dt)
-    _gather_columns(c, vout, n, n, mat, perm, n, dt)
+    _gather_columns(c, vout, n, n, mat, ld, perm, n, dt)
     b.ret_void()
 
 
-def _load_lower(c: _Code, a, mat, n, lower, dt):
+def _load_lower(c: _Code, a, mat, n, ld, lower, dt):
     """mat's lower triangle = the symmetric matrix read from a's `lower` (or upper)
     triangle; returns the largest |entry| read."""
     b = c.b
@@ -504,13 +543,13 @@ def _load_lower(c: _Code, a, mat, n, lower, dt):
                     with c.loop(0, c.add(i, 1), "lcol") as j:
                         src = c.add(c.mul(i, n), j) if from_lower else c.add(c.mul(j, n), i)
                         x = _load_in(c, a, src, dt)
-                        c.st(x, mat, c.add(c.mul(i, n), j))
+                        c.st(x, mat, c.add(c.mul(i, ld), j))
                         ax = c.fabs(x)
                         amax.set(b.select(c.fcmp(">", ax, amax.get()), ax, amax.get()))
     return amax.get()
 
 
-def _tridiagonalise(c: _Code, mat, n, d, e, tau, vecs) -> None:
+def _tridiagonalise(c: _Code, mat, n, ld, d, e, tau, vecs) -> None:
     """Householder reduction of the symmetric matrix in mat's lower triangle:
     Q^T A Q = tridiag(d, e) (e[k] couples k and k+1, e[n-1] = 0), reflector k's
     vector in row k's upper part (mat[k, k+1] = 1), its tau in tau[k].
@@ -531,11 +570,11 @@ def _tridiagonalise(c: _Code, mat, n, d, e, tau, vecs) -> None:
         k1 = c.add(k, 1)
         # column k (rows >= k) gets the pending update
         pvk, pqk = c.ld(PV, k), c.ld(PQ, k)
-        kk = c.add(c.mul(k, n), k)
+        kk = c.add(c.mul(k, ld), k)
         c.st(c.fsub(c.ld(mat, kk), c.fmul(2.0, c.fmul(pvk, pqk))), mat, kk)
-        vk = c.at(mat, c.mul(k, n))
+        vk = c.at(mat, c.mul(k, ld))
         with c.loop(k1, n, "colk") as i:
-            ik = c.add(c.mul(i, n), k)
+            ik = c.add(c.mul(i, ld), k)
             upd = c.fma(c.ld(PV, i), pqk, c.fmul(c.ld(PQ, i), pvk))
             x = c.fsub(c.ld(mat, ik), upd)
             c.st(x, mat, ik)
@@ -547,7 +586,7 @@ def _tridiagonalise(c: _Code, mat, n, d, e, tau, vecs) -> None:
         # pass: rows i > k apply the pending update; P = A v over the trailing block
         c.fill(_f(0), P, k1, n)
         with c.loop(k1, n, "trow") as i:
-            row = c.at(mat, c.mul(i, n))
+            row = c.at(mat, c.mul(i, ld))
             pvi, pqi, vi = c.ld(PV, i), c.ld(PQ, i), c.ld(vk, i)
             acc = c.var(F64, _f(0), "acc")
             with c.loop(k1, i, "tcol") as j:
@@ -569,25 +608,25 @@ def _tridiagonalise(c: _Code, mat, n, d, e, tau, vecs) -> None:
         pother.set(P)
     with b.if_then(c.icmp(">", n, 0)):
         last = c.sub(n, 1)
-        c.st(c.ld(mat, c.add(c.mul(last, n), last)), d, last)
+        c.st(c.ld(mat, c.add(c.mul(last, ld), last)), d, last)
         c.st(_f(0), e, last)
 
 
-def _form_qt(c: _Code, mat, n, tau) -> None:
+def _form_qt(c: _Code, mat, n, ld, tau) -> None:
     """Q^T = H_{n-2} ... H_0 in place of the reflectors (as LAPACK's orgtr): for
     k = n-2 down to -1, row and column k+1 become the identity's (reflector k+1,
     stored there, has been applied), then rows > k are multiplied by H_k."""
     b = c.b
     with c.down(0, n, "qt") as col:
-        c.st(_f(1), mat, c.add(c.mul(col, n), col))
+        c.st(_f(1), mat, c.add(c.mul(col, ld), col))
         with c.loop(c.add(col, 1), n, "qz") as j:
-            c.st(_f(0), mat, c.add(c.mul(col, n), j))
-            c.st(_f(0), mat, c.add(c.mul(j, n), col))
+            c.st(_f(0), mat, c.add(c.mul(col, ld), j))
+            c.st(_f(0), mat, c.add(c.mul(j, ld), col))
         with b.if_then(c.icmp(">", col, 0)):
             k = c.sub(col, 1)
             tk = c.ld(tau, k)
             with b.if_then(c.fcmp("!=", tk, 0.0)):
-                _apply_reflector_rows(c, mat, n, c.at(mat, c.mul(k, n)), tk, (col, n), col, n)
+                _apply_reflector_rows(c, mat, ld, c.at(mat, c.mul(k, ld)), tk, (col, n), col, n)
 
 
 def _ql(c: _Code, d, e, n, rots: _Rotations):
@@ -676,9 +715,10 @@ def _ql_sweep(c: _Code, d, e, lv, mv, rots: _Rotations) -> None:
 # ------------------------------------------------------------------ svd
 
 def _svd_parts(mn, num, nn, big, small, uv) -> list:
-    """Scratch words: the work matrix (M x N), U^T (nu x M), V^T (N x N), 10
-    vectors, the rotation lists of U and V (none without compute_uv)."""
-    return [mn, uv * num, uv * nn, 10 * (big + 1), uv * 8 * _capacity(small)]
+    """Scratch words: the work matrix (M rows), U^T (nu rows), V^T (N rows) (each
+    row a padded stride long), 10 vectors, the rotation lists of U and V (none
+    without compute_uv)."""
+    return [mn, uv * num, uv * nn, 10 * (big + 1), uv * 8 * (_capacity(small) + 1)]
 
 
 def _svd_routine(module: ir.Module, dt) -> str:
@@ -703,7 +743,9 @@ def _emit_svd(fn: ir.Function, dt) -> None:
     is_full, with_uv = c.icmp("!=", full, 0), c.icmp("!=", uv, 0)
     nu = b.select(is_full, big, small)
     bi, si = _Int(b, big), _Int(b, small)
-    parts = _svd_parts(bi * si, _Int(b, nu) * bi, si * si, bi, si, _Int(b, uv))
+    ldw, ldu = _stride(c, small), _stride(c, big)
+    parts = _svd_parts(bi * _Int(b, ldw), _Int(b, nu) * _Int(b, ldu), si * _Int(b, ldw), bi, si,
+                       _Int(b, uv))
     mat, ut, vt, vecs, rot = _carve(c, scratch, parts)
     q, e, taul, taur, wl, acc, col, perm = (c.at(vecs, c.mul(k, c.add(big, 1)))
                                             for k in range(8))
@@ -722,22 +764,22 @@ def _emit_svd(fn: ir.Function, dt) -> None:
         bad.set(b.or_(bad.get(), _nonfinite(c, _load_in(c, a, j, dt))))
     with b.if_then(bad.get()):
         fail()
-    amax = _load_tall(c, a, mat, big, small, n, trans, dt)
+    amax = _load_tall(c, a, mat, big, small, ldw, n, trans, dt)
     down, up = _scale_factors(c, amax)
-    c.scale(down, mat, 0, c.mul(big, small))
+    c.scale(down, mat, 0, c.mul(big, ldw))
 
-    _bidiagonalise(c, mat, big, small, (q, e, taul, taur, wl, acc))
+    _bidiagonalise(c, mat, big, small, ldw, (q, e, taul, taur, wl, acc))
     bnorm = c.var(F64, _f(0), "bnorm")
     with c.loop(0, small, "bnorm") as k:
         t = c.fadd(c.fabs(c.ld(q, k)), c.fabs(c.ld(e, k)))
         bnorm.set(b.select(c.fcmp(">", t, bnorm.get()), t, bnorm.get()))
     tol = c.fmul(EPS, bnorm.get())
     with b.if_then(with_uv):
-        _form_vt(c, mat, vt, small, taur)
-        _form_ut(c, mat, ut, big, small, nu, taul, col)
-    urots = _Rotations(c, ut, big, _rotation_lists(c, rot, cap), cap, with_uv)
-    vrots = _Rotations(c, vt, small, _rotation_lists(c, c.at(rot, c.mul(cap, 4)), cap), cap,
-                       with_uv)
+        _form_vt(c, mat, vt, small, ldw, taur)
+        _form_ut(c, mat, ut, big, small, nu, (ldw, ldu), taul, col)
+    urots = _Rotations(c, ut, big, ldu, _rotation_lists(c, rot, cap), cap, with_uv)
+    vrots = _Rotations(c, vt, small, ldw,
+                       _rotation_lists(c, c.at(rot, c.mul(c.add(cap, 1), 4)), cap), cap, with_uv)
     ok = _golub_kahan(c, q, e, small, tol, urots, vrots)
     with b.if_then(with_uv):
         urots.flush()
@@ -749,17 +791,18 @@ def _emit_svd(fn: ir.Function, dt) -> None:
         with b.if_then(c.fcmp("<", qk, 0.0)):
             c.st(b.fneg(qk), q, k)
             with b.if_then(with_uv):
-                c.scale(_f(-1), c.at(vt, c.mul(k, small)), 0, small)
+                c.scale(_f(-1), c.at(vt, c.mul(k, ldw)), 0, small)
     _sort(c, q, perm, small, descending=True)
     with c.loop(0, small, "s") as j:
         _store_out(c, c.fmul(c.ld(q, j), up), sout, j, dt)
     with b.if_then(with_uv):
-        _gather_columns(c, uout, m, um, b.select(trans, vt, ut), perm, small, dt)
-        _gather_rows(c, vtout, vn, n, b.select(trans, ut, vt), perm, small, dt)
+        tld, nld = b.select(trans, ldw, ldu), b.select(trans, ldu, ldw)
+        _gather_columns(c, uout, m, um, b.select(trans, vt, ut), tld, perm, small, dt)
+        _gather_rows(c, vtout, vn, n, b.select(trans, ut, vt), nld, perm, small, dt)
     b.ret_void()
 
 
-def _load_tall(c: _Code, a, mat, big, small, n, trans, dt):
+def _load_tall(c: _Code, a, mat, big, small, ld, n, trans, dt):
     """mat (big x small) = a, or a^T when trans; returns the largest |entry|."""
     b = c.b
     amax = c.var(F64, _f(0), "amax")
@@ -770,13 +813,13 @@ def _load_tall(c: _Code, a, mat, big, small, n, trans, dt):
                     with c.loop(0, small, "tcol") as j:
                         src = c.add(c.mul(j, n), i) if transposed else c.add(c.mul(i, n), j)
                         x = _load_in(c, a, src, dt)
-                        c.st(x, mat, c.add(c.mul(i, small), j))
+                        c.st(x, mat, c.add(c.mul(i, ld), j))
                         ax = c.fabs(x)
                         amax.set(b.select(c.fcmp(">", ax, amax.get()), ax, amax.get()))
     return amax.get()
 
 
-def _bidiagonalise(c: _Code, mat, big, small, vecs) -> None:
+def _bidiagonalise(c: _Code, mat, big, small, ld, vecs) -> None:
     """Householder reduction of mat (M x N, M >= N) to upper bidiagonal form:
     diagonal q, superdiagonal e (e[k] couples k-1 and k, e[0] = 0). Left reflector
     k's vector sits in column k (mat[k, k] = 1), the right one's in row k
@@ -796,12 +839,12 @@ def _bidiagonalise(c: _Code, mat, big, small, vecs) -> None:
         c1 = c.add(c0, 1)
         has_prev = c.icmp(">", c0, 0)
         prev = b.select(has_prev, c.sub(c0, 1), c0)
-        y = c.at(mat, c.mul(prev, small))
+        y = c.at(mat, c.mul(prev, ld))
         TL, TR = tl.get(), tr.get()
         c.fill(_f(0), acc, c1, small)
         sig = c.var(F64, _f(0), "sig")
         with c.loop(c0, big, "brow") as i:
-            row = c.at(mat, c.mul(i, small))
+            row = c.at(mat, c.mul(i, ld))
             with b.if_then(has_prev):
                 ui = c.ld(row, prev)
                 c.axpy(b.fneg(c.fmul(TL, ui)), wl, row, c0, small)
@@ -812,7 +855,7 @@ def _bidiagonalise(c: _Code, mat, big, small, vecs) -> None:
                 c.axpy(x, row, acc, c1, small)
                 sig.set(c.fma(x, x, sig.get()))
         # column c0's reflector, from alpha and the sum of squares below it
-        rowc = c.at(mat, c.mul(c0, small))
+        rowc = c.at(mat, c.mul(c0, ld))
         alpha = c.ld(rowc, c0)
         beta = c.var(F64, alpha, "beta")
         t = c.var(F64, _f(0), "t")
@@ -824,7 +867,7 @@ def _bidiagonalise(c: _Code, mat, big, small, vecs) -> None:
             sc.set(c.fdiv(1.0, c.fsub(alpha, bt)))
             beta.set(bt)
             with c.loop(c1, big, "bcol") as i:
-                ic = c.add(c.mul(i, small), c0)
+                ic = c.add(c.mul(i, ld), c0)
                 c.st(c.fmul(c.ld(mat, ic), sc.get()), mat, ic)
         c.st(_f(1), rowc, c0)
         c.st(beta.get(), q, c0)
@@ -842,27 +885,27 @@ def _bidiagonalise(c: _Code, mat, big, small, vecs) -> None:
         tr.set(c.ld(taur, c0))
 
 
-def _form_vt(c: _Code, mat, vt, small, taur) -> None:
-    """V^T = G_{N-2} ... G_0 (right reflectors, vectors in mat's rows)."""
-    _identity(c, vt, small, small)
+def _form_vt(c: _Code, mat, vt, small, ld, taur) -> None:
+    """V^T = G_{N-2} ... G_0 (right reflectors, vectors in mat's rows; both ld)."""
+    _identity(c, vt, small, small, ld)
     with c.down(0, c.sub(small, 1), "fvt") as k:
         t = c.ld(taur, k)
         with c.b.if_then(c.fcmp("!=", t, 0.0)):
             k1 = c.add(k, 1)
-            _apply_reflector_rows(c, vt, small, c.at(mat, c.mul(k, small)), t,
-                                  (k1, small), k1, small)
+            _apply_reflector_rows(c, vt, ld, c.at(mat, c.mul(k, ld)), t, (k1, small), k1, small)
 
 
-def _form_ut(c: _Code, mat, ut, big, small, nu, taul, col) -> None:
+def _form_ut(c: _Code, mat, ut, big, small, nu, lds, taul, col) -> None:
     """U^T = H_{N-1} ... H_0 (left reflectors, vectors in mat's columns), its first
     nu rows (N, or all M: the orthonormal completion for full_matrices)."""
-    _identity(c, ut, nu, big)
+    ldw, ldu = lds
+    _identity(c, ut, nu, big, ldu)
     with c.down(0, small, "fut") as k:
         t = c.ld(taul, k)
         with c.b.if_then(c.fcmp("!=", t, 0.0)):
             with c.loop(k, big, "ucol") as i:
-                c.st(c.ld(mat, c.add(c.mul(i, small), k)), col, i)
-            _apply_reflector_rows(c, ut, big, col, t, (k, nu), k, big)
+                c.st(c.ld(mat, c.add(c.mul(i, ldw), k)), col, i)
+            _apply_reflector_rows(c, ut, ldu, col, t, (k, nu), k, big)
 
 
 def _golub_kahan(c: _Code, q, e, small, tol, urots, vrots):
@@ -1053,20 +1096,21 @@ def _eigh(ctx, kernel):
 
     def call(c, ptrs, scratch):
         c.b.call(fn, ptrs + [U.i64(n), c.i(lower), scratch])
-    _run_batched(ctx, kernel, _total(_eigh_parts(n)), [n * n, n * n, n], call)
+    _run_batched(ctx, kernel, _total(_eigh_parts(n, n + 16)), [n * n, n * n, n], call)
 
 
 def _svd_words(m, n, full: bool, uv: bool):
     """Scratch words for an m x n svd: _svd_parts at (M, N) = (max, min), bounded
     above where a size is symbolic (max and min are then unknown)."""
-    if U.is_symbolic(m) or U.is_symbolic(n):
+    if U.is_symbolic(m) or U.is_symbolic(n):      # the strides: at most 16 more
         big = small = m + n
-        num = m * m + n * n if full else m * n
-        nn = m * n
+        mn = m * n + 16 * (m + n)
+        num = m * m + n * n + 16 * (m + n) if full else mn
     else:
         big, small = max(m, n), min(m, n)
-        num, nn = (big if full else small) * big, small * small
-    return _total(_svd_parts(m * n, num, nn, big, small, int(uv)))
+        mn = big * (small + 16)
+        num = (big if full else small) * (big + 16)
+    return _total(_svd_parts(mn, num, mn, big, small, int(uv)))
 
 
 @opaque_rule("svd")
