@@ -312,7 +312,12 @@ def _broadcast_batch(*xs, cores):
     from ._util import broadcast_shapes
     jnp = _jnp()
     shapes = [_shape_of(x) for x in xs]
-    batch = broadcast_shapes(*[s[:len(s) - k] for s, k in zip(shapes, cores)])
+    try:
+        batch = broadcast_shapes(*[s[:len(s) - k] for s, k in zip(shapes, cores)])
+    except _ShapeError:
+        raise ValueError(f"the batch axes of shapes {', '.join(map(str, shapes))} (all but "
+                         f"the last {', '.join(map(str, cores))} axes) cannot be broadcast "
+                         "together") from None
     return [jnp.broadcast_to(x, batch + s[len(s) - k:]) for x, s, k in zip(xs, shapes, cores)]
 
 
@@ -346,10 +351,12 @@ def _pivots_to_permutation(pivots, m: int):
     ks = jnp.arange(k, dtype=pivots.dtype)
     perm = jnp.broadcast_to(rows, batch + (m,))
 
+    def pick(x, mask):                  # the one entry of x where mask holds
+        return jnp.sum(jnp.where(mask, x, 0), axis=-1, keepdims=True, dtype=x.dtype)
+
     def swap(i, p):
-        j = jnp.sum(jnp.where(ks == i, pivots, 0), axis=-1, keepdims=True)
-        pi = jnp.sum(jnp.where(rows == i, p, 0), axis=-1, keepdims=True)
-        pj = jnp.sum(jnp.where(rows == j, p, 0), axis=-1, keepdims=True)
+        j = pick(pivots, ks == i)
+        pi, pj = pick(p, rows == i), pick(p, rows == j)
         return jnp.where(rows == i, pj, jnp.where(rows == j, pi, p))
     return fori_loop(0, k, swap, perm) if k else perm
 
