@@ -271,37 +271,6 @@ def _mT(x):
     return swapaxes(x, -1, -2)
 
 
-# Guards for empty matrices: the decompositions have nothing to compute, and results of
-# the right shapes need no primitive (shapes are static, so this traces too).
-
-def _cholesky_lower(a):
-    if _shape_of(a)[-1] == 0:
-        return _jnp().zeros(_shape_of(a), a.dtype)
-    return _lax().cholesky(a, symmetrize_input=False)
-
-
-def _lu(a):
-    """(lu, pivots, permutation) as jx.lax.linalg.lu."""
-    jnp = _jnp()
-    s = _shape_of(a)
-    m, n = s[-2:]
-    if m == 0 or n == 0:
-        perm = jnp.broadcast_to(jnp.arange(m, dtype=jnp.int32), s[:-2] + (m,))
-        return jnp.zeros(s, a.dtype), jnp.zeros(s[:-2] + (min(m, n),), jnp.int32), perm
-    return _lax().lu(a)
-
-
-def _eigh(a, lower: bool, symmetrize_input: bool, subset_by_index=None):
-    """(w, v) of jx.lax.linalg.eigh, eigenvalues first."""
-    jnp = _jnp()
-    s = _shape_of(a)
-    if s[-1] == 0:
-        return jnp.zeros(s[:-1], a.dtype), jnp.zeros(s, a.dtype)
-    v, w = _lax().eigh(a, lower=lower, symmetrize_input=symmetrize_input,
-                       subset_by_index=subset_by_index)
-    return w, v
-
-
 def _permute_rows(b, perm):
     """b[..., perm, :] for a batch of permutations (the batch axes already equal)."""
     return _jnp().take_along_axis(b, perm[..., :, None], axis=-2)
@@ -337,30 +306,6 @@ def _lu_solve(lu, perm, b, trans: int = 0):
     return _permute_rows(x, _jnp().argsort(perm, axis=-1))
 
 
-def _pivots_to_permutation(pivots, m: int):
-    """The permutation that LAPACK's row swaps `pivots` (applied in order) make, for any
-    batch of pivots. (jx.lax.linalg.lu_pivots_to_permutation's role, written with masks
-    so that the loop index is never used to build a constant.)"""
-    from ..lax.control_flow import fori_loop
-    jnp = _jnp()
-    pivots = jnp.asarray(pivots)
-    batch, k = _shape_of(pivots)[:-1], _shape_of(pivots)[-1]
-    if k > m:
-        raise ValueError(f"{k} pivots cannot permute {m} rows")
-    rows = jnp.arange(m, dtype=pivots.dtype)
-    ks = jnp.arange(k, dtype=pivots.dtype)
-    perm = jnp.broadcast_to(rows, batch + (m,))
-
-    def pick(x, mask):                  # the one entry of x where mask holds
-        return jnp.sum(jnp.where(mask, x, 0), axis=-1, keepdims=True, dtype=x.dtype)
-
-    def swap(i, p):
-        j = pick(pivots, ks == i)
-        pi, pj = pick(p, rows == i), pick(p, rows == j)
-        return jnp.where(rows == i, pj, jnp.where(rows == j, pi, p))
-    return fori_loop(0, k, swap, perm) if k else perm
-
-
 def _solve_shapes(sa, sb, what: str) -> bool:
     """JAX's rule for solve(a, b): b is a vector when 1-d, else a (batch of) matrices
     whose batch axes broadcast against a's. Returns whether b is a vector."""
@@ -384,9 +329,7 @@ def _solve_shapes(sa, sb, what: str) -> bool:
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """L with a = L L^T (or U = L^T with upper); NaNs where a is not positive definite."""
     a = _float_matrix(a, "cholesky")
-    if symmetrize_input:
-        a = (a + _mT(a)) / 2
-    factor = _cholesky_lower(a)
+    factor = _lax().cholesky(a, symmetrize_input=symmetrize_input)
     return _mT(factor) if upper else factor
 
 
@@ -448,7 +391,8 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResul
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"jx.numpy.linalg.eigh: UPLO must be None, 'L' or 'U', got {UPLO!r}")
     a = _float_matrix(a, "eigh")
-    return EighResult(*_eigh(a, UPLO != "U", symmetrize_input))
+    v, w = _lax().eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
 
 
 def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
@@ -488,7 +432,7 @@ def _svd_hermitian(a, compute_uv: bool, subset_by_index):
     index order, as JAX's ascending stable sort then reversal); U the eigenvectors in
     that order and Vh = (U sign(w))^T."""
     jnp = _jnp()
-    w, v = _eigh(a, True, True, subset_by_index)
+    v, w = _lax().eigh(a, subset_by_index=subset_by_index)
     s = jnp.abs(w)
     order = jnp.flip(jnp.argsort(s, axis=-1, stable=True), axis=-1)
     s_sorted = jnp.take_along_axis(s, order, axis=-1)
@@ -511,7 +455,7 @@ def solve(a, b):
     vector = _solve_shapes(_shape_of(a), _shape_of(b), "jx.numpy.linalg.solve")
     if vector:
         b = b[:, None]
-    lu, _, perm = _lu(a)
+    lu, _, perm = _lax().lu(a)
     x = _lu_solve(lu, perm, b)
     return x[..., 0] if vector else x
 
@@ -526,7 +470,7 @@ def inv(a):
 def _lu_sign_diag(a):
     """(sign of the row permutation, diagonal of U) from a's LU factorisation."""
     jnp = _jnp()
-    lu, pivots, _ = _lu(a)
+    lu, pivots, _ = _lax().lu(a)
     swaps = jnp.count_nonzero(pivots != jnp.arange(_shape_of(pivots)[-1], dtype=pivots.dtype),
                               axis=-1)
     sign = jnp.where(swaps % 2 == 1, -1, 1).astype(a.dtype)

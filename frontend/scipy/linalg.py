@@ -22,8 +22,7 @@ from ..lax.control_flow import fori_loop
 from ..numpy import linalg as jnp_linalg
 from ..numpy._util import promote_dtypes, shape_of
 from ..numpy.creation import _wrap_public
-from ..numpy.linalg import _broadcast_batch, _cholesky_lower, _eigh, _lu, _lu_solve, \
-    _mT, _permute_rows, _pivots_to_permutation
+from ..numpy.linalg import _broadcast_batch, _lu_solve, _mT, _permute_rows
 
 
 def _square(a, what: str):
@@ -71,7 +70,9 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
     """The Cholesky factor of a, read from its lower (or upper) triangle: L with
     a = L L^T, or U = L^T with a = U^T U (the default)."""
     a = _square(a, "cholesky")
-    return _cholesky_lower(a) if lower else _mT(_cholesky_lower(_mT(a)))
+    if lower:
+        return lax_linalg.cholesky(a, symmetrize_input=False)
+    return _mT(lax_linalg.cholesky(_mT(a), symmetrize_input=False))
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -118,7 +119,7 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
         raise ValueError(f"jx.scipy.linalg.lu: expected a (batch of) matrices, got shape {s}")
     m, n = s[-2:]
     k = min(m, n)
-    factors, _, perm = _lu(a)
+    factors, _, perm = lax_linalg.lu(a)
     l_factor = jnp.tril(factors, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
     u_factor = jnp.triu(factors)[..., :k, :]
     if permute_l:               # rows of l put back where a has them: exact, no product
@@ -133,7 +134,7 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     if len(shape_of(a)) < 2:
         raise ValueError(f"jx.scipy.linalg.lu_factor: expected a (batch of) matrices, got "
                          f"shape {shape_of(a)}")
-    factors, pivots, _ = _lu(a)
+    factors, pivots, _ = lax_linalg.lu(a)
     return factors, pivots
 
 
@@ -144,7 +145,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
         raise ValueError(f"jx.scipy.linalg.lu_solve: 'trans' must be 0, 1 or 2, got {trans!r}")
     factors, pivots = lu_and_piv
     factors, b, vector = _rhs(factors, b, "lu_solve")
-    perm = _pivots_to_permutation(pivots, shape_of(factors)[-1])
+    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots), shape_of(factors)[-1])
     return _unrhs(_lu_solve(factors, perm, b, trans), vector)
 
 
@@ -281,7 +282,7 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
     if eigvals is not None:
         raise NotImplementedError("jx.scipy.linalg.eigh: only eigvals=None is implemented; "
                                   "slice the eigenvalues afterwards")
-    w, v = _eigh(_square(a, "eigh"), bool(lower), True)
+    v, w = lax_linalg.eigh(_square(a, "eigh"), lower=bool(lower))
     return w if eigvals_only else (w, v)
 
 
