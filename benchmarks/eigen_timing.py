@@ -1,12 +1,15 @@
 """eigh and svd under jx.jit against NumPy (LAPACK), n = 128 and 512, float32 and
 float64: the best and the median of several calls each, after a warm-up call
 (compilation). NumPy is timed first, all of it: jx's thread pool, once started,
-would otherwise share the cores with OpenBLAS's threads.
+would otherwise share the cores with OpenBLAS's threads. One matrix runs on one
+thread in jx; OPENBLAS_NUM_THREADS=1 gives NumPy the same (on a busy machine its
+threads' timings scatter widely).
 
     python benchmarks/eigen_timing.py [n ...]
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -51,7 +54,9 @@ def main(sizes) -> None:
     numpy_times = [times(refs[op], a, reps[n]) for op, n, _, a in cases]
     ops = {"eigh": jx.jit(lambda x: jx.lax.linalg.eigh(x, symmetrize_input=False)),
            "svd": jx.jit(lambda x: jx.lax.linalg.svd(x, full_matrices=False))}
-    print(f"CPU: {cpu_model()}")
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[0]
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores, load average {load}")
     print(f"{'op':<5} {'dtype':<8} {'n':>5} {'jx best':>9} {'median':>9} {'numpy best':>11} "
           f"{'median':>9} {'ratio':>6}   (ms; ratio of the bests)")
     with jx.enable_x64():

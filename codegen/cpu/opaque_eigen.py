@@ -43,6 +43,7 @@ TINY = 2.0 ** -1000                 # an off-diagonal this small is zero (scaled
 MAXIT_EIGH = 60                     # QL iterations allowed per eigenvalue
 MAXIT_SVD = 75                      # QR iterations allowed per singular value
 BLOCK = 64                          # columns a rotation batch sweeps at a time
+GROUP = 8                           # reflectors applied per pass when forming Q, U, V
 VEC = 8                             # doubles per vector in _rotate
 
 
@@ -156,12 +157,23 @@ class _Code:
         return U.call_intrinsic(self.b, "llvm.copysign", [x, y])
 
     def hypot(self, x, y):
-        """sqrt(x^2 + y^2) without overflow or underflow in the squares."""
-        ax, ay = self.fabs(x), self.fabs(y)
-        big = self.b.select(self.fcmp(">", ax, ay), ax, ay)
-        small = self.b.select(self.fcmp(">", ax, ay), ay, ax)
-        t = self.fdiv(small, self.b.select(self.fcmp("==", big, 0.0), _f(1), big))
-        return self.fmul(big, self.sqrt(self.fma(t, t, 1.0)))
+        """sqrt(x^2 + y^2) without overflow or underflow in the squares: plain where
+        the sum of squares is safely normal (the common case, off the division's
+        latency), scaled by the larger otherwise."""
+        b = self.b
+        r = _Var(b, F64, _f(0), "hyp")
+        sq = self.fma(x, x, self.fmul(y, y))
+        plain = b.and_(self.fcmp(">", sq, 2.0 ** -960), self.fcmp("<", sq, 2.0 ** 960))
+        with b.if_else(plain) as (fast, scaled):
+            with fast:
+                r.set(self.sqrt(sq))
+            with scaled:
+                ax, ay = self.fabs(x), self.fabs(y)
+                big = b.select(self.fcmp(">", ax, ay), ax, ay)
+                small = b.select(self.fcmp(">", ax, ay), ay, ax)
+                t = self.fdiv(small, b.select(self.fcmp("==", big, 0.0), _f(1), big))
+                r.set(self.fmul(big, self.sqrt(self.fma(t, t, 1.0))))
+        return r.get()
 
     # -- control flow
     def var(self, typ, init, name: str = "") -> _Var:
@@ -279,13 +291,68 @@ def _house(c: _Code, x, lo, hi) -> tuple:
     return beta.get(), tau.get()
 
 
-def _apply_reflector_rows(c: _Code, mat, ld, v, tau, rows, lo, hi) -> None:
-    """mat[r, lo:hi] -= tau (mat[r, lo:hi] . v[lo:hi]) v[lo:hi] for r in rows: the
-    rows of mat times H (row by row: each row stays in cache for both loops)."""
+def _apply_reflectors(c: _Code, mat, ld, rows, group, hi) -> None:
+    """Rows [rows[0], rows[1]) of mat times H_0 H_1 ... for the (v, tau, lo) of
+    `group` (H = I - tau v v^T, v zero outside [lo, hi)), in the compact WY form
+    H_0 H_1 ... = I - V T V^T (T upper triangular, as LAPACK's larft): per row
+    z = row V in one pass, then row -= (z T) V^T in another, the row in cache."""
+    b = c.b
+    vs = [v for v, _, _ in group]
+    lo = group[0][2]
+    for _, _, start in group[1:]:
+        lo = b.select(c.icmp("<", start, lo), start, lo)
+    gram = {(i, j): c.dot(vs[i], vs[j], lo, hi)
+            for j in range(len(vs)) for i in range(j)}
+    t = [[None] * len(vs) for _ in vs]
+    for j, (_, tau_j, _) in enumerate(group):
+        t[j][j] = tau_j
+        for i in range(j):
+            acc = _f(0)
+            for k in range(i, j):
+                acc = c.fma(t[i][k], gram[(k, j)], acc)
+            t[i][j] = c.fmul(b.fneg(tau_j), acc)
     with c.loop(rows[0], rows[1], "refl") as r:
         row = c.at(mat, c.mul(r, ld))
-        s = c.fmul(c.dot(row, v, lo, hi), tau)
-        c.axpy(c.b.fneg(s), v, row, lo, hi)
+        z = _dots(c, row, vs, lo, hi)
+        w = []
+        for j in range(len(vs)):
+            acc = _f(0)
+            for i in range(j + 1):
+                acc = c.fma(z[i], t[i][j], acc)
+            w.append(b.fneg(acc))
+        with c.loop(lo, hi, "wy") as col:
+            x = c.ld(row, col)
+            for wj, v in zip(w, vs):
+                x = c.fma(wj, c.ld(v, col), x)
+            c.st(x, row, col)
+
+
+def _dots(c: _Code, x, ys, lo, hi) -> list:
+    """[x[lo:hi] . y[lo:hi] for y in ys], in one loop."""
+    accs = [c.var(F64, _f(0), "dots") for _ in ys]
+    with c.loop(lo, hi, "dots") as j:
+        xj = c.ld(x, j)
+        for acc, y in zip(accs, ys):
+            acc.set(c.fadd(acc.get(), c.fmul(xj, c.ld(y, j), flags=FAST), flags=FAST))
+    return [acc.get() for acc in accs]
+
+
+@contextmanager
+def _groups(c: _Code, count):
+    """for each group of GROUP reflector indices, descending from count - 1: yields
+    the indices (some may be < 0: give them tau 0)."""
+    ngroups = c.b.sdiv(c.add(count, GROUP - 1), c.i(GROUP))
+    with c.loop(0, ngroups, "grp") as g:
+        top = c.sub(c.sub(count, 1), c.mul(g, GROUP))
+        yield [c.sub(top, q) for q in range(GROUP)]
+
+
+def _reflector(c: _Code, k, tau, v, lo, hi) -> tuple:
+    """(v, tau, lo) for reflector k of a group; an index k < 0 gets tau 0 and an
+    empty range."""
+    live = c.icmp(">=", k, 0)
+    t = c.b.select(live, c.ld(tau, c.b.select(live, k, c.i(0))), _f(0))
+    return v, t, c.b.select(live, lo, hi)
 
 
 def _identity(c: _Code, mat, rows, cols, ld) -> None:
@@ -394,12 +461,8 @@ def _rotate_block(c: _Code, mat, ld, c0, lists, count, nvec: int, width: int) ->
         x_held, y_held = c.icmp("==", i, hv), c.icmp("==", j, hv)
         keep_x = b.or_(c.icmp("==", i, ni), c.icmp("==", i, nj))
         keep_y = b.and_(b.not_(keep_x), b.or_(c.icmp("==", j, ni), c.icmp("==", j, nj)))
-        xs, ys = [], []
-        for q, reg in enumerate(regs):
-            # (a held row's memory is stale but readable: load, then pick the register)
-            r = reg.get()
-            xs.append(b.select(x_held, r, b.load(c.at(px, q * width), typ=vt, align=8)))
-            ys.append(b.select(y_held, r, b.load(c.at(py, q * width), typ=vt, align=8)))
+        xs = _row_or_held(c, x_held, px, regs, vt, width)
+        ys = _row_or_held(c, y_held, py, regs, vt, width)
         nxs, nys = [], []
         for x, y in zip(xs, ys):
             nxs.append(U.call_intrinsic(b, "llvm.fmuladd", [cs, x, b.fneg(b.fmul(sn, y))]))
@@ -413,6 +476,20 @@ def _rotate_block(c: _Code, mat, ld, c0, lists, count, nvec: int, width: int) ->
         held.set(b.select(keep_x, i, b.select(keep_y, j, c.i(-1))))
         for reg, x, y in zip(regs, nxs, nys):
             reg.set(b.select(keep_x, x, y))
+
+
+def _row_or_held(c: _Code, held, p, regs, vt, width: int) -> list:
+    """The vectors of the row at p, or the registers when they hold it (one branch
+    for the whole block)."""
+    out = [c.var(vt, ir.Constant(vt, None), "rv") for _ in regs]
+    with c.b.if_else(held) as (from_regs, from_memory):
+        with from_regs:
+            for o, reg in zip(out, regs):
+                o.set(reg.get())
+        with from_memory:
+            for q, o in enumerate(out):
+                o.set(c.b.load(c.at(p, q * width), typ=vt, align=8))
+    return [o.get() for o in out]
 
 
 class _Rotations:
@@ -478,8 +555,9 @@ def _stride(c: _Code, length):
 # ------------------------------------------------------------------ eigh
 
 def _eigh_parts(n, ld) -> list:
-    """Scratch words: the work matrix (rows ld apart), 9 vectors, the rotation lists."""
-    return [n * ld, 9 * (n + 1), 4 * (_capacity(n) + 1)]
+    """Scratch words: the work matrix (rows ld apart), 9 vectors, a group of
+    reflectors' copies, the rotation lists."""
+    return [n * ld, 9 * (n + 1), GROUP * ld, 4 * (_capacity(n) + 1)]
 
 
 def _eigh_routine(module: ir.Module, dt) -> str:
@@ -499,7 +577,7 @@ def _emit_eigh(fn: ir.Function, dt) -> None:
     b = c.b
     nn = _Int(b, n)
     ld = _stride(c, n)
-    mat, vecs, rot = _carve(c, scratch, _eigh_parts(nn, _Int(b, ld)))
+    mat, vecs, grp, rot = _carve(c, scratch, _eigh_parts(nn, _Int(b, ld)))
     d, e, tau, pa, pb, zero, perm = (c.at(vecs, c.mul(q, c.add(n, 1))) for q in range(7))
     cap = _capacity(nn).v
 
@@ -516,7 +594,7 @@ def _emit_eigh(fn: ir.Function, dt) -> None:
         c.scale(down, c.at(mat, c.mul(i, ld)), 0, c.add(i, 1))
 
     _tridiagonalise(c, mat, n, ld, d, e, tau, (pa, pb, zero))
-    _form_qt(c, mat, n, ld, tau)
+    _form_qt(c, mat, n, ld, tau, grp)
     rots = _Rotations(c, mat, n, ld, _rotation_lists(c, rot, cap), cap)
     ok = _ql(c, d, e, n, rots)
     rots.flush()
@@ -612,21 +690,34 @@ def _tridiagonalise(c: _Code, mat, n, ld, d, e, tau, vecs) -> None:
         c.st(_f(0), e, last)
 
 
-def _form_qt(c: _Code, mat, n, ld, tau) -> None:
-    """Q^T = H_{n-2} ... H_0 in place of the reflectors (as LAPACK's orgtr): for
-    k = n-2 down to -1, row and column k+1 become the identity's (reflector k+1,
-    stored there, has been applied), then rows > k are multiplied by H_k."""
-    b = c.b
-    with c.down(0, n, "qt") as col:
-        c.st(_f(1), mat, c.add(c.mul(col, ld), col))
-        with c.loop(c.add(col, 1), n, "qz") as j:
-            c.st(_f(0), mat, c.add(c.mul(col, ld), j))
-            c.st(_f(0), mat, c.add(c.mul(j, ld), col))
-        with b.if_then(c.icmp(">", col, 0)):
+def _form_qt(c: _Code, mat, n, ld, tau, grp) -> None:
+    """Q^T = H_{n-2} ... H_0 in place of the reflectors (as LAPACK's orgtr),
+    GROUP of them at a time, from the last: their vectors (rows k, columns > k)
+    are copied to grp, rows and columns k + 1 become the identity's, then rows
+    > the group's smallest k are multiplied by them (reflector k acts on columns
+    > k; rows it does not reach have zeros there, so it leaves them alone)."""
+    with _groups(c, n) as cols:           # column k + 1 for reflector k (k = -1: none)
+        group = []
+        for q, col in enumerate(cols):
             k = c.sub(col, 1)
-            tk = c.ld(tau, k)
-            with b.if_then(c.fcmp("!=", tk, 0.0)):
-                _apply_reflector_rows(c, mat, ld, c.at(mat, c.mul(k, ld)), tk, (col, n), col, n)
+            v = c.at(grp, c.mul(q, ld))
+            row = c.at(mat, c.mul(b_max(c, k, 0), ld))
+            ref = _reflector(c, k, tau, v, col, n)
+            c.fill(_f(0), v, 0, ref[2])
+            with c.loop(ref[2], n, "qcp") as j:
+                c.st(c.ld(row, j), v, j)
+            group.append(ref)
+        for col in cols:                  # identity rows and columns
+            with c.b.if_then(c.icmp(">=", col, 0)):
+                c.st(_f(1), mat, c.add(c.mul(col, ld), col))
+                with c.loop(c.add(col, 1), n, "qz") as j:
+                    c.st(_f(0), mat, c.add(c.mul(col, ld), j))
+                    c.st(_f(0), mat, c.add(c.mul(j, ld), col))
+        _apply_reflectors(c, mat, ld, (b_max(c, cols[-1], 0), n), group, n)
+
+
+def b_max(c: _Code, x, y):
+    return c.b.select(c.icmp(">", x, y), c.i(x), c.i(y))
 
 
 def _ql(c: _Code, d, e, n, rots: _Rotations):
@@ -695,7 +786,8 @@ def _ql_sweep(c: _Code, d, e, lv, mv, rots: _Rotations) -> None:
                 c.st(_f(0), e, mv)
                 under.set(ir.Constant(I1, 1))
             with go:
-                sn, cn = c.fdiv(f, r), c.fdiv(g.get(), r)
+                inv = c.fdiv(1.0, r)
+                sn, cn = c.fmul(f, inv), c.fmul(g.get(), inv)
                 gg = c.fsub(c.ld(d, i1), p.get())
                 rr = c.fma(c.fsub(c.ld(d, iv), gg), sn, c.fmul(2.0, c.fmul(cn, bb)))
                 pp = c.fmul(sn, rr)
@@ -716,9 +808,10 @@ def _ql_sweep(c: _Code, d, e, lv, mv, rots: _Rotations) -> None:
 
 def _svd_parts(mn, num, nn, big, small, uv) -> list:
     """Scratch words: the work matrix (M rows), U^T (nu rows), V^T (N rows) (each
-    row a padded stride long), 10 vectors, the rotation lists of U and V (none
-    without compute_uv)."""
-    return [mn, uv * num, uv * nn, 10 * (big + 1), uv * 8 * (_capacity(small) + 1)]
+    row a padded stride long), 7 vectors and a group of left reflectors' columns,
+    the rotation lists of U and V (none without compute_uv)."""
+    return [mn, uv * num, uv * nn, (8 + GROUP) * (big + 1),
+            uv * 8 * (_capacity(small) + 1)]
 
 
 def _svd_routine(module: ir.Module, dt) -> str:
@@ -747,7 +840,7 @@ def _emit_svd(fn: ir.Function, dt) -> None:
     parts = _svd_parts(bi * _Int(b, ldw), _Int(b, nu) * _Int(b, ldu), si * _Int(b, ldw), bi, si,
                        _Int(b, uv))
     mat, ut, vt, vecs, rot = _carve(c, scratch, parts)
-    q, e, taul, taur, wl, acc, col, perm = (c.at(vecs, c.mul(k, c.add(big, 1)))
+    q, e, taul, taur, wl, acc, perm, col = (c.at(vecs, c.mul(k, c.add(big, 1)))
                                             for k in range(8))
     cap = _capacity(si).v
     um, vn = b.select(is_full, m, small), b.select(is_full, n, small)
@@ -775,7 +868,7 @@ def _emit_svd(fn: ir.Function, dt) -> None:
         bnorm.set(b.select(c.fcmp(">", t, bnorm.get()), t, bnorm.get()))
     tol = c.fmul(EPS, bnorm.get())
     with b.if_then(with_uv):
-        _form_vt(c, mat, vt, small, ldw, taur)
+        _form_vt(c, mat, vt, small, ldw, taur, col)
         _form_ut(c, mat, ut, big, small, nu, (ldw, ldu), taul, col)
     urots = _Rotations(c, ut, big, ldu, _rotation_lists(c, rot, cap), cap, with_uv)
     vrots = _Rotations(c, vt, small, ldw,
@@ -841,19 +934,32 @@ def _bidiagonalise(c: _Code, mat, big, small, ld, vecs) -> None:
         prev = b.select(has_prev, c.sub(c0, 1), c0)
         y = c.at(mat, c.mul(prev, ld))
         TL, TR = tl.get(), tr.get()
-        c.fill(_f(0), acc, c1, small)
-        sig = c.var(F64, _f(0), "sig")
+        c.fill(_f(0), acc, c0, small)      # acc[c0] sums the squares below alpha
         with c.loop(c0, big, "brow") as i:
             row = c.at(mat, c.mul(i, ld))
-            with b.if_then(has_prev):
-                ui = c.ld(row, prev)
-                c.axpy(b.fneg(c.fmul(TL, ui)), wl, row, c0, small)
-                z = c.dot(row, y, c0, small)
-                c.axpy(b.fneg(c.fmul(TR, z)), y, row, c0, small)
-            with b.if_then(c.icmp(">", i, c0)):
-                x = c.ld(row, c0)
-                c.axpy(x, row, acc, c1, small)
-                sig.set(c.fma(x, x, sig.get()))
+            below = c.icmp(">", i, c0)
+            with b.if_else(has_prev) as (update, first):
+                with update:
+                    a1 = b.fneg(c.fmul(TL, c.ld(row, prev)))
+                    z = c.var(F64, _f(0), "z")
+                    with c.loop(c0, small, "bl") as j:       # left update, right product
+                        r = c.fma(a1, c.ld(wl, j), c.ld(row, j))
+                        c.st(r, row, j)
+                        z.set(c.fadd(z.get(), c.fmul(r, c.ld(y, j), flags=FAST), flags=FAST))
+                    a2 = b.fneg(c.fmul(TR, z.get()))
+                    x = c.fma(a2, c.ld(y, c0), c.ld(row, c0))
+                    with b.if_else(below) as (gather, top):
+                        with gather:                           # right update, into acc
+                            with c.loop(c0, small, "br") as j:
+                                r = c.fma(a2, c.ld(y, j), c.ld(row, j))
+                                c.st(r, row, j)
+                                c.st(c.fma(x, r, c.ld(acc, j)), acc, j)
+                        with top:
+                            c.axpy(a2, y, row, c0, small)
+                with first:
+                    with b.if_then(below):
+                        c.axpy(c.ld(row, c0), row, acc, c0, small)
+        sig = c.var(F64, c.ld(acc, c0), "sig")
         # column c0's reflector, from alpha and the sum of squares below it
         rowc = c.at(mat, c.mul(c0, ld))
         alpha = c.ld(rowc, c0)
@@ -885,27 +991,39 @@ def _bidiagonalise(c: _Code, mat, big, small, ld, vecs) -> None:
         tr.set(c.ld(taur, c0))
 
 
-def _form_vt(c: _Code, mat, vt, small, ld, taur) -> None:
-    """V^T = G_{N-2} ... G_0 (right reflectors, vectors in mat's rows; both ld)."""
+def _form_vt(c: _Code, mat, vt, small, ld, taur, cols) -> None:
+    """V^T = G_{N-2} ... G_0 (right reflectors, vectors in mat's rows; both ld),
+    GROUP at a time, their vectors copied to the zero-padded ones at cols."""
     _identity(c, vt, small, small, ld)
-    with c.down(0, c.sub(small, 1), "fvt") as k:
-        t = c.ld(taur, k)
-        with c.b.if_then(c.fcmp("!=", t, 0.0)):
-            k1 = c.add(k, 1)
-            _apply_reflector_rows(c, vt, ld, c.at(mat, c.mul(k, ld)), t, (k1, small), k1, small)
+    with _groups(c, c.sub(small, 1)) as ks:
+        group = []
+        for q, k in enumerate(ks):
+            v = c.at(cols, c.mul(q, c.add(small, 1)))
+            row = c.at(mat, c.mul(b_max(c, k, 0), ld))
+            ref = _reflector(c, k, taur, v, c.add(k, 1), small)
+            c.fill(_f(0), v, 0, ref[2])
+            with c.loop(ref[2], small, "vcp") as j:
+                c.st(c.ld(row, j), v, j)
+            group.append(ref)
+        _apply_reflectors(c, vt, ld, (b_max(c, c.add(ks[-1], 1), 0), small), group, small)
 
 
-def _form_ut(c: _Code, mat, ut, big, small, nu, lds, taul, col) -> None:
-    """U^T = H_{N-1} ... H_0 (left reflectors, vectors in mat's columns), its first
-    nu rows (N, or all M: the orthonormal completion for full_matrices)."""
+def _form_ut(c: _Code, mat, ut, big, small, nu, lds, taul, cols) -> None:
+    """U^T = H_{N-1} ... H_0 (left reflectors, vectors in mat's columns, copied to
+    the zero-padded GROUP vectors at cols), its first nu rows (N, or all M: the
+    orthonormal completion for full_matrices)."""
     ldw, ldu = lds
     _identity(c, ut, nu, big, ldu)
-    with c.down(0, small, "fut") as k:
-        t = c.ld(taul, k)
-        with c.b.if_then(c.fcmp("!=", t, 0.0)):
-            with c.loop(k, big, "ucol") as i:
-                c.st(c.ld(mat, c.add(c.mul(i, ldw), k)), col, i)
-            _apply_reflector_rows(c, ut, ldu, col, t, (k, nu), k, big)
+    with _groups(c, small) as ks:
+        group = []
+        for q, k in enumerate(ks):
+            v = c.at(cols, c.mul(q, c.add(big, 1)))
+            ref = _reflector(c, k, taul, v, k, big)
+            c.fill(_f(0), v, 0, ref[2])
+            with c.loop(ref[2], big, "ucol") as i:
+                c.st(c.ld(mat, c.add(c.mul(i, ldw), k)), v, i)
+            group.append(ref)
+        _apply_reflectors(c, ut, ldu, (b_max(c, ks[-1], 0), nu), group, big)
 
 
 def _golub_kahan(c: _Code, q, e, small, tol, urots, vrots):
