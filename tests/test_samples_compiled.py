@@ -19,6 +19,7 @@ sys.path.insert(0, str(SAMPLES))
 
 import attention  # noqa: E402
 import elementwise  # noqa: E402
+import gp  # noqa: E402
 import mlp  # noqa: E402
 import ode  # noqa: E402
 import train  # noqa: E402
@@ -81,9 +82,36 @@ def test_ode_sample():
     _close(f(a, y0, 0.01, 50), ode.integrate(a, y0, 0.01, 50), rtol=1e-4, atol=1e-5)
 
 
+def _gp_nll_numpy(params, x, y):
+    """The GP sample's likelihood in float64 NumPy (the reference)."""
+    ls, sf2, sn2 = np.exp(params.astype(np.float64))
+    x, y = x.astype(np.float64) / ls, y.astype(np.float64)
+    d2 = np.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+    k = sf2 * np.exp(-0.5 * d2) + sn2 * np.eye(len(x))
+    chol = np.linalg.cholesky(k)
+    return (0.5 * y @ np.linalg.solve(k, y) + np.sum(np.log(np.diagonal(chol)))
+            + 0.5 * len(x) * np.log(2 * np.pi))
+
+
+def test_gp_sample():
+    params = np.array([np.log(0.8), 0.1, np.log(0.05)], np.float32)
+    x, y = RNG.random((48, 8)).astype(np.float32), f32(48)
+    want = _gp_nll_numpy(params, x, y)
+    _close(jx.jit(gp.nll)(params, x, y), want, rtol=1e-4)
+    _close(gp.nll(params, x, y), want, rtol=1e-4)
+    value, grad = jx.jit(gp.nll_and_grad)(params, x, y)
+    eps = 1e-6                                  # central differences of the float64 reference
+    fd = [(_gp_nll_numpy(params + eps * e, x, y) - _gp_nll_numpy(params - eps * e, x, y))
+          / (2 * eps) for e in np.eye(3)]
+    _close(value, want, rtol=1e-4)
+    _close(grad, np.array(fd), rtol=2e-3, atol=2e-3 * np.max(np.abs(fd)))
+    _close(grad, gp.nll_and_grad(params, x, y)[1], rtol=1e-3, atol=1e-4)
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 @pytest.mark.parametrize("sample,entry", [("elementwise", "sum_of_squares"),
-                                          ("attention", "layernorm"), ("ode", "integrate")])
+                                          ("attention", "layernorm"), ("ode", "integrate"),
+                                          ("gp", "nll_and_grad")])
 def test_compiled_artifacts_match_eager(sample, entry, tmp_path):
     from jx.cli.compile import compile_model
     import jx.runtime as rt
