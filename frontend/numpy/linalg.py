@@ -247,13 +247,32 @@ class SVDResult(_NamedTuple):
 
 
 def _lax():
-    from ..lax import linalg
-    return linalg
+    """The primitives with jax.lax.linalg's signatures (jx.lax itself sits above jx.numpy)."""
+    from . import _factorizations
+    return _factorizations
 
 
 def _jnp():
-    from .. import numpy
-    return numpy
+    """jx.numpy's functions this module uses, taken from their own modules: the
+    package itself imports this module."""
+    global _JNP
+    if _JNP is None:
+        import types
+        import numpy as np
+        from .. import dtypes
+        from . import _products, creation, indexing, manipulation, reductions, sorting, ufuncs
+        uses = {ufuncs: "abs isnan log sign square where",
+                creation: "arange asarray eye zeros",
+                manipulation: "broadcast_to concatenate diagonal flip moveaxis tril",
+                reductions: "any count_nonzero max prod sum",
+                sorting: "argsort", indexing: "take_along_axis", _products: "matmul"}
+        names = {n: getattr(mod, n) for mod, ns in uses.items() for n in ns.split()}
+        names.update(inf=np.inf, int32=np.int32, finfo=lambda dt: dtypes.finfo(np.dtype(dt)))
+        _JNP = types.SimpleNamespace(**names)
+    return _JNP
+
+
+_JNP = None
 
 
 def _float_matrix(a, what: str, square: bool = True):
@@ -350,40 +369,23 @@ def qr(a, mode: str = "reduced"):
 
 
 def _qr_raw(a):
-    """geqrf's compact form (h, tau), transposed as numpy's mode='raw': rebuilt from the
-    QR primitive's Q = H_1 ... H_k (H_j = I - tau_j v_j v_j^T). With Y the unit lower
-    trapezoidal v's and T the compact-WY triangle, Q - I = -Y (T Y1^T): an LU
-    factorisation without pivoting, so eliminating Q - I gives Y as its L and -tau_j
-    as its pivots. A Householder tau is 0 (no reflection: v_j is zero) or in [1, 2],
-    so pivots below 1/2 mark tau = 0 and the elimination never divides by a small one."""
-    from ..lax.control_flow import fori_loop
+    """geqrf's compact form (h, tau), transposed as numpy's mode='raw': the Householder
+    panel kernel's packed QR of the first min(m, n) columns (tau on its t's diagonal);
+    a wide matrix's remaining columns are R's, Q^T a = (I - V t^T V^T) a."""
     jnp = _jnp()
     s = _shape_of(a)
     m, n = s[-2:]
     k = min(m, n)
     if k == 0:
         return _mT(jnp.zeros(s, a.dtype)), jnp.zeros(s[:-2] + (0,), a.dtype)
-    q, r = _lax().qr(a, full_matrices=False)
-    rows = jnp.arange(m)[:, None]
-    cols = jnp.arange(k)[None, :]
-    w = q - jnp.eye(m, k, dtype=a.dtype)
-
-    def eliminate(j, w):
-        row = jnp.sum(jnp.where(rows == j, w, 0), axis=-2, keepdims=True)      # (..., 1, k)
-        col = jnp.sum(jnp.where(cols == j, w, 0), axis=-1, keepdims=True)      # (..., m, 1)
-        pivot = jnp.sum(jnp.where(cols == j, row, 0), axis=-1, keepdims=True)  # (..., 1, 1)
-        keep = jnp.abs(pivot) >= 0.5
-        mult = jnp.where((rows > j) & keep, col / jnp.where(keep, pivot, 1), 0)
-        w = w - mult * jnp.where(cols > j, row, 0)
-        return jnp.where((cols == j) & (rows > j), mult, w)
-    w = fori_loop(0, k, eliminate, w)
-    d = jnp.diagonal(w, axis1=-2, axis2=-1)
-    tau = jnp.where(jnp.abs(d) >= 0.5, -d, 0)
-    below = jnp.tril(w, -1)                                      # (..., m, k): the v's
-    above = jnp.triu(r)                                          # (..., k, n): R
-    pad = [(0, 0)] * (len(s) - 2)
-    h = jnp.pad(below, pad + [(0, 0), (0, n - k)]) + jnp.pad(above, pad + [(0, m - k), (0, 0)])
-    return _mT(h), tau
+    packed, t = _lax().householder_panel(a[..., :, :k])
+    tau = jnp.diagonal(t, axis1=-2, axis2=-1)
+    if n > k:
+        v = jnp.tril(packed, -1) + jnp.eye(m, k, dtype=a.dtype)
+        rest = a[..., :, k:]
+        rest = rest - jnp.matmul(v, jnp.matmul(_mT(t), jnp.matmul(_mT(v), rest)))
+        packed = jnp.concatenate([packed, rest], -1)
+    return _mT(packed), tau
 
 
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
