@@ -47,6 +47,8 @@ def _materialize(x):
     """A raw value as the array type of eager results (one convert_element_type
     bind: a copy, so the caller's later writes to a NumPy array do not show);
     tracers and arrays already of that type come back unchanged."""
+    if isinstance(x, tuple) and hasattr(x, "_fields"):        # a NamedTuple result
+        return type(x)._make(_materialize(v) for v in x)
     if isinstance(x, (list, tuple)):
         return type(x)(_materialize(v) for v in x)
     if not _is_raw(x):

@@ -10,7 +10,6 @@ results are complex in general) raise.
 """
 from __future__ import annotations
 
-import functools as _functools
 import operator as _operator
 from typing import NamedTuple as _NamedTuple
 
@@ -18,7 +17,7 @@ from ..errors import ShapeError as _ShapeError
 from . import _products
 from ._util import canonical_axis as _canonical_axis, canonical_axes as _canonical_axes, \
     promote_dtypes as _promote_dtypes, shape_of as _shape_of
-from .creation import _materialize, _wrap_public
+from .creation import _wrap_public
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
@@ -651,28 +650,12 @@ def tensorsolve(a, b, axes=None):
     return solve(a.reshape(math.prod(sb), math.prod(out_shape)), b.ravel()).reshape(out_shape)
 
 
-def _named_results(fn):
-    """fn returning a NamedTuple (or a plain value) whose arrays are never raw NumPy:
-    _wrap_public's _materialize rebuilds tuples with type(x)(iterable), which a
-    NamedTuple's constructor does not take."""
-    @_functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        if isinstance(out, tuple) and hasattr(out, "_fields"):
-            return type(out)(*_materialize(tuple(out)))
-        return _materialize(out)
-    return wrapper
-
-
 _DECOMPOSITIONS = ("cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
                    "lstsq", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd",
                    "svdvals", "tensorinv", "tensorsolve")
-_NAMED = ("eigh", "qr", "slogdet", "svd")
 
 __all__ = ["matmul", "tensordot", "outer", "vecdot", "matrix_transpose", "trace", "diagonal",
            "cross", "matrix_power", "multi_dot", "vector_norm", "matrix_norm", "norm",
            *_DECOMPOSITIONS]
-_wrap_public(globals(), [n for n in __all__ if n not in _NAMED])
-for _name in _NAMED:
-    globals()[_name] = _named_results(globals()[_name])
-del annotations, _name
+_wrap_public(globals(), __all__)
+del annotations
