@@ -16,7 +16,7 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     """The permutation that applying the row swaps `pivots` in order makes."""
     from .. import numpy as jnp
     from .control_flow import fori_loop
-    pivots = as_value(pivots)
+    pivots = jnp.asarray(pivots)          # (a NumPy array cannot take the traced index)
     batch = shape_of(pivots)[:-1]
     k = shape_of(pivots)[-1]
     if permutation_size < k:
