@@ -291,40 +291,51 @@ def _house(c: _Code, x, lo, hi) -> tuple:
     return beta.get(), tau.get()
 
 
-def _apply_reflectors(c: _Code, mat, ld, rows, group, hi) -> None:
-    """Rows [rows[0], rows[1]) of mat times H_0 H_1 ... for the (v, tau, lo) of
-    `group` (H = I - tau v v^T, v zero outside [lo, hi)), in the compact WY form
-    H_0 H_1 ... = I - V T V^T (T upper triangular, as LAPACK's larft): per row
-    z = row V in one pass, then row -= (z T) V^T in another, the row in cache."""
+def _reflect_fn(module: ir.Module) -> ir.Function:
+    """reflect(mat, ld, r0, r1, V, vs, taus, lo, hi): rows [r0, r1) of mat (ld
+    apart) times H_0 H_1 ... H_{GROUP-1}, H_q = I - taus[q] v_q v_q^T with
+    v_q = V + q vs, zero outside [lo, hi) (a dead one has tau 0). In the compact
+    WY form H_0 H_1 ... = I - V T V^T (T upper triangular, as LAPACK's larft): per
+    row z = row V in one pass, then row -= (z T) V^T in another, the row in cache
+    (the matrix streams through once per group, not once per reflector)."""
+    name = "jx.linalg.reflect"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [PTR, I64, I64, I64, PTR, I64, PTR, I64,
+                                                      I64]), name)
+    fn.linkage = "internal"
+    mat, ld, r0, r1, base, vs, taus, lo, hi = fn.args
+    c = _Code(ir.IRBuilder(fn.append_basic_block("entry")))
     b = c.b
-    vs = [v for v, _, _ in group]
-    lo = group[0][2]
-    for _, _, start in group[1:]:
-        lo = b.select(c.icmp("<", start, lo), start, lo)
-    gram = {(i, j): c.dot(vs[i], vs[j], lo, hi)
-            for j in range(len(vs)) for i in range(j)}
-    t = [[None] * len(vs) for _ in vs]
-    for j, (_, tau_j, _) in enumerate(group):
+    vecs = [c.at(base, c.mul(q, vs)) for q in range(GROUP)]
+    gram = {(i, j): c.dot(vecs[i], vecs[j], lo, hi)
+            for j in range(GROUP) for i in range(j)}
+    t = [[None] * GROUP for _ in range(GROUP)]
+    for j in range(GROUP):
+        tau_j = c.ld(taus, j)
         t[j][j] = tau_j
         for i in range(j):
             acc = _f(0)
             for k in range(i, j):
                 acc = c.fma(t[i][k], gram[(k, j)], acc)
             t[i][j] = c.fmul(b.fneg(tau_j), acc)
-    with c.loop(rows[0], rows[1], "refl") as r:
+    with c.loop(r0, r1, "refl") as r:
         row = c.at(mat, c.mul(r, ld))
-        z = _dots(c, row, vs, lo, hi)
+        z = _dots(c, row, vecs, lo, hi)
         w = []
-        for j in range(len(vs)):
+        for j in range(GROUP):
             acc = _f(0)
             for i in range(j + 1):
                 acc = c.fma(z[i], t[i][j], acc)
             w.append(b.fneg(acc))
         with c.loop(lo, hi, "wy") as col:
             x = c.ld(row, col)
-            for wj, v in zip(w, vs):
+            for wj, v in zip(w, vecs):
                 x = c.fma(wj, c.ld(v, col), x)
             c.st(x, row, col)
+    b.ret_void()
+    return fn
 
 
 def _dots(c: _Code, x, ys, lo, hi) -> list:
@@ -337,22 +348,49 @@ def _dots(c: _Code, x, ys, lo, hi) -> list:
     return [acc.get() for acc in accs]
 
 
-@contextmanager
-def _groups(c: _Code, count):
-    """for each group of GROUP reflector indices, descending from count - 1: yields
-    the indices (some may be < 0: give them tau 0)."""
-    ngroups = c.b.sdiv(c.add(count, GROUP - 1), c.i(GROUP))
-    with c.loop(0, ngroups, "grp") as g:
-        top = c.sub(c.sub(count, 1), c.mul(g, GROUP))
-        yield [c.sub(top, q) for q in range(GROUP)]
+class _Group:
+    """GROUP reflectors at a time, indices top, top - 1, ... (those < 0 dead),
+    their vectors copied to zero-padded rows of `buf` (vs apart), taus to an
+    array; then reflect() applies them to rows of a matrix."""
 
+    def __init__(self, c: _Code, buf, vs, hi):
+        self.c, self.buf, self.vs, self.hi = c, buf, vs, hi
+        b = c.b
+        entry = b.function.entry_basic_block
+        with b.goto_block(entry):
+            b.position_before(entry.instructions[0])
+            self.taus = b.alloca(F64, size=c.i(GROUP), name="taus")
 
-def _reflector(c: _Code, k, tau, v, lo, hi) -> tuple:
-    """(v, tau, lo) for reflector k of a group; an index k < 0 gets tau 0 and an
-    empty range."""
-    live = c.icmp(">=", k, 0)
-    t = c.b.select(live, c.ld(tau, c.b.select(live, k, c.i(0))), _f(0))
-    return v, t, c.b.select(live, lo, hi)
+    @contextmanager
+    def each(self, count):
+        """for each group of the indices count - 1, ..., 0: yields (top, first), first
+        its smallest live index."""
+        c = self.c
+        ngroups = c.b.sdiv(c.add(count, GROUP - 1), c.i(GROUP))
+        with c.loop(0, ngroups, "grp") as g:
+            top = c.sub(c.sub(count, 1), c.mul(g, GROUP))
+            yield top, b_max(c, c.sub(top, GROUP - 1), 0)
+
+    def load(self, top, tau, source, stride, step, offset) -> None:
+        """Reflector k's vector from source[k * stride + j * step] for j in
+        [k + offset, hi) (its leading 1 in place), its tau from tau[k]."""
+        c, b = self.c, self.c.b
+        with c.loop(0, GROUP, "gq") as q:
+            k = c.sub(top, q)
+            live = c.icmp(">=", k, 0)
+            kk = b.select(live, k, c.i(0))
+            lo = b.select(live, c.add(k, offset), self.hi)
+            c.st(b.select(live, c.ld(tau, kk), _f(0)), self.taus, q)
+            v = c.at(self.buf, c.mul(q, self.vs))
+            c.fill(_f(0), v, 0, lo)
+            src = c.mul(kk, stride)
+            with c.loop(lo, self.hi, "gcp") as j:
+                c.st(c.ld(source, c.add(src, c.mul(j, step))), v, j)
+
+    def apply(self, mat, ld, rows, lo) -> None:
+        c = self.c
+        c.b.call(_reflect_fn(c.b.module), [mat, ld, rows[0], rows[1], self.buf, self.vs,
+                                           self.taus, lo, self.hi])
 
 
 def _identity(c: _Code, mat, rows, cols, ld) -> None:
@@ -693,27 +731,18 @@ def _tridiagonalise(c: _Code, mat, n, ld, d, e, tau, vecs) -> None:
 def _form_qt(c: _Code, mat, n, ld, tau, grp) -> None:
     """Q^T = H_{n-2} ... H_0 in place of the reflectors (as LAPACK's orgtr),
     GROUP of them at a time, from the last: their vectors (rows k, columns > k)
-    are copied to grp, rows and columns k + 1 become the identity's, then rows
-    > the group's smallest k are multiplied by them (reflector k acts on columns
-    > k; rows it does not reach have zeros there, so it leaves them alone)."""
-    with _groups(c, n) as cols:           # column k + 1 for reflector k (k = -1: none)
-        group = []
-        for q, col in enumerate(cols):
-            k = c.sub(col, 1)
-            v = c.at(grp, c.mul(q, ld))
-            row = c.at(mat, c.mul(b_max(c, k, 0), ld))
-            ref = _reflector(c, k, tau, v, col, n)
-            c.fill(_f(0), v, 0, ref[2])
-            with c.loop(ref[2], n, "qcp") as j:
-                c.st(c.ld(row, j), v, j)
-            group.append(ref)
-        for col in cols:                  # identity rows and columns
-            with c.b.if_then(c.icmp(">=", col, 0)):
-                c.st(_f(1), mat, c.add(c.mul(col, ld), col))
-                with c.loop(c.add(col, 1), n, "qz") as j:
-                    c.st(_f(0), mat, c.add(c.mul(col, ld), j))
-                    c.st(_f(0), mat, c.add(c.mul(j, ld), col))
-        _apply_reflectors(c, mat, ld, (b_max(c, cols[-1], 0), n), group, n)
+    are copied out, rows and columns k + 1 become the identity's, then the rows
+    from the group's smallest k + 1 on are multiplied by them (reflector k acts
+    on columns > k; rows it does not reach have zeros there, so stay)."""
+    group = _Group(c, grp, ld, n)
+    with group.each(n) as (top, first):     # column k + 1 for reflector k (k = -1: none)
+        group.load(c.sub(top, 1), tau, mat, ld, 1, 1)
+        with c.loop(first, c.add(top, 1), "qid") as col:
+            c.st(_f(1), mat, c.add(c.mul(col, ld), col))
+            with c.loop(c.add(col, 1), n, "qz") as j:
+                c.st(_f(0), mat, c.add(c.mul(col, ld), j))
+                c.st(_f(0), mat, c.add(c.mul(j, ld), col))
+        group.apply(mat, ld, (first, n), first)
 
 
 def b_max(c: _Code, x, y):
@@ -993,37 +1022,25 @@ def _bidiagonalise(c: _Code, mat, big, small, ld, vecs) -> None:
 
 def _form_vt(c: _Code, mat, vt, small, ld, taur, cols) -> None:
     """V^T = G_{N-2} ... G_0 (right reflectors, vectors in mat's rows; both ld),
-    GROUP at a time, their vectors copied to the zero-padded ones at cols."""
+    GROUP at a time (copies at cols)."""
     _identity(c, vt, small, small, ld)
-    with _groups(c, c.sub(small, 1)) as ks:
-        group = []
-        for q, k in enumerate(ks):
-            v = c.at(cols, c.mul(q, c.add(small, 1)))
-            row = c.at(mat, c.mul(b_max(c, k, 0), ld))
-            ref = _reflector(c, k, taur, v, c.add(k, 1), small)
-            c.fill(_f(0), v, 0, ref[2])
-            with c.loop(ref[2], small, "vcp") as j:
-                c.st(c.ld(row, j), v, j)
-            group.append(ref)
-        _apply_reflectors(c, vt, ld, (b_max(c, c.add(ks[-1], 1), 0), small), group, small)
+    group = _Group(c, cols, c.add(small, 1), small)
+    with group.each(c.sub(small, 1)) as (top, first):
+        group.load(top, taur, mat, ld, 1, 1)
+        first1 = c.add(first, 1)
+        group.apply(vt, ld, (first1, small), first1)
 
 
 def _form_ut(c: _Code, mat, ut, big, small, nu, lds, taul, cols) -> None:
-    """U^T = H_{N-1} ... H_0 (left reflectors, vectors in mat's columns, copied to
-    the zero-padded GROUP vectors at cols), its first nu rows (N, or all M: the
-    orthonormal completion for full_matrices)."""
+    """U^T = H_{N-1} ... H_0 (left reflectors, vectors in mat's columns), GROUP at
+    a time (copies at cols), its first nu rows (N, or all M: the orthonormal
+    completion for full_matrices)."""
     ldw, ldu = lds
     _identity(c, ut, nu, big, ldu)
-    with _groups(c, small) as ks:
-        group = []
-        for q, k in enumerate(ks):
-            v = c.at(cols, c.mul(q, c.add(big, 1)))
-            ref = _reflector(c, k, taul, v, k, big)
-            c.fill(_f(0), v, 0, ref[2])
-            with c.loop(ref[2], big, "ucol") as i:
-                c.st(c.ld(mat, c.add(c.mul(i, ldw), k)), v, i)
-            group.append(ref)
-        _apply_reflectors(c, ut, ldu, (b_max(c, ks[-1], 0), nu), group, big)
+    group = _Group(c, cols, c.add(big, 1), big)
+    with group.each(small) as (top, first):
+        group.load(top, taul, mat, 1, ldw, 0)
+        group.apply(ut, ldu, (first, nu), first)
 
 
 def _golub_kahan(c: _Code, q, e, small, tol, urots, vrots):
