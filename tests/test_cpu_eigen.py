@@ -28,6 +28,8 @@ import cpu_matrix
 
 pytest.importorskip("llvmlite")
 
+COVERED = {"eigh", "svd"}      # (tests/test_coverage.py: checked against NumPy here)
+
 DTYPES = ["float32", "float64"]
 TOL = 8.0          # allowed error, in units of n eps |A|
 

@@ -5,10 +5,11 @@ eigh: the triangle read is copied into a float64 work matrix scaled by a power o
 two (max |a| in [1, 2): no overflow in the squares), reduced to tridiagonal form by
 Householder reflectors (each step one pass over the trailing lower triangle: the
 previous step's rank-2 update, this step's symmetric product and its transpose
-half fused per row), Q^T formed in place, then implicit QL with Wilkinson shifts
-on the tridiagonal. The QL rotations are recorded, not applied one at a time:
-batches of them go over blocks of columns of Q^T (`_rotate`), so each block stays
-in cache for the whole batch and the rows of a sweep are vector operations.
+half fused per row), Q^T formed in place (GROUP reflectors per pass over it, in
+compact WY form), then implicit QL with Wilkinson shifts on the tridiagonal. The
+QL rotations are recorded, not applied one at a time: batches of them go over
+blocks of columns of Q^T (`_rotate_fn`), each block staying in cache for the whole
+batch, a sweep's shared row in registers, its rows vector operations.
 
 svd: the tall orientation (a^T when m < n) is reduced to upper bidiagonal form
 (one pass per column: the left and right reflectors' updates and the next
@@ -110,8 +111,8 @@ class _Code:
     def icmp(self, op, x, y):
         return self.b.icmp_signed(op, self.i(x), self.i(y))
 
-    def imin(self, x, y):
-        return self.b.select(self.icmp("<", x, y), self.i(x), self.i(y))
+    def imax(self, x, y):
+        return self.b.select(self.icmp(">", x, y), self.i(x), self.i(y))
 
     # -- memory (float64 unless t says otherwise)
     def at(self, p, idx, t=F64):
@@ -182,12 +183,6 @@ class _Code:
     def loop(self, lo, hi, name: str = "i"):
         """for (i = lo; i < hi; i++), bounds run-time values or ints (may be empty)."""
         return U.for_step(self.b, self.i(lo), self.i(hi), 1, name)
-
-    @contextmanager
-    def down(self, lo, hi, name: str = "i"):
-        """for (i = hi - 1; i >= lo; i--)."""
-        with self.loop(0, self.sub(hi, lo), name) as t:
-            yield self.sub(self.sub(hi, 1), t)
 
     @contextmanager
     def while_(self, cond, name: str = "w"):
@@ -369,7 +364,7 @@ class _Group:
         ngroups = c.b.sdiv(c.add(count, GROUP - 1), c.i(GROUP))
         with c.loop(0, ngroups, "grp") as g:
             top = c.sub(c.sub(count, 1), c.mul(g, GROUP))
-            yield top, b_max(c, c.sub(top, GROUP - 1), 0)
+            yield top, c.imax(c.sub(top, GROUP - 1), 0)
 
     def load(self, top, tau, source, stride, step, offset) -> None:
         """Reflector k's vector from source[k * stride + j * step] for j in
@@ -422,7 +417,7 @@ def _sort(c: _Code, d, perm, n, descending: bool) -> None:
 def _picked(c: _Code, perm, k, j):
     """perm[j] for j < k, j itself after (the completion rows stay in order)."""
     inside = c.icmp("<", j, k)
-    return c.b.select(inside, c.ld(perm, c.imin(j, c.sub(k, 1)), I64), j)
+    return c.b.select(inside, c.ld(perm, c.b.select(inside, j, c.i(0)), I64), j)
 
 
 def _gather_columns(c: _Code, dst, rows, cols, src, ld, perm, k, dt) -> None:
@@ -743,10 +738,6 @@ def _form_qt(c: _Code, mat, n, ld, tau, grp) -> None:
                 c.st(_f(0), mat, c.add(c.mul(col, ld), j))
                 c.st(_f(0), mat, c.add(c.mul(j, ld), col))
         group.apply(mat, ld, (first, n), first)
-
-
-def b_max(c: _Code, x, y):
-    return c.b.select(c.icmp(">", x, y), c.i(x), c.i(y))
 
 
 def _ql(c: _Code, d, e, n, rots: _Rotations):
