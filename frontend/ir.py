@@ -177,6 +177,17 @@ def set_graph_text(format_graph) -> None:
     _graph_text = format_graph
 
 
+def map_subgraphs(params: dict, fn) -> dict:
+    """params with fn applied to every sub-graph they hold (a pass entering bodies)."""
+    def one(v):
+        if isinstance(v, Graph):
+            return fn(v)
+        if isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
+            return tuple(fn(g) if isinstance(g, Graph) else g for g in v)
+        return v
+    return {k: one(v) for k, v in params.items()}
+
+
 def subgraphs(eqn: Eqn):
     """Sub-graphs held in an equation's params (control flow)."""
     for v in eqn.params.values():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import jx.numpy as jnp
 from jx.core import attributed, bind, bind_like
-from jx.ir import Graph, Literal, subgraphs
+from jx.ir import Graph, Literal, map_subgraphs, subgraphs
 from jx.prims import decompositions as dc
 from jx.prims import structural as st
 
@@ -231,16 +231,6 @@ def _wanted(graph: Graph) -> bool:
     return False
 
 
-def _params(params: dict) -> dict:
-    def one(v):
-        if isinstance(v, Graph):
-            return expand(v)
-        if isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
-            return tuple(expand(g) if isinstance(g, Graph) else g for g in v)
-        return v
-    return {k: one(v) for k, v in params.items()}
-
-
 def expand(graph: Graph) -> Graph:
     if not _wanted(graph):
         return graph
@@ -252,7 +242,7 @@ def expand(graph: Graph) -> Graph:
             rule = EXPANSIONS.get(eqn.prim.name)
             fn = rule(eqn) if rule is not None else None
             with attributed(eqn.source):
-                outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **_params(eqn.params))
+                outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **map_subgraphs(eqn.params, expand))
             env.update({id(v): o for v, o in zip(eqn.outputs, outs)})
         return [a.val if isinstance(a, Literal) else env[id(a)] for a in graph.outputs]
 

@@ -5,7 +5,7 @@ bodies are ordinary equations, which fusion can then see through.
 """
 from __future__ import annotations
 
-from jx.ir import Eqn, Graph, Literal, Var
+from jx.ir import Eqn, Graph, Literal, Var, map_subgraphs
 
 # primitive name -> (param holding the body graph, params counting operands the body skips)
 CALLS = {
@@ -26,7 +26,7 @@ def inline_calls(graph: Graph) -> Graph:
         ins = [atom(a) for a in eqn.inputs]
         spec = CALLS.get(eqn.prim.name)
         if spec is None:
-            params = {k: _inline_param(v) for k, v in eqn.params.items()}
+            params = map_subgraphs(eqn.params, inline_calls)
             eqns.append(Eqn(eqn.prim, tuple(ins), params, eqn.outputs, eqn.source))
             continue
         body = inline_calls(eqn.params[spec[0]])
@@ -45,10 +45,3 @@ def inline_calls(graph: Graph) -> Graph:
     outs = tuple(atom(a) for a in graph.outputs)
     return Graph(graph.inputs, tuple(eqns), outs, graph.in_tree, graph.out_tree)
 
-
-def _inline_param(v):
-    if isinstance(v, Graph):
-        return inline_calls(v)
-    if isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
-        return tuple(inline_calls(g) if isinstance(g, Graph) else g for g in v)
-    return v

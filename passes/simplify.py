@@ -9,22 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from jx.core import PRIMITIVES
-from jx.ir import Eqn, Graph, Literal, ShapedArray, Var, subgraphs
+from jx.ir import Eqn, Graph, Literal, ShapedArray, Var, map_subgraphs, subgraphs
 
 # ---------------------------------------------------------------- helpers
-
-
-def _rebuild_params(params: dict, fn) -> dict:
-    """Apply fn to every sub-graph held in params."""
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, Graph):
-            out[k] = fn(v)
-        elif isinstance(v, tuple) and any(isinstance(g, Graph) for g in v):
-            out[k] = tuple(fn(g) if isinstance(g, Graph) else g for g in v)
-        else:
-            out[k] = v
-    return out
 
 
 def _const_value(atom, defs: dict):
@@ -228,7 +215,7 @@ REWRITE = {"transpose": _transpose_of_dot, "dot_general": _outer_dot}
 def _substituted(eqn: Eqn, subst: dict, sub_pass) -> Eqn:
     """eqn with replaced inputs and its sub-graphs run through sub_pass."""
     ins = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in eqn.inputs)
-    return Eqn(eqn.prim, ins, _rebuild_params(eqn.params, sub_pass), eqn.outputs, eqn.source)
+    return Eqn(eqn.prim, ins, map_subgraphs(eqn.params, sub_pass), eqn.outputs, eqn.source)
 
 
 def algebraic(graph: Graph) -> Graph:
@@ -324,7 +311,7 @@ def dce(graph: Graph) -> Graph:
     for eqn in reversed(graph.eqns):
         if not any(id(v) in live for v in eqn.outputs):
             continue
-        eqn = Eqn(eqn.prim, eqn.inputs, _rebuild_params(eqn.params, dce), eqn.outputs,
+        eqn = Eqn(eqn.prim, eqn.inputs, map_subgraphs(eqn.params, dce), eqn.outputs,
                   eqn.source)
         kept.append(eqn)
         live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
