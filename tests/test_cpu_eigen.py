@@ -1,5 +1,6 @@
-"""The CPU backend's eigh and svd kernels (codegen/cpu/opaque_eigen.py) against
-NumPy's LAPACK and the eager reference, on fresh random inputs.
+"""The CPU backend's eigh and svd kernels (codegen/cpu/opaque_eigh.py and
+opaque_svd.py) against NumPy's LAPACK and the eager reference, on fresh random
+inputs.
 
 Vectors are compared sign-invariantly: residuals |A V - V diag(w)|, orthogonality
 |V^T V - I|, reconstruction |U diag(s) V^T - A|, all in units of n eps |A|; the
