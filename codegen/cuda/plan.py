@@ -146,8 +146,9 @@ def refuse_decompositions(program) -> None:
     and where it comes from, before any code is emitted."""
     from jx.errors import JxError
     for kernel in program.kernels:
-        for sub in kernel.subprograms.values():
-            refuse_decompositions(sub)
+        for sub in kernel.subprograms.values():       # a Program, or a tuple (branches)
+            for prog in (sub if isinstance(sub, tuple) else (sub,)):
+                refuse_decompositions(prog)
         for eqn in kernel.eqns:
             if eqn.prim.name in NOT_ON_GPU:
                 where = f" (from {eqn.source})" if eqn.source else ""
