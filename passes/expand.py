@@ -30,8 +30,10 @@ from .interpreters import read, transform_graph
 # kernels run at GEMM-like speed up to a few hundred rows (dot products along
 # rows in L2), so they take 128-row blocks: fewer levels of copies. Measured on
 # Zen 5 at n = 1024 and 2048 (32..256 within 1.5x of each other everywhere).
-BASE = {"cholesky": 128, "triangular_solve": 64, "lu": 128, "qr": 64}
-QR_BLOCK = 32      # columns per Householder panel (LAPACK's geqrf default block)
+BASE = {"cholesky": 128, "triangular_solve": 64, "lu": 128, "qr": 128}
+# Columns per Householder panel. 32 (LAPACK's geqrf default) made a QR of 1024 x 1024
+# 200 kernels and 10-15 s to compile; 64 halves the recursion's leaves.
+QR_BLOCK = 64
 
 
 def _half(n: int) -> int:
@@ -242,7 +244,8 @@ def expand(graph: Graph) -> Graph:
             rule = EXPANSIONS.get(eqn.prim.name)
             fn = rule(eqn) if rule is not None else None
             with attributed(eqn.source):
-                outs = fn(*ins) if fn is not None else bind(eqn.prim, *ins, **map_subgraphs(eqn.params, expand))
+                outs = fn(*ins) if fn is not None else \
+                    bind(eqn.prim, *ins, **map_subgraphs(eqn.params, expand))
             env.update({id(v): o for v, o in zip(eqn.outputs, outs)})
         return [a.val if isinstance(a, Literal) else env[id(a)] for a in graph.outputs]
 
