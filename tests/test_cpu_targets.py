@@ -6,9 +6,9 @@
 - Undefined symbols: one nobody provides is an error naming it, never a call to 0.
 - The CPU matrix (tests/cpu_matrix.py): conversions (float16 and bfloat16 both
   ways), elementwise math, GEMM over awkward shapes, fused and row-fused kernels
-  and reductions, compiled by jx.jit for each CPU (JX_CPU) and checked against
-  the reference (eager) result; skipped per CPU where this host lacks an
-  extension its code may use.
+  and reductions, the factorisations' kernels, compiled by jx.jit for each CPU
+  (JX_CPU) and checked against the reference (eager) result; skipped per CPU
+  where this host lacks an extension its code may use.
 - CPU names: a mistyped one is a clear error; generic-CPU artifacts record and
   check the extensions they need.
 """
@@ -342,6 +342,27 @@ def test_matrix_reductions(jit_cpu):
                           jnp.argmin(v, axis=0)), x, rtol=1e-5)
     h = random_array(rng, (300,), "float16")
     _check(lambda v: jnp.sum(v.astype(jnp.float32)), h, rtol=1e-5)
+
+
+def test_matrix_factorisations(jit_cpu):
+    """The decomposition kernels (tests/test_linalg_accuracy.py has their accuracy):
+    Cholesky unrolled (5) and looped (37), triangular solves by axpys and by dot
+    products, LU and QR of tall matrices, and a blocked QR (its Householder panels)."""
+    rng = np.random.default_rng(27)
+    g = rng.standard_normal((2, 37, 37))
+    spd = g @ np.swapaxes(g, -1, -2) / 37 + np.eye(37)
+    b = rng.standard_normal((2, 37, 3))
+    x = rng.standard_normal((2, 70, 66))
+
+    def f(s, a, rhs, tall):
+        L = lax.linalg.cholesky(s)
+        return (lax.linalg.cholesky(s[:, :5, :5]), L,
+                lax.linalg.triangular_solve(L, rhs, left_side=True, lower=True),
+                lax.linalg.triangular_solve(L, jnp.swapaxes(rhs, 1, 2), lower=True,
+                                            transpose_a=True),
+                lax.linalg.lu(a[:, :, :29]), lax.linalg.qr(a[:, :, :29]),
+                lax.linalg.qr(tall, full_matrices=False))
+    _check(f, spd, g, b, x, rtol=1e-10, atol=1e-13)
 
 
 def test_matrix_symbolic_sizes(jit_cpu):
