@@ -67,10 +67,13 @@ def _cholesky_rule(eqn):
 
     def expanded(a):
         out = _cholesky(a)
-        # one failed block makes the whole factor NaN, as the unblocked kernel does
-        # (a failure NaNs every later diagonal block, the last one included)
+        # one failed block makes the factor's lower triangle NaN, as the unblocked
+        # kernel does (a failure NaNs every later diagonal block, the last included)
         failed = jnp.isnan(out[..., -1, -1])[..., None, None]
-        return [jnp.where(failed, jnp.nan, out)]
+        n = out.shape[-1]
+        lower = _eye_like(out, n, n)
+        lower = jnp.tril(lower + 1) > 0
+        return [jnp.where(failed & lower, jnp.nan, out)]
     return expanded
 
 

@@ -10,8 +10,8 @@ along a row (a dot product of two row prefixes, or an axpy of one row into
 another), which LLVM vectorises.
 
 - cholesky: row-oriented Crout (L[i, j] from the dot product of rows i and j
-  before column j). A non-positive (or NaN) pivot makes the whole factor NaN,
-  as JAX's CPU kernel does.
+  before column j). A non-positive (or NaN) pivot makes the factor NaN on and
+  below the diagonal (zeros above), as JAX's CPU result is.
 - triangular_solve: substitution. With a on the left, rows of x are axpys of
   earlier rows; with a on the right, every row of x is its own solve, by dot
   products when op(a)'s columns are a's rows (transpose_a) and by axpys when not.
@@ -217,8 +217,10 @@ def _cholesky(ctx, kernel):
             with U.for_between(b, b.add(j, U.i64(1)), U.i64(n), "i") as i:
                 s = _sum(b, dt, 0, j, lambda k: _fmul(b, L.get(i, k), L.get(j, k)), width=_short(n))
                 L.set(i, j, b.fdiv(b.fsub(L.get(i, j), s), ljj))
-        with b.if_then(b.load(failed), likely=False):
-            _fill_nan(b, L, n, n)
+        with b.if_then(b.load(failed), likely=False):       # NaN below, zeros above
+            with U.for_range(b, n, "ni") as i:
+                with U.for_between(b, U.i64(0), b.add(i, U.i64(1)), "nj") as j:
+                    L.set(i, j, _c(dt, float("nan")))
     _batch(ctx, kernel, one)
 
 
@@ -241,8 +243,7 @@ def _cholesky_unrolled(b, src: _Mat, L: _Mat, n: int, dt):
     nan = _c(dt, float("nan"))
     for i in range(n):
         for j in range(n):
-            L.set(i, j, b.select(failed, nan, v[i, j]) if j <= i
-                  else b.select(failed, nan, _c(dt, 0)))
+            L.set(i, j, b.select(failed, nan, v[i, j]) if j <= i else _c(dt, 0))
 
 
 PARALLEL_OPAQUE["cholesky"] = _extent_of(_square_flops(3, 1 / 3))

@@ -3,7 +3,8 @@
 Each acts on the last two axes; leading axes are a batch. Operands are float32
 or float64 (jx.numpy.linalg promotes integers first). Failures give what JAX
 gives on the CPU, never an exception: a matrix that is not positive definite
-has an all-NaN Cholesky factor, a singular triangle divides by zero (inf/NaN),
+has a Cholesky factor NaN on and below the diagonal (zero above, as JAX's), a
+singular triangle divides by zero (inf/NaN),
 and an eigen- or singular-value problem with a non-finite entry comes out NaN.
 
     cholesky(a)                               -> L, lower, upper triangle zero
@@ -66,10 +67,12 @@ def _cholesky_rule(a):
 
 
 def _cholesky(a):
-    # NumPy reads the lower triangle, as the primitive does; NaN input -> NaN factor
+    # NumPy reads the lower triangle, as the primitive does. A failed factor is NaN on
+    # and below the diagonal, zero above: JAX's (its wrapper takes tril of potrf's).
     def one(m):
         return [np.linalg.cholesky(m)]
-    return _each(one, a, [a])[0]
+    out = _each(one, a, [a])[0]
+    return np.where(np.tri(a.shape[-1], dtype=bool), out, np.zeros((), a.dtype))
 
 
 cholesky = declare("cholesky", _cholesky_rule, _cholesky)
