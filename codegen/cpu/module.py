@@ -31,7 +31,7 @@ from . import compiler, epilogue, mathcalls, routines, target, tuning
 # registrants. (Not in the package __init__: that would load llvmlite and all the
 # lowering for light imports such as jx.codegen.cpu.parallel or tuning.)
 from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  # noqa: F401
-from . import opaque_linalg  # noqa: F401
+from . import opaque_linalg, opaque_qr  # noqa: F401
 from . import opaque_eigh, opaque_svd  # noqa: F401
 from .rowfuse import group_buffers, row_groups, spill_plan
 
