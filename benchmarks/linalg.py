@@ -1,7 +1,7 @@
 """Linear algebra: jx's decompositions and solvers against NumPy/SciPy (LAPACK) and
 JAX, in one run, with each case's achieved GFLOP/s set against the machine's peak.
 
-    jx bench --suite linalg [--only NAME] [--min-time S] [--out FILE.md]
+    jx bench --suite linalg [--only NAME] [--min-time S] [--out DIR]
 
 Each case is one operation at one size and dtype, written once against a namespace
 of the library (`L.np` is jx.numpy, numpy or jax.numpy; `L.sl` the matching
