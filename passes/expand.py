@@ -66,6 +66,8 @@ def _cholesky_rule(eqn):
         return None
 
     def expanded(a):
+        if eqn.params.get("symmetrize_input"):
+            a = (a + _t(a)) / 2
         out = _cholesky(a)
         # one failed block makes the factor's lower triangle NaN, as the unblocked
         # kernel does (a failure NaNs every later diagonal block, the last included)

@@ -77,21 +77,28 @@ def _phi(x):
     return jnp.tril(x) * (1 - 0.5 * _eye(x.shape[-1], x))
 
 
-def _cholesky_jvp(ps, ts):
+def _sym(x):
+    return (x + _T(x)) / 2
+
+
+def _cholesky_jvp(ps, ts, symmetrize_input=False):
     (a,), (da,) = ps, ts
-    chol = bind(dc.cholesky, a)[0]
+    chol = bind(dc.cholesky, a, symmetrize_input=symmetrize_input)[0]
+    if symmetrize_input:                 # the primitive is chol((a + a^T) / 2)
+        da = _sym(da)
     right = _solve(chol, da, lower=True, transpose_a=True)            # dA L^-T
     inner = _solve(chol, right, left_side=True, lower=True)            # L^-1 dA L^-T
     return [chol], [_mm(chol, _phi(inner))]
 
 
-def _cholesky_vjp(cts, ins, outs):
+def _cholesky_vjp(cts, ins, outs, symmetrize_input=False):
     (ct,), (chol,) = cts, outs
     if ct is None:
         return [None]
     p = _phi(_mm(_T(chol), ct))
     left = _solve(chol, p, left_side=True, lower=True, transpose_a=True)   # L^-T P
-    return [_solve(chol, left, lower=True)]                                # .. L^-1
+    abar = _solve(chol, left, lower=True)                                  # .. L^-1
+    return [_sym(abar) if symmetrize_input else abar]
 
 
 # ------------------------------------------------------------------ triangular solve

@@ -171,18 +171,20 @@ def _cholesky(ctx, kernel):
     n = a.aval.shape[-1]
     dt = a.aval.dtype
     b = ctx.b
+    sym = kernel.root.params.get("symmetrize_input", False)
     if n == 0:
         return
 
     def one(t):
         src, L = _view(ctx, a, t, n, n), _view(ctx, out, t, n, n)
+        read = _symmetrized(b, src, dt) if sym else src.get
         if n <= SMALL:
-            _cholesky_unrolled(b, src, L, n, dt)
+            _cholesky_unrolled(b, read, L, n, dt)
             return
         with U.for_range(b, n, "zi") as i:          # lower triangle of a, zeros above
             with U.for_range(b, n, "zj") as j:
                 below = b.icmp_signed("<=", j, i)
-                L.set(i, j, b.select(below, src.get(i, j), _c(dt, 0)))
+                L.set(i, j, b.select(below, read(i, j), _c(dt, 0)))
         failed = U.alloca_entry(b, U.I1, "failed")
         b.store(ir.Constant(U.I1, 0), failed)
         with U.for_range(b, n, "j") as j:
@@ -202,10 +204,16 @@ def _cholesky(ctx, kernel):
     _batch(ctx, kernel, one)
 
 
-def _cholesky_unrolled(b, src: _Mat, L: _Mat, n: int, dt):
+def _symmetrized(b, src: _Mat, dt):
+    """Element reader of (a + a^T) / 2, rounded as JAX's symmetrisation is."""
+    half = _c(dt, 0.5)
+    return lambda i, j: b.fmul(b.fadd(src.get(i, j), src.get(j, i)), half)
+
+
+def _cholesky_unrolled(b, read, L: _Mat, n: int, dt):
     """The same algorithm on a matrix small enough to live in registers: straight-line
     code (batches of 4 x 4 matrices spent most of their time on loop control)."""
-    v = {(i, j): src.get(i, j) for i in range(n) for j in range(i + 1)}
+    v = {(i, j): read(i, j) for i in range(n) for j in range(i + 1)}
     failed = ir.Constant(U.I1, 0)
     for j in range(n):
         d = v[j, j]

@@ -23,10 +23,7 @@ def _symmetrize(x):
 
 def cholesky(x, *, symmetrize_input: bool = True):
     """The lower Cholesky factor L (x = L L^T); NaNs where x is not positive definite."""
-    x = as_value(x)
-    if symmetrize_input:
-        x = _symmetrize(x)
-    return _bind(dc.cholesky, x)[0]
+    return _bind(dc.cholesky, as_value(x), symmetrize_input=bool(symmetrize_input))[0]
 
 
 def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,

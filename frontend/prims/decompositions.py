@@ -7,7 +7,8 @@ has a Cholesky factor NaN on and below the diagonal (zero above, as JAX's), a
 singular triangle divides by zero (inf/NaN),
 and an eigen- or singular-value problem with a non-finite entry comes out NaN.
 
-    cholesky(a)                               -> L, lower, upper triangle zero
+    cholesky(a, symmetrize_input)             -> L, lower, upper triangle zero; of
+                                                 (a + a^T) / 2 with symmetrize_input
     triangular_solve(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal)
                                               -> x with op(a) x = b (left) or x op(a) = b
     lu(a)                                     -> (lu, pivots, permutation), partial pivoting
@@ -62,13 +63,18 @@ def _like(aval):
 
 # ------------------------------------------------------------------ cholesky
 
-def _cholesky_rule(a):
+def _cholesky_rule(a, *, symmetrize_input=False):
     return ShapedArray(_matrix(a, "cholesky").shape, a.dtype)
 
 
-def _cholesky(a):
+def _cholesky(a, *, symmetrize_input=False):
     # NumPy reads the lower triangle, as the primitive does. A failed factor is NaN on
     # and below the diagonal, zero above: JAX's (its wrapper takes tril of potrf's).
+    # JAX's wrapper symmetrises before its primitive; here it is the primitive's
+    # option, so the kernel reads (a[i, j] + a[j, i]) / 2 instead of a pass over a
+    if symmetrize_input:
+        a = (a + np.swapaxes(a, -1, -2)) / a.dtype.type(2)
+
     def one(m):
         return [np.linalg.cholesky(m)]
     out = _each(one, a, [a])[0]
