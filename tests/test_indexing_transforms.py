@@ -12,8 +12,7 @@ import jx.lax as lax
 import jx.numpy as jnp
 from jx.prims.indexing import GatherDimensionNumbers as GDN
 from jx.prims.indexing import ScatterDimensionNumbers as SDN
-from transform_harness import (Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad,
-                               make_args)
+from transform_harness import Case, case_rng, case_tests, fd_grad as _fd_grad, make_args
 
 # float64 data and references, as in JAX's own tests with jax_enable_x64
 pytestmark = pytest.mark.x64
@@ -74,25 +73,9 @@ TRANSFORM_CASES = {
                                  [(3, 5), (3, 4, 1), (3, 4)], int_args=(1,), int_high=6),
 }
 DIFF = [k for k, c in TRANSFORM_CASES.items() if c.diff]
-
-
-def _seed(name, k):
-    return np.random.default_rng(sum(map(ord, name)) * 7 + k)
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_jvp_matches_finite_differences(name):
-    check_jvp(TRANSFORM_CASES[name], _seed(name, 0))
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_vjp_consistent_with_jvp_and_fd(name):
-    check_vjp(TRANSFORM_CASES[name], _seed(name, 1))
-
-
-@pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))
-def test_vmap_matches_loop(name):
-    check_vmap(TRANSFORM_CASES[name], _seed(name, 2))
+_seed = case_rng
+test_jvp_matches_finite_differences, test_vjp_consistent_with_jvp_and_fd, \
+    test_vmap_matches_loop = case_tests(TRANSFORM_CASES)
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))

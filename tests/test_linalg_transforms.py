@@ -16,7 +16,7 @@ import pytest
 import jx
 import jx.lax.linalg as L
 import jx.numpy as jnp
-from transform_harness import Case, check_jvp, check_vjp, check_vmap
+from transform_harness import Case, case_rng, case_tests
 
 # float64 data and references, as in JAX's own tests with jax_enable_x64
 pytestmark = pytest.mark.x64
@@ -88,26 +88,9 @@ TRANSFORM_CASES = {
     "svd/values": Case(lambda x: L.svd(x, compute_uv=False), [(4, 3)]),
     "svd/batched": Case(lambda x: _svd_fn(*_svd_parts(x, False)), [(2, 3, 4)]),
 }
-DIFF = [k for k, c in TRANSFORM_CASES.items() if c.diff]
-
-
-def _seed(name, k):
-    return np.random.default_rng(sum(map(ord, name)) * 7 + k)
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_jvp_matches_finite_differences(name):
-    check_jvp(TRANSFORM_CASES[name], _seed(name, 0))
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_vjp_consistent_with_jvp_and_fd(name):
-    check_vjp(TRANSFORM_CASES[name], _seed(name, 1))
-
-
-@pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))
-def test_vmap_matches_loop(name):
-    check_vmap(TRANSFORM_CASES[name], _seed(name, 2))
+_seed = case_rng
+test_jvp_matches_finite_differences, test_vjp_consistent_with_jvp_and_fd, \
+    test_vmap_matches_loop = case_tests(TRANSFORM_CASES)
 
 
 # ---------------------------------------------------------------- scalar functions

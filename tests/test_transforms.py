@@ -10,7 +10,7 @@ import jx
 import jx.lax as lax
 import jx.numpy as jnp
 from jx.passes.simplify import simplify
-from transform_harness import Case, check_jvp, check_vjp, check_vmap, fd_grad as _fd_grad
+from transform_harness import Case, case_tests, fd_grad as _fd_grad
 
 # float64 data and references, as in JAX's own tests with jax_enable_x64
 pytestmark = pytest.mark.x64
@@ -103,22 +103,8 @@ TRANSFORM_CASES["shift_left"] = _INT(lambda x: lax.shift_left(x, 2))
 TRANSFORM_CASES["shift_right_logical"] = _INT(lambda x: lax.shift_right_logical(x, 1))
 TRANSFORM_CASES["shift_right_arithmetic"] = _INT(lambda x: lax.shift_right_arithmetic(x, 1))
 
-DIFF = [k for k, c in TRANSFORM_CASES.items() if c.diff]
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_jvp_matches_finite_differences(name):
-    check_jvp(TRANSFORM_CASES[name], np.random.default_rng(hash(name) % 2**32))
-
-
-@pytest.mark.parametrize("name", DIFF)
-def test_vjp_consistent_with_jvp_and_fd(name):
-    check_vjp(TRANSFORM_CASES[name], np.random.default_rng(hash(name) % 2**32 + 1))
-
-
-@pytest.mark.parametrize("name", sorted(TRANSFORM_CASES))
-def test_vmap_matches_loop(name):
-    check_vmap(TRANSFORM_CASES[name], np.random.default_rng(hash(name) % 2**32 + 2))
+test_jvp_matches_finite_differences, test_vjp_consistent_with_jvp_and_fd, \
+    test_vmap_matches_loop = case_tests(TRANSFORM_CASES)
 
 
 # ---------------------------------------------------------------- API and compositions

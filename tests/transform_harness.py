@@ -130,3 +130,31 @@ def fd_grad(f, x, eps=1e-6):
         d[i] = eps
         g[i] = (f(x + d) - f(x - d)) / (2 * eps)
     return g
+
+
+def case_rng(name: str, k: int):
+    """A generator seeded by a case's name and a per-check offset (stable across runs,
+    unlike hash(), which Python randomises per process)."""
+    return np.random.default_rng(sum(map(ord, name)) * 7 + k)
+
+
+def case_tests(cases: dict) -> tuple:
+    """The three checks of a TRANSFORM_CASES table as parametrised tests (jvp against
+    finite differences, vjp against jvp and finite differences, vmap against a
+    loop), for a test module to bind to test_* names of its own."""
+    import pytest
+    diff = [k for k, c in cases.items() if c.diff]
+
+    @pytest.mark.parametrize("name", diff)
+    def test_jvp_matches_finite_differences(name):
+        check_jvp(cases[name], case_rng(name, 0))
+
+    @pytest.mark.parametrize("name", diff)
+    def test_vjp_consistent_with_jvp_and_fd(name):
+        check_vjp(cases[name], case_rng(name, 1))
+
+    @pytest.mark.parametrize("name", sorted(cases))
+    def test_vmap_matches_loop(name):
+        check_vmap(cases[name], case_rng(name, 2))
+    return test_jvp_matches_finite_differences, test_vjp_consistent_with_jvp_and_fd, \
+        test_vmap_matches_loop
