@@ -30,11 +30,11 @@ from ..ir import ShapedArray
 
 def _matrix(x, what: str, square: bool = True):
     if x.ndim < 2:
-        raise ShapeError(f"{what} needs a matrix (at least 2 dims), got {x}")
+        raise ShapeError(f"{what} must be a matrix (at least 2 dims), got {x}")
     if square and x.shape[-1] != x.shape[-2]:
-        raise ShapeError(f"{what} needs square matrices in the last two axes, got {x}")
+        raise ShapeError(f"{what} must be square in its last two axes, got {x}")
     if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ShapeError(f"{what} takes float32 or float64 operands, got {x}; convert with "
+        raise ShapeError(f"{what} must be float32 or float64, got {x}; convert with "
                          ".astype(jnp.float32) (jx.numpy.linalg promotes integers itself)")
     return x
 
@@ -64,7 +64,7 @@ def _like(aval):
 # ------------------------------------------------------------------ cholesky
 
 def _cholesky_rule(a, *, symmetrize_input=False):
-    return ShapedArray(_matrix(a, "cholesky").shape, a.dtype)
+    return ShapedArray(_matrix(a, "the operand").shape, a.dtype)
 
 
 def _cholesky(a, *, symmetrize_input=False):
@@ -87,17 +87,17 @@ cholesky = declare("cholesky", _cholesky_rule, _cholesky)
 # ------------------------------------------------------------------ triangular solve
 
 def _trsm_rule(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
-    _matrix(a, "triangular_solve's a")
-    _matrix(b, "triangular_solve's b", square=False)
+    _matrix(a, "a")
+    _matrix(b, "b", square=False)
     if a.dtype != b.dtype:
-        raise ShapeError(f"triangular_solve: a and b must share a dtype, got {a} and {b}")
+        raise ShapeError(f"a and b must share a dtype, got {a} and {b}")
     if a.shape[:-2] != b.shape[:-2]:
-        raise ShapeError(f"triangular_solve: batch dims of a {a} and b {b} differ; "
+        raise ShapeError(f"batch dims of a {a} and b {b} differ; "
                          "broadcast them first")
     m = a.shape[-1]
     k = b.shape[-2] if left_side else b.shape[-1]
     if k != m:
-        raise ShapeError(f"triangular_solve: a is {a} but b's {'rows' if left_side else 'columns'}"
+        raise ShapeError(f"a is {a} but b's {'rows' if left_side else 'columns'}"
                          f" number {k} (left_side={left_side})")
     return ShapedArray(b.shape, b.dtype)
 
@@ -137,7 +137,7 @@ triangular_solve = declare("triangular_solve", _trsm_rule, _trsm)
 # ------------------------------------------------------------------ lu
 
 def _lu_rule(a):
-    _matrix(a, "lu", square=False)
+    _matrix(a, "the operand", square=False)
     m, n = a.shape[-2:]
     i32 = np.dtype(np.int32)
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (min(m, n),), i32),
@@ -174,7 +174,7 @@ lu = declare("lu", _lu_rule, _lu, multiple_results=True)
 # ------------------------------------------------------------------ qr
 
 def _qr_rule(a, *, full_matrices):
-    _matrix(a, "qr", square=False)
+    _matrix(a, "the operand", square=False)
     m, n = a.shape[-2:]
     k = m if full_matrices else min(m, n)
     batch = a.shape[:-2]
@@ -196,7 +196,7 @@ qr = declare("qr", _qr_rule, _qr, multiple_results=True)
 # ------------------------------------------------------------------ eigh
 
 def _eigh_rule(a, *, lower, sort_eigenvalues):
-    _matrix(a, "eigh")
+    _matrix(a, "the operand")
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], a.dtype)]
 
 
@@ -216,7 +216,7 @@ eigh = declare("eigh", _eigh_rule, _eigh, multiple_results=True)
 # ------------------------------------------------------------------ svd
 
 def _svd_rule(a, *, full_matrices, compute_uv):
-    _matrix(a, "svd", square=False)
+    _matrix(a, "the operand", square=False)
     m, n = a.shape[-2:]
     k, batch = min(m, n), a.shape[:-2]
     s = ShapedArray(batch + (k,), a.dtype)
@@ -249,10 +249,10 @@ svd = declare("svd", _svd_rule, _svd, multiple_results=True)
 # ------------------------------------------------------------------ householder panel
 
 def _panel_rule(a):
-    _matrix(a, "householder_panel", square=False)
+    _matrix(a, "the operand", square=False)
     m, n = a.shape[-2:]
     if m < n:
-        raise ShapeError(f"householder_panel needs a tall panel (rows >= columns), got {a}")
+        raise ShapeError(f"needs a tall panel (rows >= columns), got {a}")
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (n, n), a.dtype)]
 
 
