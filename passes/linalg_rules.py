@@ -7,7 +7,9 @@ the batch) and batching is "move the batch axis to the front and bind".
 Forward rules follow JAX's definitions (so jx.grad agrees with jax.grad): a
 tangent of the input matrix is used as given, not symmetrised, even where the
 primitive reads only one triangle (cholesky, eigh); the public wrappers
-symmetrise first by default, and then the two notions coincide. The vjp rules
+symmetrise first by default, and then the two notions coincide. (cholesky
+symmetrises inside its kernel, with symmetrize_input: its rules symmetrise the
+tangent and the cotangent.) The vjp rules
 are the transposes of these linear maps, derived by hand (see each comment):
 <ct, J t> == <J^T ct, t> holds for every tangent, symmetric or not.
 
