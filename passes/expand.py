@@ -45,6 +45,16 @@ def _t(x):
     return jnp.swapaxes(x, -1, -2)
 
 
+def _grid(x, rows: int, cols: int):
+    """(row, column) indices of a rows x cols matrix, staged from x: the triangle and
+    identity masks are iota comparisons, not constants baked into the program
+    (jnp.tril's masks are)."""
+    import numpy as np
+    i32 = np.dtype(np.int32)
+    return tuple(bind_like((x,), st.iota, dtype=i32, shape=(rows, cols), dimension=d)[0]
+                 for d in (0, 1))
+
+
 # ------------------------------------------------------------------ cholesky
 
 def _cholesky(a):
@@ -72,10 +82,8 @@ def _cholesky_rule(eqn):
         # one failed block makes the factor's lower triangle NaN, as the unblocked
         # kernel does (a failure NaNs every later diagonal block, the last included)
         failed = jnp.isnan(out[..., -1, -1])[..., None, None]
-        n = out.shape[-1]
-        lower = _eye_like(out, n, n)
-        lower = jnp.tril(lower + 1) > 0
-        return [jnp.where(failed & lower, jnp.nan, out)]
+        r, c = _grid(out, *out.shape[-2:])
+        return [jnp.where(failed & (r >= c), jnp.nan, out)]
     return expanded
 
 
@@ -87,25 +95,24 @@ def _trsm(a, b, *, left_side, lower, transpose_a, unit_diagonal):
                  unit_diagonal=unit_diagonal)
     if m <= BASE["triangular_solve"]:
         return bind(dc.triangular_solve, a, b, conjugate_a=False, **flags)[0]
+    if not left_side:
+        # x op(a) = b  <=>  op(a)^T x^T = b^T: the left-side recursion (rows of x as
+        # axpys in the kernels: 2.5x faster than solving rows of x one by one at 512
+        # and 1024)
+        return _t(_trsm(a, _t(b), left_side=True, lower=lower, transpose_a=not transpose_a,
+                        unit_diagonal=unit_diagonal))
     h = _half(m)
     a11, a22 = a[..., :h, :h], a[..., h:, h:]
-    # the off-diagonal block of op(a) below (op21) or above (op12) its diagonal
-    op21 = _t(a[..., :h, h:]) if transpose_a else a[..., h:, :h]
-    op12 = _t(a[..., h:, :h]) if transpose_a else a[..., :h, h:]
-    op_lower = lower != transpose_a
-    if left_side:              # op(a) x = b over row blocks of b
-        b1, b2 = b[..., :h, :], b[..., h:, :]
-        if op_lower:
-            x1 = _trsm(a11, b1, **flags)
-            x2 = _trsm(a22, b2 - jnp.matmul(op21, x1), **flags)
-        else:
-            x2 = _trsm(a22, b2, **flags)
-            x1 = _trsm(a11, b1 - jnp.matmul(op12, x2), **flags)
-        return jnp.concatenate([x1, x2], -2)
-    # x op(a) = b  <=>  op(a)^T x^T = b^T: the left-side recursion (rows of x as axpys
-    # in the kernels: 2.5x faster than solving rows of x one by one at 512 and 1024)
-    return _t(_trsm(a, _t(b), left_side=True, lower=lower, transpose_a=not transpose_a,
-                    unit_diagonal=unit_diagonal))
+    b1, b2 = b[..., :h, :], b[..., h:, :]      # op(a) x = b over row blocks of b
+    if lower != transpose_a:                   # op(a) lower: its block below the diagonal
+        op21 = _t(a[..., :h, h:]) if transpose_a else a[..., h:, :h]
+        x1 = _trsm(a11, b1, **flags)
+        x2 = _trsm(a22, b2 - jnp.matmul(op21, x1), **flags)
+    else:                                      # op(a) upper: its block above
+        op12 = _t(a[..., h:, :h]) if transpose_a else a[..., :h, h:]
+        x2 = _trsm(a22, b2, **flags)
+        x1 = _trsm(a11, b1 - jnp.matmul(op12, x2), **flags)
+    return jnp.concatenate([x1, x2], -2)
 
 
 def _trsm_rule(eqn):
@@ -156,18 +163,15 @@ def _lu_rule(eqn):
 # ------------------------------------------------------------------ qr
 
 def _eye_like(x, rows: int, cols: int):
-    """The rows x cols identity in x's dtype (and batch), staged from x: an iota
-    comparison, not a constant baked into the program."""
-    import numpy as np
-    i32 = np.dtype(np.int32)
-    r = bind_like((x,), st.iota, dtype=i32, shape=(rows, cols), dimension=0)[0]
-    c = bind_like((x,), st.iota, dtype=i32, shape=(rows, cols), dimension=1)[0]
+    """The rows x cols identity in x's dtype (and batch)."""
+    r, c = _grid(x, rows, cols)
     return jnp.broadcast_to((r == c).astype(x.dtype), x.shape[:-2] + (rows, cols))
 
 
 def _unit_lower(packed):
-    eye = _eye_like(packed, *packed.shape[-2:])
-    return jnp.where(jnp.tril(eye + 1, -1) > 0, packed, eye)
+    """V of a packed panel: its entries below the diagonal, ones on it."""
+    r, c = _grid(packed, *packed.shape[-2:])
+    return jnp.where(r > c, packed, (r == c).astype(packed.dtype))
 
 
 def _qr_wy(a):
@@ -179,7 +183,9 @@ def _qr_wy(a):
     n = a.shape[-1]
     if n <= QR_BLOCK:
         packed, t = bind(dc.householder_panel, a)
-        return _unit_lower(packed), t, jnp.triu(packed[..., :n, :])
+        top = packed[..., :n, :]
+        r, c = _grid(top, n, n)
+        return _unit_lower(packed), t, jnp.where(r <= c, top, 0)
     h = _half(n)
     v1, t1, r11 = _qr_wy(a[..., :, :h])
     a2 = a[..., :, h:]

@@ -134,11 +134,19 @@ def _batch_count(kernel) -> int:
     return math.prod(shape[:-2])
 
 
-def _extent_of(flops):
-    """PARALLEL_OPAQUE entry: the batch is the outer loop; work is the flop count."""
+def _on_stack(kernel, count: int) -> bool:
+    """Whether count elements of per-matrix scratch are kept on the stack."""
+    return max(count, 1) * kernel.root.inputs[0].aval.dtype.itemsize <= STACK_SCRATCH
+
+
+def _extent_of(flops, scratch=None):
+    """PARALLEL_OPAQUE entry: the batch is the outer loop; work is the flop count. A
+    kernel whose scratch (scratch(kernel) elements per matrix) is too big for the
+    stack takes it from the heap once and runs serially: a parallel chunk cannot
+    report a failed allocation."""
     def extent(kernel):
         count = _batch_count(kernel)
-        if count < 2:
+        if count < 2 or (scratch is not None and not _on_stack(kernel, scratch(kernel))):
             return [], 0
         return [count], flops(kernel)
     return extent

@@ -15,8 +15,8 @@ import numpy as np
 
 from . import irutil as U
 from .opaque import PARALLEL_OPAQUE, opaque_rule
-from .opaque_linalg import (STACK_SCRATCH, _batch, _batch_count, _c, _copy, _down, _fmul, _i,
-                            _Mat, _sum, _view)
+from .opaque_linalg import (_batch, _batch_count, _c, _copy, _down, _extent_of, _fmul, _i,
+                            _Mat, _on_stack, _sum, _view)
 
 
 def _square(b, x):
@@ -37,22 +37,24 @@ def _amax(b, dt, lo, hi, entry, name="a"):
 
 # ------------------------------------------------------------------ qr
 
-def _scratch(ctx, dt, count: int):
-    """count elements of dt for one matrix at a time: on the stack when small (a
-    parallel chunk cannot fail), else from the scratch allocator."""
-    nbytes = max(count, 1) * np.dtype(dt).itemsize
+def _scratch(ctx, kernel, count: int):
+    """count elements of the operand's dtype for one matrix at a time: on the stack
+    when small (a parallel chunk cannot fail), else from the scratch allocator."""
+    dt = kernel.root.inputs[0].aval.dtype
     b = ctx.b
-    if nbytes <= STACK_SCRATCH:
+    if _on_stack(kernel, count):
         entry = b.function.entry_basic_block
         with b.goto_block(entry):
             if entry.instructions:
                 b.position_before(entry.instructions[0])
             return b.alloca(U.storage_type(dt), U.i64(max(count, 1)), name="qr.scratch"), False
-    return ctx.module.alloc(b, nbytes, ctx.fail_block), True
+    return ctx.module.alloc(b, max(count, 1) * np.dtype(dt).itemsize, ctx.fail_block), True
 
 
-def _qr_scratch_elems(m, n, kq):
-    return min(m, n) + max(n, kq)
+def _qr_scratch(kernel) -> int:
+    """Per-matrix scratch of a QR: tau (min(m, n)) and a work row (max(n, kq))."""
+    m, n = kernel.root.inputs[0].aval.shape[-2:]
+    return min(m, n) + max(n, kernel.root.outputs[0].aval.shape[-1])
 
 
 @opaque_rule("qr")
@@ -65,7 +67,7 @@ def _qr(ctx, kernel):
     b = ctx.b
     if m == 0 or _batch_count(kernel) == 0:
         return
-    mem, heap = _scratch(ctx, dt, _qr_scratch_elems(m, n, kq))
+    mem, heap = _scratch(ctx, kernel, _qr_scratch(kernel))
     tau = _Mat(b, mem, dt, U.i64(0), 0)
     work = _Mat(b, mem, dt, U.i64(k), 0)
 
@@ -168,16 +170,12 @@ def _org2r(b, Q: _Mat, tau: _Mat, work: _Mat, m: int, kq: int, k: int, dt):
             Q.set(i, j, zero)
 
 
-def _qr_extent(kernel):
-    a, q = kernel.root.inputs[0].aval, kernel.root.outputs[0].aval
-    m, n = a.shape[-2:]
-    if _qr_scratch_elems(m, n, q.shape[-1]) * a.dtype.itemsize > STACK_SCRATCH:
-        return [], 0              # heap scratch: one allocation, serial over the batch
-    count = _batch_count(kernel)
-    return ([count], 4 * count * m * n * max(min(m, n), 1)) if count >= 2 else ([], 0)
+def _qr_flops(kernel):
+    a = kernel.root.inputs[0].aval
+    return 4 * a.size * max(min(a.shape[-2:]), 1)
 
 
-PARALLEL_OPAQUE["qr"] = _qr_extent
+PARALLEL_OPAQUE["qr"] = _extent_of(_qr_flops, _qr_scratch)
 
 
 # ------------------------------------------------------------------ householder panel
@@ -193,7 +191,7 @@ def _householder_panel(ctx, kernel):
     b = ctx.b
     if n == 0 or _batch_count(kernel) == 0:
         return
-    mem, heap = _scratch(ctx, dt, 2 * n)
+    mem, heap = _scratch(ctx, kernel, _panel_scratch(kernel))
     tau = _Mat(b, mem, dt, U.i64(0), 0)
     work = _Mat(b, mem, dt, U.i64(n), 0)
     zero = _c(dt, 0)
@@ -224,13 +222,14 @@ def _householder_panel(ctx, kernel):
         ctx.module.free(b, mem)
 
 
-def _panel_extent(kernel):
+def _panel_scratch(kernel) -> int:
+    """Per-matrix scratch of a panel: tau and a work row, n each."""
+    return 2 * kernel.root.inputs[0].aval.shape[-1]
+
+
+def _panel_flops(kernel):
     a = kernel.root.inputs[0].aval
-    m, n = a.shape[-2:]
-    if 2 * n * a.dtype.itemsize > STACK_SCRATCH:
-        return [], 0
-    count = _batch_count(kernel)
-    return ([count], 4 * count * m * n * n) if count >= 2 else ([], 0)
+    return 4 * a.size * a.shape[-1]
 
 
-PARALLEL_OPAQUE["householder_panel"] = _panel_extent
+PARALLEL_OPAQUE["householder_panel"] = _extent_of(_panel_flops, _panel_scratch)
