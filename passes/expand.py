@@ -18,6 +18,7 @@ its equation. Equations inside control-flow bodies are expanded too.
 from __future__ import annotations
 
 import jx.numpy as jnp
+from jx.numpy._factorizations import symmetrize
 from jx.core import attributed, bind, bind_like
 from jx.ir import Graph, Literal, map_subgraphs, subgraphs
 from jx.prims import decompositions as dc
@@ -77,7 +78,7 @@ def _cholesky_rule(eqn):
 
     def expanded(a):
         if eqn.params.get("symmetrize_input"):
-            a = (a + _t(a)) / 2
+            a = symmetrize(a)
         out = _cholesky(a)
         # one failed block makes the factor's lower triangle NaN, as the unblocked
         # kernel does (a failure NaNs every later diagonal block, the last included)

@@ -22,6 +22,7 @@ import numpy as np
 
 import jx.numpy as jnp
 from jx.core import bind, get_aval
+from jx.numpy._factorizations import symmetrize
 from jx.prims import decompositions as dc
 
 from .jvp import jvp_rules
@@ -79,15 +80,11 @@ def _phi(x):
     return jnp.tril(x) * (1 - 0.5 * _eye(x.shape[-1], x))
 
 
-def _sym(x):
-    return (x + _T(x)) / 2
-
-
 def _cholesky_jvp(ps, ts, symmetrize_input=False):
     (a,), (da,) = ps, ts
     chol = bind(dc.cholesky, a, symmetrize_input=symmetrize_input)[0]
     if symmetrize_input:                 # the primitive is chol((a + a^T) / 2)
-        da = _sym(da)
+        da = symmetrize(da)
     right = _solve(chol, da, lower=True, transpose_a=True)            # dA L^-T
     inner = _solve(chol, right, left_side=True, lower=True)            # L^-1 dA L^-T
     return [chol], [_mm(chol, _phi(inner))]
@@ -100,7 +97,7 @@ def _cholesky_vjp(cts, ins, outs, symmetrize_input=False):
     p = _phi(_mm(_T(chol), ct))
     left = _solve(chol, p, left_side=True, lower=True, transpose_a=True)   # L^-T P
     abar = _solve(chol, left, lower=True)                                  # .. L^-1
-    return [_sym(abar) if symmetrize_input else abar]
+    return [symmetrize(abar) if symmetrize_input else abar]
 
 
 # ------------------------------------------------------------------ triangular solve

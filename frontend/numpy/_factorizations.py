@@ -16,7 +16,8 @@ def _bind(prim, *args, **params):
     return bind_like((), prim, *args, **params)
 
 
-def _symmetrize(x):
+def symmetrize(x):
+    """(x + x^T) / 2 over the last two axes, as JAX's wrappers symmetrise."""
     from .manipulation import swapaxes
     return (x + swapaxes(x, -1, -2)) / 2
 
@@ -57,7 +58,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     read from its `lower` (or upper) triangle unless symmetrize_input."""
     x = as_value(x)
     if symmetrize_input:
-        x = _symmetrize(x)
+        x = symmetrize(x)
     v, w = _bind(dc.eigh, x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     if subset_by_index is not None:
         lo, hi = _subset(subset_by_index, shape_of(x)[-1], "eigh")

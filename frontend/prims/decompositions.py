@@ -270,10 +270,13 @@ def _panel(a):
             taus = np.zeros(n, a.dtype)
             for j in range(n):
                 alpha, x = w[j, j], w[j + 1:, j]
-                xnorm2 = np.dot(x, x)
-                if xnorm2 == 0:
+                if not np.any(x):
                     continue                      # H_j = I: tau 0, column kept
-                beta = -np.copysign(np.sqrt(alpha * alpha + xnorm2), alpha)
+                # the norm from entries scaled by the largest (as dnrm2 and the kernel):
+                # unscaled squares overflow or underflow at extreme magnitudes
+                s = max(abs(alpha), np.max(np.abs(x)))
+                norm = s * np.sqrt((alpha / s) ** 2 + np.dot(x / s, x / s))
+                beta = -np.copysign(norm, alpha)
                 taus[j] = (beta - alpha) / beta
                 w[j + 1:, j] = x / (alpha - beta)
                 w[j, j] = beta
