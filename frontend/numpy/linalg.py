@@ -14,6 +14,7 @@ import operator as _operator
 from typing import NamedTuple as _NamedTuple
 
 from ..errors import ShapeError as _ShapeError
+from . import _factorizations as _fz  # the primitives with lax's signatures
 from . import _products
 from ._util import canonical_axis as _canonical_axis, canonical_axes as _canonical_axes, \
     promote_dtypes as _promote_dtypes, shape_of as _shape_of
@@ -245,12 +246,6 @@ class SVDResult(_NamedTuple):
     Vh: object
 
 
-def _lax():
-    """The primitives with jax.lax.linalg's signatures (jx.lax itself sits above jx.numpy)."""
-    from . import _factorizations
-    return _factorizations
-
-
 def _jnp():
     """jx.numpy's functions this module uses, taken from their own modules: the
     package itself imports this module."""
@@ -311,16 +306,15 @@ def _broadcast_batch(*xs, cores):
 def _lu_solve(lu, perm, b, trans: int = 0):
     """x with a x = b (trans 0) or a^T x = b (trans 1, 2), from lu's factors of a: a's
     rows `perm` are L U. b is a batch of matrices; batch axes broadcast."""
-    lax_linalg = _lax()
     lu, perm, b = _broadcast_batch(lu, perm, b, cores=(2, 1, 2))
     if trans == 0:
         x = _permute_rows(b, perm)
-        x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-        return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+        x = _fz.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+        return _fz.triangular_solve(lu, x, left_side=True, lower=False)
     # a^T = U^T L^T P: solve U^T, then L^T, then undo the row permutation
-    x = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, transpose_a=True,
-                                    unit_diagonal=True)
+    x = _fz.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+    x = _fz.triangular_solve(lu, x, left_side=True, lower=True, transpose_a=True,
+                             unit_diagonal=True)
     return _permute_rows(x, _jnp().argsort(perm, axis=-1))
 
 
@@ -347,7 +341,7 @@ def _solve_shapes(sa, sb, what: str) -> bool:
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """L with a = L L^T (or U = L^T with upper); NaNs where a is not positive definite."""
     a = _float_matrix(a, "cholesky")
-    factor = _lax().cholesky(a, symmetrize_input=symmetrize_input)
+    factor = _fz.cholesky(a, symmetrize_input=symmetrize_input)
     return _mT(factor) if upper else factor
 
 
@@ -363,7 +357,7 @@ def qr(a, mode: str = "reduced"):
     else:
         raise ValueError(f"jx.numpy.linalg.qr: unsupported mode {mode!r} (use 'reduced', "
                          "'complete', 'r' or 'raw')")
-    q, r = _lax().qr(a, full_matrices=full_matrices)
+    q, r = _fz.qr(a, full_matrices=full_matrices)
     return r if mode == "r" else QRResult(q, r)
 
 
@@ -377,7 +371,7 @@ def _qr_raw(a):
     k = min(m, n)
     if k == 0:
         return _mT(jnp.zeros(s, a.dtype)), jnp.zeros(s[:-2] + (0,), a.dtype)
-    packed, t = _lax().householder_panel(a[..., :, :k])
+    packed, t = _fz.householder_panel(a[..., :, :k])
     tau = jnp.diagonal(t, axis1=-2, axis2=-1)
     if n > k:
         v = jnp.tril(packed, -1) + jnp.eye(m, k, dtype=a.dtype)
@@ -392,7 +386,7 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResul
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"jx.numpy.linalg.eigh: UPLO must be None, 'L' or 'U', got {UPLO!r}")
     a = _float_matrix(a, "eigh")
-    v, w = _lax().eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
+    v, w = _fz.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
@@ -423,7 +417,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     a = _float_matrix(a, "svd", square=hermitian)
     if hermitian:
         return _svd_hermitian(a, compute_uv, subset_by_index)
-    out = _lax().svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+    out = _fz.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                      subset_by_index=subset_by_index)
     return SVDResult(*out) if compute_uv else out
 
@@ -433,7 +427,7 @@ def _svd_hermitian(a, compute_uv: bool, subset_by_index):
     index order, as JAX's ascending stable sort then reversal); U the eigenvectors in
     that order and Vh = (U sign(w))^T."""
     jnp = _jnp()
-    v, w = _lax().eigh(a, subset_by_index=subset_by_index)
+    v, w = _fz.eigh(a, subset_by_index=subset_by_index)
     s = jnp.abs(w)
     order = jnp.flip(jnp.argsort(s, axis=-1, stable=True), axis=-1)
     s_sorted = jnp.take_along_axis(s, order, axis=-1)
@@ -456,7 +450,7 @@ def solve(a, b):
     vector = _solve_shapes(_shape_of(a), _shape_of(b), "jx.numpy.linalg.solve")
     if vector:
         b = b[:, None]
-    lu, _, perm = _lax().lu(a)
+    lu, _, perm = _fz.lu(a)
     x = _lu_solve(lu, perm, b)
     return x[..., 0] if vector else x
 
@@ -471,7 +465,7 @@ def inv(a):
 def _lu_sign_diag(a):
     """(sign of the row permutation, diagonal of U) from a's LU factorisation."""
     jnp = _jnp()
-    lu, pivots, _ = _lax().lu(a)
+    lu, pivots, _ = _fz.lu(a)
     swaps = jnp.count_nonzero(pivots != jnp.arange(_shape_of(pivots)[-1], dtype=pivots.dtype),
                               axis=-1)
     sign = jnp.where(swaps % 2 == 1, -1, 1).astype(a.dtype)
