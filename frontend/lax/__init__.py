@@ -13,6 +13,7 @@ from .special import *  # noqa: F401,F403
 from .shapes import *  # noqa: F401,F403
 from .scans import *  # noqa: F401,F403
 from .solvers import custom_linear_solve, custom_root  # noqa: F401
+from .convolution import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 
 
@@ -21,15 +22,13 @@ from . import linalg  # noqa: F401
 _JAX_ONLY = frozenset("""
     after_all dce_sink igamma_grad_a pbroadcast pcast precv psend pshuffle
     ragged_all_to_all ragged_dot_general random_gamma_grad reduce_window_shape_tuple
-    scaled_dot stage AccuracyMode ConvDimensionNumbers
-    ConvGeneralDilatedDimensionNumbers DotAlgorithm DotAlgorithmPreset
+    scaled_dot stage AccuracyMode
+    DotAlgorithm DotAlgorithmPreset
     DotDimensionNumbers FftType GatherScatterMode PrecisionLike
     RaggedDotDimensionNumbers RandomAlgorithm RoundingMethod Tolerance approx_max_k
-    approx_min_k broadcast_like complex composite conj conv conv_dimension_numbers
-    conv_general_dilated conv_general_dilated_local conv_general_dilated_patches
-    conv_general_permutations conv_general_shape_tuple conv_shape_tuple conv_transpose
-    conv_transpose_shape_tuple conv_with_general_padding create_token dtype fft imag
-    padtype_to_pads platform_dependent psum_scatter pswapaxes ragged_dot real
+    approx_min_k broadcast_like complex composite conj conv_general_dilated_local
+    create_token dtype fft imag
+    platform_dependent psum_scatter pswapaxes ragged_dot real
     reduce_window rng_bit_generator rng_uniform scatter_apply scatter_sub
     with_sharding_constraint
 """.split())

@@ -8,3 +8,4 @@ from . import collectives  # noqa: F401
 from . import bitcast  # noqa: F401
 from . import symbolic  # noqa: F401
 from . import decompositions  # noqa: F401
+from . import convolution  # noqa: F401
