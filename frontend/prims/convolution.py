@@ -172,3 +172,24 @@ def _conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimensi
 
 
 conv_general_dilated = declare("conv_general_dilated", _conv_rule, _conv)
+
+
+def channels_last_numbers(d: int) -> tuple:
+    """dimension_numbers of (N, S..., C) x (K..., I, O) -> (N, S'..., O), d spatial dims."""
+    sp = tuple(range(1, d + 1))
+    return ((0, d + 1) + sp, (d + 1, d) + tuple(range(d)), (0, d + 1) + sp)
+
+
+def is_canonical(eqn) -> bool:
+    """The form the expand pass leaves for the CPU kernels: channels-last numbers, no
+    padding, no lhs dilation, no batch groups, float32/float64 throughout (strides,
+    rhs dilation and feature groups stay)."""
+    p = eqn.params
+    lhs, rhs = eqn.inputs
+    d = lhs.aval.ndim - 2
+    dt = lhs.aval.dtype
+    return (d >= 1 and tuple(map(tuple, p["dimension_numbers"])) == channels_last_numbers(d)
+            and all(tuple(x) == (0, 0) for x in p["padding"])
+            and all(x == 1 for x in p["lhs_dilation"]) and p["batch_group_count"] == 1
+            and dt in (np.dtype(np.float32), np.dtype(np.float64)) and rhs.aval.dtype == dt
+            and eqn.outputs[0].aval.dtype == dt)
