@@ -24,6 +24,7 @@ from jx.ir import Graph, Literal, map_subgraphs, subgraphs
 from jx.prims import decompositions as dc
 from jx.prims import structural as st
 
+from .expand_conv import conv_rule
 from .interpreters import read, transform_graph
 
 # Rows of the blocks left to the unblocked kernels. Below ~64 rows a product is
@@ -228,7 +229,7 @@ def _qr_rule(eqn):
 
 
 EXPANSIONS = {"cholesky": _cholesky_rule, "triangular_solve": _trsm_rule, "lu": _lu_rule,
-              "qr": _qr_rule}
+              "qr": _qr_rule, "conv_general_dilated": conv_rule}
 
 
 # ------------------------------------------------------------------ the pass

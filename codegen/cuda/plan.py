@@ -138,7 +138,8 @@ def refuse_symbols(program) -> None:
 
 # Their CPU loops would run on one GPU thread (the serial fallback): correct, but
 # slower than the host by orders of magnitude, so the target says no instead.
-NOT_ON_GPU = frozenset({"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"})
+NOT_ON_GPU = frozenset({"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
+                        "conv_general_dilated"})
 
 
 def refuse_decompositions(program) -> None:
@@ -154,8 +155,7 @@ def refuse_decompositions(program) -> None:
                 where = f" (from {eqn.source})" if eqn.source else ""
                 raise JxError(f"the CUDA target has no kernel for {eqn.prim.name}{where} yet: "
                               "compile this function for the CPU (--target cpu, or "
-                              "jx.jit(..., backend='cpu')), whose artifacts include jx's own "
-                              "factorisations")
+                              "jx.jit(..., backend='cpu')), which has its own kernel for it")
 
 
 def plan_program(gm: GpuModule, program, consts: ConstTable) -> dict:
