@@ -369,8 +369,35 @@ def test_shape_dependent():
     assert apply_fun(params, np.ones((2, 3), np.float32)).shape == (2, 6)
 
 
-@pytest.mark.parametrize("name", ["Conv", "ConvTranspose", "GeneralConv", "Conv1DTranspose",
-                                  "MaxPool", "AvgPool", "SumPool", "GeneralConvTranspose"])
+@pytest.mark.parametrize("name", ["MaxPool", "AvgPool", "SumPool"])
 def test_missing_convolutions_raise(name):
     with pytest.raises(NotImplementedError, match="convolutions"):
         getattr(stax, name)(4, (3, 3))
+
+
+def test_conv_layers_match_jax_stax():
+    """Conv, ConvTranspose and GeneralConv layers: JAX's shapes, initial parameters
+    (same PRNG bits) and outputs."""
+    jax = pytest.importorskip("jax")
+    from jax.example_libraries import stax as jstax
+
+    def model(mod):
+        return mod.serial(mod.Conv(6, (3, 3), padding="SAME"), mod.Relu,
+                          mod.GeneralConv(("NCHW", "OIHW", "NCHW"), 4, (2, 3), (1, 2)),
+                          mod.GeneralConvTranspose(("NCHW", "OIHW", "NCHW"), 3, (3, 3),
+                                                   (2, 2), padding="SAME"),
+                          mod.Flatten, mod.Dense(5))
+    x = np.random.default_rng(3).standard_normal((2, 5, 9, 9)).astype(np.float32)
+    init, apply = model(stax)
+    jinit, japply = model(jstax)
+    shape, params = init(jx.random.PRNGKey(1), x.shape)
+    jshape, jparams = jinit(jax.random.PRNGKey(1), x.shape)
+    assert tuple(map(int, shape)) == tuple(map(int, jshape))
+    for p, q in zip(jx.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(jparams)):
+        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(apply(params, x)), np.asarray(japply(jparams, x)),
+                               rtol=2e-5, atol=2e-6)
+    for mod in (stax, jstax):        # the 1-d transpose layer's shape rule
+        s1, _ = mod.Conv1DTranspose(3, (4,), (2,))[0](
+            (jx if mod is stax else jax).random.PRNGKey(0), (2, 7, 5))
+        assert tuple(map(int, s1)) == (2, 16, 3)

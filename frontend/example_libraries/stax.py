@@ -4,15 +4,15 @@ A layer is a pair (init_fun, apply_fun):
   init_fun(rng, input_shape) -> (output_shape, params)
   apply_fun(params, inputs, **kwargs) -> outputs   (kwargs may carry rng=key)
 Combinators (serial, parallel, shape_dependent) build layers from layers.
-Convolution and pooling layers need primitives jx does not have yet; they raise
-NotImplementedError when constructed.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from .. import lax
 from .. import numpy as jnp
 from .. import random
 from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax,
@@ -47,11 +47,62 @@ def _missing(layer: str, primitive: str):
     return make
 
 
-GeneralConv = _missing("GeneralConv", "lax.conv_general_dilated")
-Conv = _missing("Conv", "lax.conv_general_dilated")
-GeneralConvTranspose = _missing("GeneralConvTranspose", "lax.conv_transpose")
-Conv1DTranspose = _missing("Conv1DTranspose", "lax.conv_transpose")
-ConvTranspose = _missing("ConvTranspose", "lax.conv_transpose")
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+    """A convolution layer with bias; dimension_numbers as lax.conv_general_dilated's
+    strings, e.g. ("NHWC", "HWIO", "NHWC")."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    one = (1,) * len(filter_shape)
+    strides = strides or one
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng, input_shape):
+        sizes = iter(filter_shape)
+        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
+                        else next(sizes) for c in rhs_spec]
+        output_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides,
+                                                    padding, dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
+                                        dimension_numbers=dimension_numbers) + b
+    return init_fun, apply_fun
+
+
+Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+
+
+def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
+                         padding="VALID", W_init=None, b_init=normal(1e-6)):
+    """A transposed-convolution layer with bias (lax.conv_transpose)."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    one = (1,) * len(filter_shape)
+    strides = strides or one
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng, input_shape):
+        sizes = iter(filter_shape)
+        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
+                        else next(sizes) for c in rhs_spec]
+        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                      padding, dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return lax.conv_transpose(inputs, W, strides, padding,
+                                  dimension_numbers=dimension_numbers) + b
+    return init_fun, apply_fun
+
+
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
 MaxPool = _missing("MaxPool", "lax.reduce_window")
 SumPool = _missing("SumPool", "lax.reduce_window")
 AvgPool = _missing("AvgPool", "lax.reduce_window")
