@@ -34,8 +34,6 @@ def _vector(p, name):
 
 
 def _conv(x, y, mode, op, precision, preferred_element_type):
-    from ._products import matmul
-    from .indexing import take
     if len(shape_of(x)) != 1 or len(shape_of(y)) != 1:
         raise ShapeError(f"{op}: only 1-d inputs are supported, got shapes {shape_of(x)} "
                          f"and {shape_of(y)}")
@@ -54,11 +52,17 @@ def _conv(x, y, mode, op, precision, preferred_element_type):
             "full": (ny - 1, ny - 1)}
     if mode not in pads:
         raise ValueError(f"{op}: mode must be one of 'full', 'same', 'valid', got {mode!r}")
-    xp = mp.pad(x, [pads[mode]])
-    nout = shape_of(xp)[0] - ny + 1
-    # out[k] = sum_j xp[k + j] * y[j]: the windows of xp times y, one matmul
-    windows = take(xp, np.arange(nout)[:, None] + np.arange(ny)[None, :])
-    out = matmul(windows, y, precision=precision, preferred_element_type=preferred_element_type)
+    from ..prims.convolution import conv_general_dilated
+    from ._util import bind1
+    from .. import dtypes
+    pet = None if preferred_element_type is None else \
+        dtypes.canonicalize(preferred_element_type, op)
+    # out[k] = sum_j xp[k + j] y[j]: a one-channel 1-d convolution (lax's correlation)
+    out = bind1(conv_general_dilated, mp.reshape(x, (1, 1, nx)), mp.reshape(y, (1, 1, ny)),
+                window_strides=(1,), padding=(pads[mode],), lhs_dilation=(1,),
+                rhs_dilation=(1,), dimension_numbers=((0, 1, 2),) * 3, feature_group_count=1,
+                batch_group_count=1, preferred_element_type=pet)
+    out = mp.reshape(out, (-1,))
     return mp.flip(out) if reverse else out
 
 
