@@ -14,3 +14,4 @@ from . import indexing_rules  # noqa: F401
 from . import sort_rules  # noqa: F401
 from . import collective_rules  # noqa: F401
 from . import linalg_rules  # noqa: F401
+from . import conv_rules  # noqa: F401
