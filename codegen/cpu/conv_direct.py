@@ -1,0 +1,521 @@
+"""Direct (non-GEMM) kernels for canonical convolutions with few channels per group.
+
+A canonical convolution (jx.prims.convolution.is_canonical) reads lhs (N, S..., C)
+and rhs (K..., I, O) and writes out (N, S'..., O); feature group g reads lhs
+channels [g I, (g + 1) I) and writes out channels [g Og, (g + 1) Og). When I Og is
+small (depthwise convolutions: I = 1; signals of a few channels) a GEMM tile would
+be mostly empty, and the sums are written out directly instead, in one of two forms:
+
+- "channels": vectors along the output channels, for each output pixel and tap one
+  vector FMA per input channel of the group. Lane l of a block of W channels
+  starting at o0 reads lhs channel ((o0 + l) // Og) I + i: a contiguous run of
+  (W / Og) I lhs channels, shuffled into place (no shuffle for depthwise). P output
+  pixels along the last spatial dim share each weight vector; the weights of every
+  tap are held in registers across a row when they fit.
+- "pixels": vectors along the last output spatial dim, for C and O of at most 4 (a
+  long one-channel signal): lane l of a vector at pixel p0 reads lhs element
+  ((p0 + l) s + k r) C + c, a run of ((W - 1) s + 1) C elements deinterleaved by
+  shuffles (none for C s = 1); P vectors of pixels x O channels of partial sums
+  stay in registers over every tap, the weights broadcast per tap; the O channels
+  are interleaved back into one store.
+
+Taps are unrolled (up to UNROLL per input channel; the leading tap dims loop when a
+window is larger). Tails (a last channel block, the last pixels of a row) use
+masked loads and stores, so nothing is read or written outside the buffers.
+Threads split the output rows (n, o_1 .. o_{d-1}) and, when there are few rows (a
+single long signal), each row into blocks of pixels.
+
+conv.py's rule calls suits() and emit(); this module registers no rule.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from contextlib import contextmanager
+
+import llvmlite.ir as ir
+import numpy as np
+
+from jx.prims.convolution import is_canonical
+
+from . import irutil as U
+from . import target, tuning
+
+UNROLL = 64          # taps x input channels written out straight in the inner loop
+GROUP_LIMIT = 16     # I * Og up to which the direct kernel beats a GEMM (see suits)
+MAX_I = 8            # input channels per group the channels form shuffles for
+PIXEL_CHANNELS = 4   # C and O up to which the pixels form is taken
+TARGET_TASKS = 64    # tasks for the pool when there are few rows (a long signal)
+
+
+class Geometry:
+    """The sizes of a canonical convolution kernel."""
+
+    def __init__(self, kernel):
+        eqn = kernel.root
+        x, w = eqn.inputs
+        out = eqn.outputs[0]
+        p = eqn.params
+        self.x, self.w, self.out = x, w, out
+        self.dt = np.dtype(x.aval.dtype)
+        xs, ws, os_ = x.aval.shape, w.aval.shape, out.aval.shape
+        self.d = len(xs) - 2
+        self.N, self.S, self.C = xs[0], tuple(xs[1:-1]), xs[-1]
+        self.K, self.I, self.O = tuple(ws[:-2]), ws[-2], ws[-1]
+        self.Q = tuple(os_[1:-1])
+        self.G = int(p["feature_group_count"])
+        self.Og = self.O // self.G if self.G else 0
+        self.st = tuple(int(s) for s in p["window_strides"])
+        self.dil = tuple(int(r) for r in p["rhs_dilation"])
+        self.shapes = (xs, ws, os_)
+
+    @property
+    def taps(self) -> int:
+        return math.prod(self.K)
+
+    @property
+    def rows(self) -> int:
+        return self.N * math.prod(self.Q[:-1])
+
+    def xstride(self, j: int) -> int:
+        """Elements between neighbours along lhs spatial dim j."""
+        return math.prod(self.S[j + 1:]) * self.C
+
+    def tap_delta(self, k) -> int:
+        """lhs offset of tap k (a full index) from the window's origin."""
+        return sum(kj * r * self.xstride(j) for j, (kj, r) in enumerate(zip(k, self.dil)))
+
+    def tap_index(self, k) -> int:
+        """Flat index of tap k in the (K...) dims of rhs."""
+        idx = 0
+        for kj, n in zip(k, self.K):
+            idx = idx * n + kj
+        return idx
+
+
+def _static(kernel) -> bool:
+    shapes = [a.aval.shape for a in list(kernel.root.inputs) + list(kernel.root.outputs)]
+    return not any(U.is_symbolic(n) for s in shapes for n in s)
+
+
+def _pixels_form(g: Geometry) -> bool:
+    return g.C <= PIXEL_CHANNELS and g.O <= PIXEL_CHANNELS
+
+
+def suits(kernel) -> bool:
+    """Whether this kernel computes a canonical convolution better than a GEMM: few
+    channels per group (I Og <= GROUP_LIMIT, I <= MAX_I), and a form it has (output
+    groups of a power-of-two size for the channels form, C, O <= 4 for the pixels
+    form). Float32/64, static, nonempty shapes, no fused epilogue."""
+    eqn = kernel.root
+    if eqn.prim.name != "conv_general_dilated" or getattr(kernel, "epilogue", None) is not None:
+        return False
+    if not is_canonical(eqn) or not _static(kernel):
+        return False
+    g = Geometry(kernel)
+    if 0 in g.shapes[0] or 0 in g.shapes[1] or 0 in g.shapes[2]:
+        return False
+    if g.I * g.Og > GROUP_LIMIT or g.I > MAX_I:
+        return False
+    pow2 = g.Og & (g.Og - 1) == 0
+    return pow2 or _pixels_form(g)
+
+
+class Plan:
+    """How emit() lays the loops out for one kernel on one target."""
+
+    def __init__(self, g: Geometry, vbytes: int):
+        lanes = max(1, vbytes // g.dt.itemsize)
+        regs = 32 if vbytes >= 64 else 16
+        self.pixels = _pixels_form(g) or (g.Og & (g.Og - 1)) != 0
+        if self.pixels:
+            self.W = lanes
+            budget = 12 if regs == 32 else 6          # accumulator vectors
+            self.P = max(1, budget // g.O)
+            self.unit = self.P * self.W
+            per_tap = g.I * g.O                          # broadcast weights per tap
+        else:
+            self.W = max(min(lanes, 1 << (g.O - 1).bit_length()), g.Og)
+            self.P = 8 if regs == 32 else 4
+            self.unit = self.P
+            per_tap = g.I * max(1, self.W // lanes)      # weight vectors per tap
+        # taps: in the channels form the trailing dims whose product (x I) fits
+        # UNROLL are unrolled, their weights held in registers across a row when
+        # they fit. The pixels form loops over every tap: unrolled, LLVM shares the
+        # loads of overlapping windows between vectors (x[p W + k] is x[(p + 1) W + k
+        # - W]) and keeps them all live, spilling most (1-D, 63 taps: 4x slower).
+        split = g.d
+        while not self.pixels and split > 0 and math.prod(g.K[split - 1:]) * g.I <= UNROLL:
+            split -= 1
+        self.split = split
+        self.hoist = split == 0 and g.taps * per_tap <= (regs - self.P - 4 if not self.pixels
+                                                         else 16)
+        # threads: rows, and each row in blocks of pixels when rows are few
+        qd = g.Q[-1]
+        nch = max(1, min(-(-qd // self.unit), -(-TARGET_TASKS // g.rows)))
+        self.cw = -(-(-(-qd // nch)) // self.unit) * self.unit
+        self.nch = -(-qd // self.cw)
+        self.tasks = g.rows * self.nch
+
+
+# ------------------------------------------------------------------ IR helpers
+
+def _vt(et, n):
+    return ir.VectorType(et, n)
+
+
+def _i32s(vals):
+    return ir.Constant(_vt(U.I32, len(vals)), [ir.Constant(U.I32, v) for v in vals])
+
+
+def _gep(b, ptr, off, et):
+    return b.gep(ptr, [_c(off)], source_etype=et, inbounds=True)
+
+
+def _declare(module, name, ret, args):
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    return fn
+
+
+def _mask(b, n, valid):
+    """<n x i1>: lane e < valid (an int: constant, an i64 value: at run time)."""
+    if isinstance(valid, int):
+        return ir.Constant(_vt(U.I1, n), [ir.Constant(U.I1, int(e < valid)) for e in range(n)])
+    iota = ir.Constant(_vt(U.I64, n), [ir.Constant(U.I64, e) for e in range(n)])
+    return b.icmp_signed("<", iota, _splat(b, valid, n))
+
+
+def _splat(b, v, n):
+    vt = _vt(v.type, n)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(U.I32, 0))
+    return b.shuffle_vector(one, one, _i32s([0] * n))
+
+
+def _vload(b, ptr, off, et, n, valid=None):
+    """n elements at ptr[off:]; with `valid`, only the first `valid` (zeros after)."""
+    p = _gep(b, ptr, off, et)
+    vt = _vt(et, n)
+    if valid is None:
+        return b.load(p, typ=vt, align=_size(et))
+    fn = _declare(b.module, f"llvm.masked.load.v{n}{et.intrinsic_name}.p0", vt,
+                  [U.PTR, U.I32, _vt(U.I1, n), vt])
+    return b.call(fn, [p, ir.Constant(U.I32, _size(et)), _mask(b, n, valid),
+                       ir.Constant(vt, None)])
+
+
+def _vstore(b, v, ptr, off, et, valid=None):
+    p = _gep(b, ptr, off, et)
+    n = v.type.count
+    if valid is None:
+        st = b.store(v, p)
+        st.align = _size(et)
+        return
+    fn = _declare(b.module, f"llvm.masked.store.v{n}{et.intrinsic_name}.p0", U.VOID,
+                  [v.type, U.PTR, U.I32, _vt(U.I1, n)])
+    b.call(fn, [v, p, ir.Constant(U.I32, _size(et)), _mask(b, n, valid)])
+
+
+def _size(et) -> int:
+    return 8 if isinstance(et, ir.DoubleType) else 4
+
+
+def _fma(b, x, y, acc):
+    return U.call_intrinsic(b, "llvm.fma", [x, y, acc])
+
+
+def _pick(b, v, mask):
+    """v's lanes `mask` (None: v itself)."""
+    if mask is None:
+        return v
+    return b.shuffle_vector(v, v, _i32s(mask))
+
+
+def _c(v):
+    return U.i64(v) if isinstance(v, int) else v
+
+
+def _add(b, x, y):
+    if isinstance(x, int) and isinstance(y, int):
+        return x + y
+    if isinstance(y, int) and y == 0:
+        return x
+    if isinstance(x, int) and x == 0:
+        return y
+    return b.add(_c(x), _c(y))
+
+
+def _mul(b, x, k: int):
+    if isinstance(x, int):
+        return x * k
+    return x if k == 1 else b.mul(x, U.i64(k))
+
+
+@contextmanager
+def _tap_loops(b, g: Geometry, split: int):
+    """Runtime loops over the leading `split` tap dims; yields (lhs offset, rhs tap
+    index) of the loops' position (0, 0 without loops)."""
+    if split == 0:
+        yield 0, 0
+        return
+    with U.loop_nest(b, list(g.K[:split]), "tap") as ks:
+        delta, widx = 0, 0
+        for j, kj in enumerate(ks):
+            delta = _add(b, delta, _mul(b, kj, g.dil[j] * g.xstride(j)))
+            widx = _add(b, widx, _mul(b, kj, math.prod(g.K[j + 1:])))
+        yield delta, widx
+
+
+def _inner_taps(g: Geometry, split: int):
+    """(lhs offset, rhs tap index) of each unrolled tap, relative to the loops'."""
+    out = []
+    for k in itertools.product(*map(range, g.K[split:])):
+        full = (0,) * split + k
+        out.append((g.tap_delta(full), g.tap_index(full)))
+    return out
+
+
+def _accumulate(b, g: Geometry, plan: Plan, accs: list, step):
+    """accs after every tap: step(accs, delta, widx, hoisted_index) per unrolled tap,
+    inside runtime loops over the leading tap dims when there are any."""
+    inner = _inner_taps(g, plan.split)
+    if plan.split == 0:
+        for t, (delta, widx) in enumerate(inner):
+            accs = step(accs, delta, widx, t)
+        return accs
+    slots = []
+    for a in accs:
+        s = U.alloca_entry(b, a.type, "acc")
+        b.store(a, s)
+        slots.append(s)
+    with _tap_loops(b, g, plan.split) as (d0, w0):
+        cur = [b.load(s) for s in slots]
+        for delta, widx in inner:
+            cur = step(cur, _add(b, d0, delta), _add(b, w0, widx), None)
+        for s, a in zip(slots, cur):
+            b.store(a, s)
+    return [b.load(s) for s in slots]
+
+
+# ------------------------------------------------------------------ the kernel
+
+def emit(ctx, kernel) -> None:
+    """The convolution of `kernel` (suits(kernel) holds) into the kernel function at
+    ctx.b: one function over a range of tasks (a row, or a block of one row's
+    pixels), run by the pool when there is work enough. With ctx.outer (the batch
+    split over threads by the caller), the tasks of those batch elements."""
+    g = Geometry(kernel)
+    b = ctx.b
+    module = b.module
+    plan = Plan(g, target.vector_bytes(target.of_module(module)))
+    rows = _rows_fn(module, b.function.name, g, plan)
+    xp, wp, op = ctx.ptr(g.x), ctx.ptr(g.w), ctx.ptr(g.out)
+    if ctx.outer is not None:
+        per_n = plan.tasks // g.N
+        lo, hi = ctx.outer
+        b.call(rows, [xp, wp, op, b.mul(lo, U.i64(per_n)), b.mul(hi, U.i64(per_n))])
+        return
+    pool = ctx.module._parallel_for
+    work = g.out.aval.size * g.taps * g.I
+    if pool is None or plan.tasks < 2 or work < tuning.value("parallel_min_work"):
+        b.call(rows, [xp, wp, op, U.i64(0), U.i64(plan.tasks)])
+        return
+    body = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
+                       f"{b.function.name}.conv.body")
+    body.linkage = "internal"
+    bb = ir.IRBuilder(body.append_basic_block("entry"))
+    args, lo, hi = body.args
+    ptrs = [bb.load(bb.gep(args, [U.i64(i)], source_etype=U.PTR), typ=U.PTR) for i in range(3)]
+    bb.call(rows, ptrs + [lo, hi])
+    bb.ret_void()
+    entry = b.function.entry_basic_block
+    with b.goto_block(entry):
+        if entry.instructions:
+            b.position_before(entry.instructions[0])
+        arr = b.alloca(U.PTR, U.i64(3), name="conv.ctx")
+    for i, p in enumerate((xp, wp, op)):
+        b.store(p, b.gep(arr, [U.i64(i)], source_etype=U.PTR))
+    b.call(pool, [body, arr, U.i64(plan.tasks)])
+
+
+def _rows_fn(module, name, g: Geometry, plan: Plan):
+    """rows(x, w, out, lo, hi): tasks [lo, hi), task t = row t // nch, pixels
+    [(t % nch) cw, min(.. + cw, Q_d)) of it."""
+    et = U.storage_type(g.dt)
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.PTR, U.PTR, U.I64, U.I64]),
+                     f"{name}.conv.rows")
+    fn.linkage = "internal"
+    xp, wp, op, lo, hi = fn.args
+    for a in (xp, wp, op):
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    qd = g.Q[-1]
+    with U.for_between(b, lo, hi, "task") as t:
+        if plan.nch == 1:
+            row, start, stop = t, U.i64(0), U.i64(qd)
+        else:
+            row = b.udiv(t, U.i64(plan.nch))
+            start = b.mul(b.urem(t, U.i64(plan.nch)), U.i64(plan.cw))
+            end = b.add(start, U.i64(plan.cw))
+            stop = b.select(b.icmp_signed("<", end, U.i64(qd)), end, U.i64(qd))
+        idx = U.delinear(b, row, [g.N] + list(g.Q[:-1]))
+        xrow = _mul(b, idx[0], math.prod(g.S) * g.C)
+        for j, oj in enumerate(idx[1:]):
+            xrow = _add(b, xrow, _mul(b, oj, g.st[j] * g.xstride(j)))
+        orow = _mul(b, row, qd * g.O)
+        ptrs = (xp, wp, op)
+        if plan.pixels:
+            _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop)
+        else:
+            _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop)
+    b.ret_void()
+    return fn
+
+
+@contextmanager
+def _steps(b, start, stop, unit, name):
+    """Yields (count loop, next start) over [start, stop) in steps of `unit`: the
+    loop body gets each step's first index."""
+    n = b.sdiv(b.sub(stop, start), U.i64(unit))
+    after = b.add(start, b.mul(n, U.i64(unit)))
+
+    @contextmanager
+    def loop():
+        with U.for_between(b, U.i64(0), n, name) as j:
+            yield b.add(start, b.mul(j, U.i64(unit)))
+    yield loop, after
+
+
+# ------------------------------------------------------------------ channels form
+
+def _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop):
+    """Output pixels [start, stop) of one row, vectors along the output channels."""
+    W = plan.W
+    full, tail = divmod(g.O, W)
+    span = W // g.Og * g.I                   # lhs channels a block of W reads
+    if full:
+        with U.for_range(b, full, "cb") as q:
+            _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop,
+                           b.mul(q, U.i64(W)), b.mul(q, U.i64(span)), None, None)
+    if tail:
+        _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop,
+                       full * W, full * span, tail, g.C - full * span)
+
+
+def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, o0, c0, lanes, chans):
+    """Out channels [o0, o0 + W) (only `lanes` of them in a tail block, reading
+    `chans` lhs channels from c0) of pixels [start, stop)."""
+    xp, wp, op = ptrs
+    W, I, Og = plan.W, g.I, g.Og
+    span = W // Og * I
+    picks = [None if (span == W and I == 1 and Og == 1) else
+             [(l // Og) * I + i for l in range(W)] for i in range(I)]
+
+    def weight(widx, i):
+        return _vload(b, wp, _add(b, _add(b, _mul(b, widx, I * g.O), i * g.O), o0), et, W,
+                      lanes)
+
+    hoisted = [weight(widx, i) for _, widx in _inner_taps(g, 0) for i in range(I)] \
+        if plan.hoist else None
+    sd = g.st[-1] * g.C
+
+    def pixels(ow, P):
+        xpix = [_add(b, _add(b, xrow, _mul(b, _add(b, ow, p), sd)), c0) for p in range(P)]
+
+        def step(accs, delta, widx, t):
+            accs = list(accs)
+            chunks = [_vload(b, xp, _add(b, xpix[p], delta), et, span, chans)
+                      for p in range(P)]
+            for i in range(I):
+                wv = hoisted[t * I + i] if t is not None and hoisted else weight(widx, i)
+                for p in range(P):
+                    accs[p] = _fma(b, _pick(b, chunks[p], picks[i]), wv, accs[p])
+            return accs
+
+        zero = ir.Constant(_vt(et, W), None)
+        accs = _accumulate(b, g, plan, [zero] * P, step)
+        for p in range(P):
+            off = _add(b, _add(b, orow, _mul(b, _add(b, ow, p), g.O)), o0)
+            _vstore(b, accs[p], op, off, et, lanes)
+
+    with _steps(b, start, stop, plan.P, "pb") as (loop, rest):
+        with loop() as ow:
+            pixels(ow, plan.P)
+    if plan.P > 1:
+        with U.for_between(b, rest, stop, "px") as ow:
+            pixels(ow, 1)
+
+
+# ------------------------------------------------------------------ pixels form
+
+def _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop):
+    """Output pixels [start, stop) of one row, vectors along the pixels."""
+    W, P = plan.W, plan.P
+    with _steps(b, start, stop, P * W, "pb") as (loop, rest):
+        with loop() as ow:
+            _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, None)
+    if P > 1:
+        with _steps(b, rest, stop, W, "pv") as (loop, rest2):
+            with loop() as ow:
+                _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, 1, None)
+    else:
+        rest2 = rest
+    with b.if_then(b.icmp_signed("<", rest2, stop)):
+        _pixel_block(b, g, plan, et, ptrs, xrow, orow, rest2, 1, b.sub(stop, rest2))
+
+
+def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid):
+    """P vectors of W pixels from ow (the first `valid` of one, at a row's end)."""
+    xp, wp, op = ptrs
+    W, C, O, I, Og = plan.W, g.C, g.O, g.I, g.Og
+    s = g.st[-1]
+    span = ((W - 1) * s + 1) * C
+    cvalid = None if valid is None else \
+        b.mul(b.add(b.mul(b.sub(valid, U.i64(1)), U.i64(s)), U.i64(1)), U.i64(C))
+    picks = [None if span == W else [l * s * C + c for l in range(W)] for c in range(C)]
+    nw = g.taps * I * O
+
+    def weight(widx, i, o):
+        v = U.load(b, wp, _c(_add(b, _mul(b, widx, I * O), i * O + o)), g.dt)
+        return _splat(b, v, W)
+
+    hoisted = [weight(widx, i, o) for _, widx in _inner_taps(g, 0)
+               for i in range(I) for o in range(O)] if plan.hoist and nw <= 16 else None
+
+    def step(accs, delta, widx, t):
+        accs = list(accs)
+        xs = []
+        for p in range(P):
+            base = _add(b, _add(b, xrow, _mul(b, _add(b, ow, p * W), s * C)), delta)
+            chunk = _vload(b, xp, base, et, span, cvalid)
+            xs.append([_pick(b, chunk, picks[c]) for c in range(C)])
+        for o in range(O):
+            gi = o // Og
+            for i in range(I):
+                wv = hoisted[(t * I + i) * O + o] if t is not None and hoisted else \
+                    weight(widx, i, o)
+                for p in range(P):
+                    accs[p * O + o] = _fma(b, xs[p][gi * I + i], wv, accs[p * O + o])
+        return accs
+
+    zero = ir.Constant(_vt(et, W), None)
+    accs = _accumulate(b, g, plan, [zero] * (P * O), step)
+    for p in range(P):
+        v = _interleave(b, accs[p * O:(p + 1) * O], W)
+        off = _add(b, orow, _mul(b, _add(b, ow, p * W), O))
+        _vstore(b, v, op, off, et, None if valid is None else b.mul(valid, U.i64(O)))
+
+
+def _interleave(b, vs, W):
+    """One vector of O * W lanes, lane l O + o = vs[o][l] (O <= 4)."""
+    O = len(vs)
+    if O == 1:
+        return vs[0]
+    lo = b.shuffle_vector(vs[0], vs[1], _i32s(list(range(2 * W))))
+    if O == 2:
+        cat = (lo, lo)
+    else:
+        hi = b.shuffle_vector(vs[2], vs[3] if O == 4 else vs[2], _i32s(list(range(2 * W))))
+        cat = (lo, hi)
+    return b.shuffle_vector(cat[0], cat[1], _i32s([(e % O) * W + e // O for e in range(O * W)]))

@@ -1,0 +1,154 @@
+"""The direct convolution kernel (codegen/cpu/conv_direct.py): canonical convs with
+few channels per group, compiled through it, against the primitive's NumPy
+reference and a direct loop over taps and channels written here."""
+import itertools
+
+import numpy as np
+import pytest
+
+import jx
+import jx.lax
+from jx.codegen.cpu import conv_direct, opaque, parallel
+from jx.prims.convolution import _conv, channels_last_numbers
+
+DN = {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC"), 3: ("NDHWC", "DHWIO", "NDHWC")}
+
+
+class _Seen(Exception):
+    pass
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    """Every conv kernel compiled through conv_direct (and asserted to suit it)."""
+    def rule(ctx, kernel):
+        assert conv_direct.suits(kernel), kernel.root.params
+        conv_direct.emit(ctx, kernel)
+    monkeypatch.setitem(opaque.OPAQUE, "conv_general_dilated", rule)
+
+
+def _conv_fn(d, st, dil, G):
+    return lambda x, w: jx.lax.conv_general_dilated(
+        x, w, st, "VALID", rhs_dilation=dil, dimension_numbers=DN[d], feature_group_count=G)
+
+
+def loop_reference(x, w, st, dil, G):
+    """out[n, q..., o] = sum over taps k and group channels i of
+    x[n, q s + k r, g(o) I + i] w[k, i, o], one tap and one channel at a time."""
+    d = x.ndim - 2
+    K, (I, O) = w.shape[:d], w.shape[d:]
+    Og = O // G
+    Q = [(s - (k - 1) * r - 1) // t + 1 for s, k, r, t in zip(x.shape[1:-1], K, dil, st)]
+    out = np.zeros((x.shape[0], *Q, O))
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    for k in itertools.product(*map(range, K)):
+        win = tuple(slice(kj * r, kj * r + (q - 1) * t + 1, t)
+                    for kj, r, q, t in zip(k, dil, Q, st))
+        xs = xd[(slice(None),) + win]
+        for o in range(O):
+            g = o // Og
+            for i in range(I):
+                out[..., o] += xs[..., g * I + i] * wd[k + (i, o)]
+    return out
+
+
+def _run(xshape, kshape, I, O, G, st, dil, dt, seed=0):
+    d = len(kshape)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xshape).astype(dt)
+    w = rng.standard_normal(tuple(kshape) + (I, O)).astype(dt)
+    got = np.asarray(jx.jit(_conv_fn(d, st, dil, G))(x, w))
+    ref = _conv(x, w, st, [(0, 0)] * d, (1,) * d, dil, channels_last_numbers(d), G, 1)
+    loops = loop_reference(x, w, st, dil, G)
+    assert got.shape == ref.shape == loops.shape and got.dtype == dt
+    # a sum of T I products of unit normals: errors grow with sqrt(T I)
+    scale = np.sqrt(np.prod(kshape) * I)
+    tol = (2e-6 if dt == np.float32 else 1e-14) * scale
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got, loops, rtol=tol, atol=tol)
+
+
+# (lhs shape, kernel window, I, O, G, strides, rhs dilation)
+CASES = [
+    # d = 1: a one-channel signal, few channels, stride > kernel, multipliers
+    ((1, 300, 1), (7,), 1, 1, 1, (1,), (1,)),
+    ((2, 50, 3), (5,), 3, 2, 1, (2,), (3,)),
+    ((2, 41, 2), (2,), 1, 4, 2, (3,), (1,)),
+    ((3, 37, 4), (4,), 1, 4, 4, (1,), (2,)),
+    ((2, 29, 1), (3,), 1, 3, 1, (2,), (1,)),             # Og = 3 (pixels form)
+    ((2, 45, 24), (3,), 1, 24, 24, (2,), (2,)),          # depthwise, 24 = 16 + 8
+    # d = 2: depthwise with C not a multiple of the vector width, multipliers,
+    # I = 2 groups, a pixels-form image, windows larger than the unrolled taps
+    ((2, 9, 11, 20), (3, 3), 1, 20, 20, (1, 1), (1, 1)),
+    ((2, 9, 11, 20), (3, 3), 1, 40, 20, (2, 1), (1, 2)),
+    ((1, 7, 9, 7), (2, 3), 1, 7, 7, (3, 2), (1, 1)),
+    ((2, 8, 9, 8), (3, 3), 2, 8, 4, (1, 1), (1, 1)),
+    ((2, 10, 13, 3), (2, 2), 1, 3, 3, (3, 3), (1, 1)),
+    ((1, 9, 10, 2), (3, 2), 2, 4, 1, (1, 2), (2, 1)),
+    ((1, 14, 15, 16), (9, 9), 1, 16, 16, (1, 1), (1, 1)),
+    ((1, 12, 13, 1), (5, 5), 1, 1, 1, (2, 1), (1, 2)),
+    # d = 3
+    ((2, 5, 6, 7, 12), (2, 3, 2), 1, 24, 12, (1, 2, 1), (2, 1, 1)),
+    ((1, 6, 5, 9, 2), (2, 2, 3), 2, 2, 1, (1, 1, 2), (1, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"_k{c[1]}")
+def test_direct_conv(direct, case, dt):
+    _run(*case, dt)
+
+
+# big enough for the pool: rows (depthwise), one long row cut into pixel blocks
+THREADED = [
+    ((2, 20, 22, 32), (3, 3), 1, 32, 32, (1, 1), (1, 1)),
+    ((1, 5000, 1), (31,), 1, 1, 1, (1,), (1,)),
+    ((1, 3001, 2), (9,), 2, 2, 1, (2,), (1,)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", THREADED, ids=lambda c: "x".join(map(str, c[0])))
+def test_direct_conv_threads(direct, case, threads):
+    before = parallel.num_threads()
+    parallel.set_num_threads(threads)
+    try:
+        _run(*case, np.float32, seed=threads)
+    finally:
+        if before:
+            parallel.set_num_threads(before)
+
+
+def test_direct_conv_batch_split(direct, monkeypatch):
+    """A caller splitting the batch over threads (ctx.outer): its chunk's tasks."""
+    monkeypatch.setitem(opaque.PARALLEL_OPAQUE, "conv_general_dilated",
+                        lambda k: ([k.root.inputs[0].aval.shape[0]], 1 << 30))
+    _run((5, 8, 9, 16), (3, 3), 1, 16, 16, (1, 1), (1, 1), np.float32)
+    _run((3, 700, 1), (15,), 1, 1, 1, (1,), (1,), np.float32)
+
+
+def _suits(monkeypatch, xshape, kshape, I, O, G, dt=np.float32):
+    seen = []
+
+    def rule(ctx, kernel):
+        seen.append(conv_direct.suits(kernel))
+        raise _Seen
+    monkeypatch.setitem(opaque.OPAQUE, "conv_general_dilated", rule)
+    d = len(kshape)
+    x, w = np.ones(xshape, dt), np.ones(tuple(kshape) + (I, O), dt)
+    with pytest.raises(_Seen):
+        jx.jit(_conv_fn(d, (1,) * d, (1,) * d, G))(x, w)
+    return seen[0]
+
+
+def test_suits(monkeypatch):
+    # depthwise (multiplier 1 and 2), a one-channel signal, few channels: direct
+    assert _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 1, 64, 64)
+    assert _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 1, 128, 64, np.float64)
+    assert _suits(monkeypatch, (1, 1000, 1), (63,), 1, 1, 1)
+    assert _suits(monkeypatch, (1, 30, 30, 3), (3, 3), 3, 4, 1)
+    # a dense 64 -> 64 conv, and a first layer (3 -> 64): the GEMM's
+    assert not _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 64, 64, 1)
+    assert not _suits(monkeypatch, (2, 16, 16, 3), (3, 3), 3, 64, 1)
+    # wide groups (I Og = 64) are GEMMs too
+    assert not _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 8, 64, 8)
