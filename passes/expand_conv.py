@@ -85,58 +85,92 @@ def _kernel_form(lhs, rhs, p, dt):
 
 # ------------------------------------------------------------------ dot forms
 
-def _grouped(x, w, G):
-    """x (N, C, ...) -> (N, G, I, ...); w (O, I, ...) -> (G, Og, I, ...)."""
-    n, c = x.shape[:2]
-    o = w.shape[0]
-    return (jnp.reshape(x, (n, G, c // G) + x.shape[2:]),
-            jnp.reshape(w, (G, o // G) + w.shape[1:]))
+def _split_dim(x, dim: int, parts: int):
+    """x with dim split into (parts, size // parts), in place."""
+    shape = x.shape
+    return jnp.reshape(x, shape[:dim] + (parts, shape[dim] // parts) + shape[dim + 1:])
+
+
+def _in_layout(lhs, rhs, p):
+    """(x, w, lhs_spec, rhs_spec, G): the operands in their own layouts (no transposes:
+    a product reads them through its dimension numbers), x padded and dilated. Batch
+    groups are first folded into feature groups, in canonical order."""
+    if p["batch_group_count"] > 1:
+        x, w, G = _canonical_order(lhs, rhs, p)
+        iota = tuple(range(x.ndim))
+        return x, w, iota, iota, G
+    lspec, rspec, _ = p["dimension_numbers"]
+    config = [(0, 0, 0)] * lhs.ndim
+    for d, (lo, hi), ld in zip(lspec[2:], p["padding"], p["lhs_dilation"]):
+        config[d] = (lo, hi, ld - 1)
+    x = _pad(lhs, config) if any(c != (0, 0, 0) for c in config) else lhs
+    return x, rhs, tuple(lspec), tuple(rspec), p["feature_group_count"]
 
 
 def _dot_forms(lhs, rhs, p, by_position: bool):
-    x, w, G = _canonical_order(lhs, rhs, p)
+    x, w, lspec, rspec, G = _in_layout(lhs, rhs, p)
     odt = p["preferred_element_type"]
+    ospec = p["dimension_numbers"][2]
     d = x.ndim - 2
-    n, o = x.shape[0], w.shape[0]
-    ksz = w.shape[2:]
+    n, o = x.shape[lspec[0]], w.shape[rspec[0]]
+    size = [x.shape[i] for i in lspec[2:]]
+    ksz = [w.shape[i] for i in rspec[2:]]
     strides, rd = p["window_strides"], p["rhs_dilation"]
-    space = [cv.out_size(s, 0, 0, 1, k, r, t) for s, k, r, t in
-             zip(x.shape[2:], ksz, rd, strides)]
+    space = [cv.out_size(s, 0, 0, 1, k, r, t) for s, k, r, t in zip(size, ksz, rd, strides)]
     rdt = np.dtype(odt) if odt is not None else np.dtype(x.dtype)
-    if n == 0 or o == 0 or 0 in space or x.shape[1] == 0 or 0 in ksz:
-        y = jnp.zeros((n, o) + tuple(space), rdt)
-        return _to_out(y, p["dimension_numbers"][2])
-    xg, wg = _grouped(x, w, G)                  # (N, G, I, S...), (G, Og, I, K...)
+    if n == 0 or o == 0 or 0 in space or x.shape[lspec[1]] == 0 or 0 in ksz:
+        return _to_out(jnp.zeros((n, o) + tuple(space), rdt), ospec)
+
+    def shift(spec, at):             # dim indices after a split at `at`
+        return tuple(i + 1 if i > at else i for i in spec)
+    if G > 1:                        # features -> (G, I) and out features -> (G, Og)
+        x, w = _split_dim(x, lspec[1], G), _split_dim(w, rspec[0], G)
+        xg, wg = lspec[1], rspec[0]
+        lspec = (shift(lspec, xg)[0], xg + 1) + shift(lspec, xg)[2:]
+        rspec = (wg + 1,) + shift(rspec, wg)[1:]
+        batch = ((xg,), (wg,))
+    else:
+        batch = ((), ())
 
     def window(start, extent, step):
-        lo = (0, 0, 0) + tuple(start)
-        hi = xg.shape[:3] + tuple(s + (e - 1) * t + 1 for s, e, t in zip(start, extent, step))
-        return _one(st.slice_, xg, start_indices=lo, limit_indices=hi,
-                    strides=(1, 1, 1) + tuple(step))
+        lo, hi, by = [0] * x.ndim, list(x.shape), [1] * x.ndim
+        for j, dim in enumerate(lspec[2:]):
+            lo[dim], hi[dim], by[dim] = start[j], start[j] + (extent[j] - 1) * step[j] + 1, \
+                step[j]
+        return _one(st.slice_, x, start_indices=tuple(lo), limit_indices=tuple(hi),
+                    strides=tuple(by))
 
     if by_position:
-        # out[n, g, j, s'] = sum_{i, k} xg[n, g, i, s' stride + k rd] wg[g, j, i, k]
-        spatial = tuple(range(3, 3 + d))
-        parts = []
-        for pos in itertools.product(*map(range, space)):
-            xs = window([q * t for q, t in zip(pos, strides)], ksz, rd)     # (N, G, I, K...)
-            parts.append(_one(la.dot_general, xs, wg,
-                              dimension_numbers=(((2,) + spatial, (2,) + spatial), ((1,), (0,))),
-                              preferred_element_type=odt))                  # (G, N, Og)
-        y = jnp.stack(parts, axis=-1)                                       # (G, N, Og, P)
-        y = jnp.reshape(jnp.swapaxes(y, 0, 1), (n, o) + tuple(space))
-    else:
-        # out = sum over taps k of xg[n, g, i, s' stride + k rd] wg[g, j, i, k]
-        y = None
-        for tap in itertools.product(*map(range, ksz)):
-            xs = window([k * r for k, r in zip(tap, rd)], space, strides)   # (N, G, I, S'...)
-            wk = wg[(slice(None),) * 3 + tap]                                # (G, Og, I)
-            part = _one(la.dot_general, xs, wk, dimension_numbers=(((2,), (2,)), ((1,), (0,))),
-                        preferred_element_type=odt)                         # (G, N, S'..., Og)
-            y = part if y is None else y + part
-        y = jnp.moveaxis(y, -1, 1)                                          # (G, Og, N, S'...)
-        y = jnp.reshape(jnp.moveaxis(y, 2, 0), (n, o) + tuple(space))
-    return _to_out(y, p["dimension_numbers"][2])
+        # out[n, o, s'] = sum_{i, k} x[n, i, s' stride + k rd] w[o, i, k]: per position a
+        # product contracting features and window (the window is the image: K is large)
+        dims = ((lspec[1],) + lspec[2:], (rspec[1],) + rspec[2:])
+        parts = [_one(la.dot_general, window([q * t for q, t in zip(pos, strides)], ksz, rd),
+                      w, dimension_numbers=(dims, batch), preferred_element_type=odt)
+                 for pos in itertools.product(*map(range, space))]    # ([G,] N, O or Og)
+        y = jnp.stack(parts, axis=-1)
+        if G > 1:
+            y = jnp.swapaxes(y, 0, 1)                                 # (N, G, Og, P)
+        return _to_out(jnp.reshape(y, (n, o) + tuple(space)), ospec)
+    # out = sum over taps k of x[n, i, s' stride + k rd] w[o, i, k]: per tap a product
+    # contracting the features
+    y = None
+    for tap in itertools.product(*map(range, ksz)):
+        index = [slice(None)] * w.ndim
+        for j, dim in enumerate(rspec[2:]):
+            index[dim] = tap[j]
+        wk = w[tuple(index)]                          # the spatial dims dropped
+        kept = [i for i in range(w.ndim) if i not in rspec[2:]]
+        part = _one(la.dot_general, window([k * r for k, r in zip(tap, rd)], space, strides),
+                    wk, dimension_numbers=(((lspec[1],), (kept.index(rspec[1]),)),
+                                           (batch[0], tuple(kept.index(b) for b in batch[1]))),
+                    preferred_element_type=odt)
+        y = part if y is None else y + part
+    # y: ([G,] x's free dims in x's order, Og or O) -> (N, [G,] O, S'...)
+    free = [i for i in range(x.ndim) if i not in (lspec[1],) + batch[0]]
+    lead = len(batch[0])
+    order = [lead + free.index(lspec[0])] + list(range(lead)) + [y.ndim - 1] + \
+        [lead + free.index(dim) for dim in lspec[2:]]
+    return _to_out(jnp.reshape(jnp.transpose(y, order), (n, o) + tuple(space)), ospec)
 
 
 # ------------------------------------------------------------------ the rule

@@ -34,6 +34,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jx.dims import hinted
+from jx.runtime.host import cpus_usable
 
 from . import irutil as U
 from . import target, tuning
@@ -336,7 +337,20 @@ def _split(p: Plan, blk: Blocking):
     gm, gn = -(-p.m // blk.mr), -(-p.n // blk.nr)
     hgm, hgn = hinted(gm), hinted(gn)
     by_m = hinted(p.nbatch) * hgn < 8 and hgm > hgn if SPLIT is None else SPLIT == "m"
+    if SPLIT is None and _deep(p):
+        # each task packs the whole shared operand (K x N or M x K), and K is long: the
+        # split into fewer tasks packs it fewer times, as long as every core gets one
+        # (a weight gradient's 64 x 100352 x 64: 10.7 -> 4.3 ms on 2 Zen 5 cores)
+        few, many = sorted((hgm, hgn))
+        if hinted(p.nbatch) == 1 and few >= cpus_usable():
+            by_m = hgm == few
     return (True, blk.mr, gm) if by_m else (False, blk.nr, gn)
+
+
+def _deep(p: Plan) -> bool:
+    """K much longer than M and N: packing the shared operand is most of a task."""
+    m, n, k = hinted(p.m), hinted(p.n), hinted(p.k)
+    return k >= 16 * max(m, n)
 
 
 def emit(ctx, kernel, p: Plan) -> None:
