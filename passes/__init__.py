@@ -15,3 +15,5 @@ from . import sort_rules  # noqa: F401
 from . import collective_rules  # noqa: F401
 from . import linalg_rules  # noqa: F401
 from . import conv_rules  # noqa: F401
+from . import windowed_rules  # noqa: F401
+from . import expand_windowed  # noqa: F401  (registers into expand.EXPANSIONS)

@@ -14,6 +14,7 @@ from .shapes import *  # noqa: F401,F403
 from .scans import *  # noqa: F401,F403
 from .solvers import custom_linear_solve, custom_root  # noqa: F401
 from .convolution import *  # noqa: F401,F403
+from .windowed import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 
 
@@ -21,7 +22,7 @@ from . import linalg  # noqa: F401
 # jx function where there is one (jx.numpy's promote operands where lax's do not)
 _JAX_ONLY = frozenset("""
     after_all dce_sink igamma_grad_a pbroadcast pcast precv psend pshuffle
-    ragged_all_to_all ragged_dot_general random_gamma_grad reduce_window_shape_tuple
+    ragged_all_to_all ragged_dot_general random_gamma_grad
     scaled_dot stage AccuracyMode
     DotAlgorithm DotAlgorithmPreset
     DotDimensionNumbers FftType GatherScatterMode PrecisionLike
@@ -29,7 +30,7 @@ _JAX_ONLY = frozenset("""
     approx_min_k broadcast_like complex composite conj conv_general_dilated_local
     create_token dtype fft imag
     platform_dependent psum_scatter pswapaxes ragged_dot real
-    reduce_window rng_bit_generator rng_uniform scatter_apply scatter_sub
+    rng_bit_generator rng_uniform scatter_apply scatter_sub
     with_sharding_constraint
 """.split())
 _NEAREST = {"approx_max_k": "jx.lax.top_k (exact)",

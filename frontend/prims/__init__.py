@@ -9,3 +9,4 @@ from . import bitcast  # noqa: F401
 from . import symbolic  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import convolution  # noqa: F401
+from . import windowed  # noqa: F401
