@@ -1,5 +1,5 @@
-"""Output fusion: a matrix product and the elementwise kernel that consumes it run
-as one kernel, as XLA fuses a dot's elementwise consumers.
+"""Output fusion: a matrix product (or a convolution, conv.py) and the elementwise
+kernel that consumes it run as one kernel, as XLA fuses a dot's elementwise consumers.
 
 The GEMM writes its product straight into the consumer's output buffer, and each
 task, right after finishing its slab of C, applies the consumer to that slab in
@@ -16,13 +16,17 @@ from __future__ import annotations
 from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
-from . import gemm
+from . import conv, gemm
 from . import irutil as U
 from .opaque import _is_matvec
 from .rowfuse import _reads_only_in_place
 
 def _gemm_kernel(k) -> bool:
-    if k.kind != "opaque" or k.root.prim.name != "dot_general" or k.epilogue is not None:
+    if k.kind != "opaque" or k.epilogue is not None:
+        return False
+    if k.root.prim.name == "conv_general_dilated":       # (conv.py: per finished row slab)
+        return conv.takes_epilogue(k)
+    if k.root.prim.name != "dot_general":
         return False
     p = gemm.plan(k)
     # (a symbolic K may be 0 at run time: gemm.emit zeroes C before the epilogue)
