@@ -280,7 +280,27 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
                                 precision=precision, preferred_element_type=preferred_element_type)
 
 
-__all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers",
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """A locally connected ("unshared") convolution: each output position has its own
+    filter. rhs holds, in rhs_spec's layout, the output's spatial dims and an in-feature
+    dim of size in_features * prod(filter_shape) (the patches' feature order)."""
+    from .ops import dot_general
+    from ..numpy.manipulation import moveaxis
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers,
+                                           precision)
+    lspec, rspec, ospec = conv_dimension_numbers(shape_of(as_value(lhs)),
+                                                 (1, 1) + tuple(filter_shape), dimension_numbers)
+    pos_l = list(ospec[2:])
+    pos_r = [rspec[2:][i] for i in sorted(range(len(pos_l)), key=lambda k: pos_l[k])]
+    out = dot_general(patches, rhs, (((ospec[1],), (rspec[1],)), (tuple(sorted(pos_l)),
+                                                                    tuple(pos_r))))
+    return moveaxis(out, (-2, -1), (ospec[0], ospec[1]))
+
+
+__all__ = ["ConvDimensionNumbers", "conv_general_dilated_local", "ConvGeneralDilatedDimensionNumbers",
            "conv_general_permutations", "conv_dimension_numbers", "padtype_to_pads",
            "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
