@@ -228,6 +228,14 @@ def test_conv_helpers_match_jax():
     got = lax.conv_general_dilated_patches(x, (2, 3), (1, 2), "SAME")
     want = jax.lax.conv_general_dilated_patches(x, (2, 3), (1, 2), "SAME")
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    for dn, xl in ((None, x), (NHWC, np.transpose(x, (0, 2, 3, 1)))):
+        sp = (9, 4)
+        wl = rng.standard_normal((5, 18) + sp if dn is None else sp + (18, 5)).astype(np.float32)
+        got = jx.jit(lambda a, b: lax.conv_general_dilated_local(
+            a, b, (1, 2), "SAME", (2, 3), dimension_numbers=dn))(xl, wl)
+        want = jax.lax.conv_general_dilated_local(xl, wl, (1, 2), "SAME", (2, 3),
+                                                  dimension_numbers=dn)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
