@@ -77,6 +77,8 @@ CASES = [
     ((3, 37, 4), (4,), 1, 4, 4, (1,), (2,)),
     ((2, 29, 1), (3,), 1, 3, 1, (2,), (1,)),             # Og = 3 (pixels form)
     ((2, 45, 24), (3,), 1, 24, 24, (2,), (2,)),          # depthwise, 24 = 16 + 8
+    ((1, 260, 1), (20,), 1, 2, 1, (1,), (3,)),           # taps k, k + W share loads
+    ((2, 90, 1), (17,), 1, 3, 1, (1,), (1,)),
     # d = 2: depthwise with C not a multiple of the vector width, multipliers,
     # I = 2 groups, a pixels-form image, windows larger than the unrolled taps
     ((2, 9, 11, 20), (3, 3), 1, 20, 20, (1, 1), (1, 1)),
