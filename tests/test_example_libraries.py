@@ -370,9 +370,25 @@ def test_shape_dependent():
 
 
 @pytest.mark.parametrize("name", ["MaxPool", "AvgPool", "SumPool"])
-def test_missing_convolutions_raise(name):
-    with pytest.raises(NotImplementedError, match="convolutions"):
-        getattr(stax, name)(4, (3, 3))
+def test_pooling_layers_match_jax_stax(name):
+    """Shapes and outputs of JAX's pooling layers: SAME padding (AvgPool divides by
+    the taps inside the input), strides, a spec with channels first."""
+    jax = pytest.importorskip("jax")
+    from jax.example_libraries import stax as jstax
+    x = np.random.default_rng(0).standard_normal((2, 7, 6, 3)).astype(np.float32)
+    for args, kwargs, data in ((((3, 3),), dict(strides=(2, 1), padding="SAME"), x),
+                               (((2, 2),), dict(strides=(2, 2)), x),
+                               (((2, 3),), dict(padding="SAME", spec="NCHW"),
+                                x.transpose(0, 3, 1, 2))):
+        init, apply = getattr(stax, name)(*args, **kwargs)
+        jinit, japply = getattr(jstax, name)(*args, **kwargs)
+        shape, params = init(jx.random.PRNGKey(0), data.shape)
+        assert shape == jinit(jax.random.PRNGKey(0), data.shape)[0]
+        got = apply(params, data)
+        assert got.shape == shape
+        np.testing.assert_allclose(got, japply((), data), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(jx.jit(lambda v: apply(params, v))(data), got,
+                                   rtol=1e-6, atol=1e-6)
 
 
 def test_conv_layers_match_jax_stax():

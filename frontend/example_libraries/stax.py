@@ -38,15 +38,6 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
     return init_fun, apply_fun
 
 
-def _missing(layer: str, primitive: str):
-    def make(*args, **kwargs):
-        raise NotImplementedError(
-            f"stax.{layer} needs {primitive}, which jx does not have yet (see the issue "
-            "\"convolutions\"); build the model from Dense and elementwise layers meanwhile")
-    make.__name__ = layer
-    return make
-
-
 def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
                 W_init=None, b_init=normal(1e-6)):
     """A convolution layer with bias; dimension_numbers as lax.conv_general_dilated's
@@ -103,9 +94,51 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
 ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
-MaxPool = _missing("MaxPool", "lax.reduce_window")
-SumPool = _missing("SumPool", "lax.reduce_window")
-AvgPool = _missing("AvgPool", "lax.reduce_window")
+def _pool_dims(window_shape, strides, spec):
+    """Window and strides over every dim: 1 at batch and channel (N, C of spec;
+    without a spec, the first and the last)."""
+    window_shape = tuple(window_shape)
+    strides = tuple(strides) if strides else (1,) * len(window_shape)
+    fixed = (0, len(window_shape) + 1) if spec is None else (spec.index("N"), spec.index("C"))
+    for i in sorted(fixed):
+        window_shape = window_shape[:i] + (1,) + window_shape[i:]
+        strides = strides[:i] + (1,) + strides[i:]
+    return window_shape, strides, fixed
+
+
+def _pooling(name, computation, init, average=False):
+    def layer(window_shape, strides=None, padding="VALID", spec=None):
+        spatial_window = tuple(window_shape)
+        spatial_strides = tuple(strides) if strides else (1,) * len(spatial_window)
+        dims, steps, fixed = _pool_dims(window_shape, strides, spec)
+
+        def init_fun(rng, input_shape):
+            pads = lax.padtype_to_pads(input_shape, dims, steps, padding)
+            return lax.reduce_window_shape_tuple(input_shape, dims, steps, pads), ()
+
+        def apply_fun(params, inputs, **kwargs):
+            out = lax.reduce_window(inputs, init, computation, dims, steps, padding)
+            if not average:
+                return out
+            # JAX's AvgPool: divide by the number of taps inside the input (padding
+            # does not count), counted by the same window over ones
+            spatial = tuple(n for i, n in enumerate(inputs.shape) if i not in fixed)
+            counts = lax.reduce_window(jnp.ones(spatial, inputs.dtype), 0.0, lax.add,
+                                       spatial_window, spatial_strides, padding)
+            for i in sorted(fixed):
+                counts = jnp.expand_dims(counts, i)
+            return out / counts
+        return init_fun, apply_fun
+    layer.__name__ = name
+    layer.__doc__ = (f"{name}(window_shape, strides=None, padding='VALID', spec=None): "
+                     "pooling over the spatial dims (all but N and C of spec; by default "
+                     "the first and last dims are batch and channels), as JAX's stax.")
+    return layer
+
+
+MaxPool = _pooling("MaxPool", lax.max, -np.inf)
+SumPool = _pooling("SumPool", lax.add, 0.0)
+AvgPool = _pooling("AvgPool", lax.add, 0.0, average=True)
 
 
 def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,
