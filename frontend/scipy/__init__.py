@@ -1,4 +1,4 @@
-"""jx.scipy: JAX's jax.scipy namespaces (special, stats, linalg), built on jx.numpy
+"""jx.scipy: JAX's jax.scipy namespaces (special, stats, linalg, signal), built on jx.numpy
 and jx.lax so they trace, differentiate, vmap and compile.
 
 Submodules load on first use (`jx.scipy.special`, `from jx.scipy import stats`),
@@ -6,7 +6,7 @@ so importing one does not import the others.
 """
 import importlib as _importlib
 
-_SUBMODULES = ("special", "stats", "linalg")
+_SUBMODULES = ("special", "stats", "linalg", "signal")
 
 
 def __getattr__(name: str):
