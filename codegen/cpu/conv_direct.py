@@ -42,7 +42,7 @@ from . import irutil as U
 from . import target, tuning
 
 UNROLL = 64          # taps x input channels written out straight in the inner loop
-GROUP_LIMIT = 16     # I * Og up to which the direct kernel beats a GEMM (see suits)
+GROUP_LIMIT = 32     # I * Og up to which the direct kernel beats a GEMM (see suits)
 MAX_I = 8            # input channels per group the channels form shuffles for
 PIXEL_CHANNELS = 4   # C and O up to which the pixels form is taken
 TARGET_TASKS = 64    # tasks for the pool when there are few rows (a long signal)
@@ -134,11 +134,16 @@ class Plan:
             self.P = max(1, budget // g.O)
             self.unit = self.P * self.W
             per_tap = g.I * g.O                          # broadcast weights per tap
+            width = 1
         else:
             self.W = max(min(lanes, 1 << (g.O - 1).bit_length()), g.Og)
-            self.P = 8 if regs == 32 else 4
+            width = max(1, self.W // lanes)              # registers per vector
+            per_tap = g.I * width                        # weight vectors per tap
+            held = g.taps * per_tap if g.taps * g.I <= UNROLL else regs
+            held = held if held <= regs - 4 - 2 * width else per_tap
+            # P pixels' accumulators beside the weights held and a few loads
+            self.P = max(1, min(8, (regs - 4 - held) // width))
             self.unit = self.P
-            per_tap = g.I * max(1, self.W // lanes)      # weight vectors per tap
         # taps: in the channels form the trailing dims whose product (x I) fits
         # UNROLL are unrolled, their weights held in registers across a row when
         # they fit. The pixels form loops over every tap: unrolled, LLVM shares the
@@ -152,8 +157,8 @@ class Plan:
         # dim's rhs dilation) read the same lhs vector for taps k and k + q W, so
         # each load serves up to ceil(K_d / W) taps (see _shared_block)
         self.share = self.pixels and g.C == 1 and g.st[-1] == 1 and g.K[-1] > 1
-        self.hoist = split == 0 and g.taps * per_tap <= (regs - self.P - 4 if not self.pixels
-                                                         else 16)
+        self.hoist = split == 0 and g.taps * per_tap <= (regs - 4 - self.P * width
+                                                         if not self.pixels else 16)
         # threads: rows, and each row in blocks of pixels when rows are few
         qd = g.Q[-1]
         nch = max(1, min(-(-qd // self.unit), -(-TARGET_TASKS // g.rows)))
