@@ -298,7 +298,8 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
                    "array-api": ("array_api", "results-array-api.md", ("only",)),
                    "eager": ("eager_control", "results-eager.md", ("steps", "min_time")),
                    "symbolic": ("symbolic", "results-symbolic.md", ("min_time", "only")),
-                   "linalg": ("linalg", "results-linalg.md", ("min_time", "only"))}
+                   "linalg": ("linalg", "results-linalg.md", ("min_time", "only")),
+                   "conv": ("conv", "results-conv.md", ("min_time", "only"))}
 
 
 def _run_program_suite(suite: str, entries, min_time, steps, out_dir) -> None:
@@ -356,7 +357,7 @@ def register(main: click.Group, reports_errors) -> None:
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
                                                 "corpus", "patterns", "array-api",
-                                                "compile", "symbolic", "linalg"]),
+                                                "compile", "symbolic", "linalg", "conv"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
@@ -369,7 +370,8 @@ def register(main: click.Group, reports_errors) -> None:
                        "compile (first-call time of growing programs, jx vs JAX, each in a "
                        "fresh process), symbolic (one artifact with a symbolic batch against "
                        "one compiled per size), linalg (decompositions and solvers, jx vs "
-                       "NumPy/SciPy and JAX, with GFLOP/s).")
+                       "NumPy/SciPy and JAX, with GFLOP/s), conv (convolutions, pooling and "
+                       "a LeNet training step, jx vs JAX and NumPy, with GFLOP/s and GB/s).")
     @click.option("--compile-breakdown", is_flag=True,
                   help="The compile suite (--suite compile), whose report ends with where "
                        "each jx first call's time went: import, trace, passes, fuse, LLVM "
