@@ -145,6 +145,7 @@ def _suits(monkeypatch, xshape, kshape, I, O, G, dt=np.float32):
     return seen[0]
 
 
+@pytest.mark.x64
 def test_suits(monkeypatch):
     # depthwise (multiplier 1 and 2), a one-channel signal, few channels: direct
     assert _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 1, 64, 64)
@@ -156,3 +157,13 @@ def test_suits(monkeypatch):
     assert not _suits(monkeypatch, (2, 16, 16, 3), (3, 3), 3, 64, 1)
     # wide groups (I Og = 64) are GEMMs too
     assert not _suits(monkeypatch, (2, 16, 16, 64), (3, 3), 8, 64, 8)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("vbytes", [16, 32])
+@pytest.mark.parametrize("case", [CASES[i] for i in (1, 5, 7, 10, 12, 16)] + [THREADED[1]],
+                         ids=lambda c: "x".join(map(str, c[0])))
+def test_direct_conv_narrow_vectors(direct, monkeypatch, case, vbytes):
+    """Plans for SSE and AVX2 hosts (16 registers, 4 or 8 float32 lanes)."""
+    monkeypatch.setattr(conv_direct.target, "vector_bytes", lambda cpu: vbytes)
+    _run(*case, np.float64 if vbytes == 16 else np.float32)
