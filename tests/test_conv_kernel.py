@@ -109,6 +109,8 @@ CASES = [
     (1, (3, 3), 2, (3, 3), 3, (1, 1), None, 1),                 # a single pixel
     (2, (6, 29), 12, (2, 3), 70, (1, 1), (2, 1), 1),            # Og past two NR panels
     (1, (4, 40), 8, (1, 5), 16, (1, 1), (1, 3), 4),             # wide dilation, groups
+    (2, (7, 9), 16, (2, 2), 24, (1, 1), None, 8),               # many small groups
+    (3, (12, 12), 2, (10, 10), 4, (1, 1), None, 1),             # weight-gradient-like
 ]
 
 
@@ -155,12 +157,14 @@ def test_plans_of_the_shapes_that_matter(monkeypatch):
             np.zeros(x, np.float32), np.zeros(w, np.float32)).kernels[0].root)
     p = conv.plan(kernel((32, 58, 58, 64), (3, 3, 64, 64)))
     assert (p.seg, p.nkb, p.wo, p.nrows, p.slab, p.nc) == (192, 3, 56, 32 * 56, 1, 64)
+    assert p.blk.mr in (7, 8, 14)                     # no short tile at the end of a row
     p = conv.plan(kernel((2, 12, 12, 8), (3, 3, 4, 8), groups=2))
     assert (p.seg, p.nkb) == (4, 9)
     p = conv.plan(kernel((2, 12, 12, 8), (3, 3, 8, 8), rd=(1, 2)))
     assert (p.seg, p.nkb) == (8, 9)
     p = conv.plan(kernel((4, 14, 14, 256), (1, 1, 256, 1024)))
-    assert (p.rows, p.wo) == ((), 4 * 14 * 14) and p.units >= conv.MIN_UNITS
+    assert (p.rows, p.wo) == ((), 4 * 14 * 14)
+    assert p.units >= min(conv.MIN_UNITS, -(-p.wo // p.blk.mr)) and p.chunk % p.blk.mr == 0
     p = conv.plan(kernel((8, 9, 9, 512), (3, 3, 512, 512)))
     assert p.slab > 1 and p.nc <= p.blk.nc and p.nkb == 9
 

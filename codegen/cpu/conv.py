@@ -55,7 +55,11 @@ try:
 except ImportError:          # (written separately; the GEMM form takes every conv)
     conv_direct = None
 
+# Tasks are taken dynamically (a busy core does fewer); where B does not fit L2,
+# each task streams all of it once per slab, so fewer, longer tasks (as gemm's
+# TASKS_PER_THREAD_PACKING).
 TASKS_PER_THREAD = 4
+TASKS_PER_THREAD_STREAMING = 2
 MIN_UNITS = 64           # rows fewer than this are cut into chunks of pixels
 # For tests and tuning: Blocking fields to override, A packed for every tile
 # (True) or read in place (None: chosen), units per slab and pixels per unit
@@ -86,6 +90,7 @@ class ConvPlan:
     nch: int              # units per row
     slab: int             # units per slab
     nc: int               # columns per block
+    fits: bool            # all of B in half of L2
     pack_a: bool
     lhs_size: int
 
@@ -111,8 +116,27 @@ class ConvPlan:
         return self.npan * (self.kcb * self.blk.nr + _pad(U.storage_type(self.dtype)))
 
 
-def blocking(dtype, og: int, cpu=None) -> Blocking:
+# A tile's fixed cost (loading and storing its C tile, the call), in rows of
+# MR: short rows take the MR that wastes least of the last tile of a row.
+TILE_COST = 2
+
+
+def blocking(dtype, og: int, wo: int, cpu=None) -> Blocking:
+    """GEMM's blocking for Og columns, with MR fitted to rows of wo pixels: as
+    many rows as the registers hold, or fewer when they split wo better (a 56-pixel
+    row in 4 tiles of 14, not 5 of 12; a 7-pixel row in one tile of 7); KC no more
+    than an MR x KC panel of A in half of L1 (nor than GEMM's, for which NC is)."""
     blk = gemm.blocking(dtype, og, cpu)
+    vbytes = target.vector_bytes(cpu or target.host_cpu())
+    if "mr" not in OVERRIDE:
+        regs = 32 if vbytes >= 64 else 16          # accumulators + B vectors + 1
+        hi = min(blk.mr + 2, (regs - 1 - blk.nv) // blk.nv)
+        mr = min(range(max(4, blk.mr // 2), hi + 1),
+                 key=lambda r: (-(-wo // r) * (r + TILE_COST), -r))
+        if mr != blk.mr:
+            item = np.dtype(dtype).itemsize
+            kc = max(8, target.cache_sizes()[1] // 2 // (mr * item) // 8 * 8)
+            blk = dataclasses.replace(blk, mr=mr, kc=min(kc, blk.kc))   # (NC holds)
     return dataclasses.replace(blk, **OVERRIDE) if OVERRIDE else blk
 
 
@@ -145,7 +169,7 @@ def plan(kernel, cpu=None) -> ConvPlan:
     while rows and (rows[-1][0] == 1 or rows[-1][1] == wo * am):
         wo *= rows.pop()[0]                               # pixels follow on: one row
     rows = [r for r in rows if r[0] != 1]
-    blk = blocking(dt, Og, cpu)
+    blk = blocking(dt, Og, wo, cpu)
     if G == 1 and rd[-1] == 1:       # a row of taps is contiguous in X and in W
         taps = [(ks[j], rd[j] * instr[j]) for j in range(d - 1)]
         seg = ks[-1] * I
@@ -175,7 +199,7 @@ def plan(kernel, cpu=None) -> ConvPlan:
         slab = SLAB
     nc = npan * blk.nr if fits else min(blk.nc, npan * blk.nr)
     return ConvPlan(dt, blk, G, Og, O, I, tuple(rows), wo, am, tuple(taps), seg, nks, kcb,
-                    chunk, nch, slab, nc, pack_a, lhs.aval.size)
+                    chunk, nch, slab, nc, fits, pack_a, lhs.aval.size)
 
 
 def _static(kernel) -> bool:
@@ -254,12 +278,13 @@ def emit(ctx, kernel) -> None:
     max_threads = max(1, min(p.units, work // tuning.value("gemm_min_work")))
     pool = ctx.module._parallel_for
     threaded = pool is not None and max_threads > 1
+    per_thread = TASKS_PER_THREAD if p.fits else TASKS_PER_THREAD_STREAMING
     if threaded:
         nthreads = _declare(mod, "jx_get_num_threads", U.I32, [])
         pool_threads = b.sext(b.call(nthreads, []), U.I64)
         threads = _min(b, pool_threads, _c(max_threads))
         tasks = b.select(b.icmp_signed(">", threads, _c(1)),
-                         _min(b, b.mul(threads, _c(TASKS_PER_THREAD)), _c(p.units)), _c(1))
+                         _min(b, b.mul(threads, _c(per_thread)), _c(p.units)), _c(1))
         slots = _min(b, pool_threads, tasks)
     else:
         tasks = slots = _c(1)
