@@ -30,7 +30,8 @@ from L2 by each (GEMM's blocking). Rows whose pixels follow on in the input
 is read in place too when its MR rows stay inside lhs (the extra rows land in
 accumulators the masked store drops), else packed; rows that would crowd one
 L1 set (gemm._rows_collide) are packed for every tile. Depthwise and
-tiny-channel convs go to conv_direct when it takes them.
+tiny-channel convs go to conv_direct when it takes them. This module plans the
+conv and drives it; conv_pieces.py emits the loops.
 """
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ from jx.prims.convolution import is_canonical
 from . import gemm
 from . import irutil as U
 from . import target, tuning
-from .gemm_pieces import (Blocking, _c, _declare, _fn, _gep, _loop, _micro_fn, _min,
-                          _pack_fn, _pack_rows_fn, _pad, _panel_at, _vname)
+from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _sub_fn
+from .gemm_pieces import Blocking, _c, _declare, _gep, _min, _pad, _vname
 from .opaque import opaque_rule
 
 try:
@@ -187,7 +188,7 @@ def plan(kernel, cpu=None) -> ConvPlan:
     nrows = math.prod(s for s, _ in rows)
     chunk = wo
     if not fits and wo > blk.mc:           # a slab of about MC pixels at most
-        chunk = blk.mc
+        chunk = blk.mc // blk.mr * blk.mr
     if nrows * -(-wo // chunk) < MIN_UNITS:  # too few rows to share: cut them
         nch = min(-(-wo // blk.mr), -(-MIN_UNITS // nrows))
         chunk = min(chunk, max(blk.mr, wo // nch // blk.mr * blk.mr))
@@ -244,11 +245,6 @@ def _conv_general_dilated(ctx, kernel):
         conv_direct.emit(ctx, kernel)
         return
     emit(ctx, kernel)
-
-
-# The context array of the task bodies: X, out, packed B, the scratch slots,
-# tasks, slots, then the epilogue's other inputs.
-_CTX = 6
 
 
 def emit(ctx, kernel) -> None:
@@ -327,177 +323,3 @@ def emit(ctx, kernel) -> None:
     else:
         b.call(body, [args, _c(0), _c(1)])
     b.call(free, [mem])
-
-
-def _kblock(b, p: ConvPlan, kb):
-    """(offset of K block kb in X from a pixel's first element, its row in W
-    (times O for its offset), its length kc)."""
-    t = b.udiv(kb, _c(p.nks)) if p.nks != 1 else kb
-    c0 = b.mul(b.urem(kb, _c(p.nks)), _c(p.kcb)) if p.nks != 1 else _c(0)
-    aoff = c0
-    for i, (_, stride) in zip(U.delinear(b, t, [s for s, _ in p.taps]), p.taps):
-        aoff = b.add(aoff, b.mul(i, _c(stride)))
-    wrow = b.add(b.mul(t, _c(p.seg)), c0)
-    return aoff, wrow, _min(b, _c(p.kcb), b.sub(_c(p.seg), c0))
-
-
-def _pack_b(b, mod, et, tag, p: ConvPlan, w, bp) -> None:
-    """Every group's K blocks of W into KC x NR micro-panels, block (g, kb) at
-    (g nkb + kb) bstride (serially: B is small next to the conv)."""
-    pack = _pack_rows_fn(mod, et, tag, p.blk.nr, p.O)
-    with _loop(b, 0, p.G, 1, "pg") as g:
-        with _loop(b, 0, p.nkb, 1, "pkb") as kb:
-            _, wrow, kc = _kblock(b, p, kb)
-            src = _gep(b, w, b.add(b.mul(wrow, _c(p.O)), b.mul(g, _c(p.Og))), et)
-            dst = _gep(b, bp, b.mul(b.add(b.mul(g, _c(p.nkb)), kb), _c(p.bstride)), et)
-            pack(b, dst, src, _c(p.Og), kc)
-
-
-def _sub_fn(mod, kname, et, tag, p: ConvPlan, tail):
-    """sub(args, u0, u1, slot): units u0..u1 of the conv, slab by slab, each slab
-    then through the epilogue `tail`; slot: this task's A scratch."""
-    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64, U.PTR]),
-                     f"{kname}.conv.sub")
-    fn.linkage = "internal"
-    args, u0, u1, ap = fn.args
-    blk = p.blk
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    x, c, bp = (b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in range(3))
-    micro = _micro_fn(mod, et, tag, blk, packed=True)
-    micro_a = _micro_fn(mod, et, tag, blk, packed=False, strides=(p.am, 1)) \
-        if not p.pack_a else None
-    pack_a = _pack_fn(mod, et, tag, blk.mr, p.am, 1)
-    mr, nr = _c(blk.mr), _c(blk.nr)
-
-    def pixel(u):          # (first pixel of unit u, flat; its row; its w)
-        row = b.udiv(u, _c(p.nch)) if p.nch != 1 else u
-        w = b.mul(b.urem(u, _c(p.nch)), _c(p.chunk)) if p.nch != 1 else _c(0)
-        return b.add(b.mul(row, _c(p.wo)), w), row, w
-
-    with _loop(b, u0, u1, p.slab, "slab") as s0:
-        s1 = _min(b, b.add(s0, _c(p.slab)), u1)
-        with _loop(b, 0, p.G, 1, "g") as g:
-            with _loop(b, 0, p.Og, p.nc, "jc") as jc:
-                nc = _min(b, _c(p.nc), b.sub(_c(p.Og), jc))
-                with _loop(b, 0, p.nkb, 1, "kb") as kb:
-                    aoff, _, kc = _kblock(b, p, kb)
-                    aoff = b.add(aoff, b.mul(g, _c(p.I)))
-                    first = b.icmp_signed("==", kb, _c(0))
-                    bblk = _gep(b, bp, b.mul(b.add(b.mul(g, _c(p.nkb)), kb), _c(p.bstride)), et)
-                    coff = b.add(b.mul(g, _c(p.Og)), jc)
-                    with _loop(b, s0, s1, 1, "u") as u:
-                        pix, row, w_lo = pixel(u)
-                        w_hi = _min(b, b.add(w_lo, _c(p.chunk)), _c(p.wo))
-                        xrow = aoff
-                        for i, (_, stride) in zip(U.delinear(b, row, [s for s, _ in p.rows]),
-                                                  p.rows):
-                            xrow = b.add(xrow, b.mul(i, _c(stride)))
-                        crow = b.add(b.mul(b.sub(pix, w_lo), _c(p.O)), coff)
-                        with _loop(b, w_lo, w_hi, blk.mr, "w") as w0:
-                            _tile(b, p, et, x, c, ap, micro, micro_a, pack_a, bblk, xrow,
-                                  crow, w0, _min(b, mr, b.sub(w_hi, w0)), nc, jc, kc, first,
-                                  mr, nr)
-        if tail is not None:       # this slab of the output is done and in cache
-            tail(b, args, c, pixel(s0)[0], pixel(s1)[0])
-    b.ret_void()
-    return fn
-
-
-def _tile(b, p, et, x, c, ap, micro, micro_a, pack_a, bblk, xrow, crow, w0, rows, nc, jc,
-          kc, first, mr, nr) -> None:
-    """One MR tile of pixels w0.. of a row against the column block jc..jc+nc."""
-    xoff = b.add(xrow, b.mul(w0, _c(p.am)))
-    src = _gep(b, x, xoff, et)
-    if micro_a is None:
-        direct = ir.Constant(U.I1, 0)
-    else:   # all MR rows inside lhs (a short tile reads rows it then drops)
-        end = b.add(xoff, b.add(_c((p.blk.mr - 1) * p.am), kc))
-        direct = b.or_(b.icmp_signed("==", rows, mr), b.icmp_signed("<=", end, _c(p.lhs_size)))
-    with b.if_then(b.not_(direct)):
-        pack_a(b, ap, src, rows, kc)
-    apan = b.select(direct, src, ap)
-    cbase = b.add(crow, b.mul(w0, _c(p.O)))
-    with _loop(b, 0, nc, p.blk.nr, "jr") as jr:
-        args = [kc, apan, _panel_at(b, bblk, b.add(jc, jr), p.blk.nr, kc, et),
-                _gep(b, c, b.add(cbase, jr), et), rows, _min(b, nr, b.sub(nc, jr)), first,
-                _c(p.O)]
-        if micro_a is None:
-            b.call(micro, args + [_c(0), _c(0)])
-        else:
-            with b.if_else(direct) as (then, other):
-                with then:
-                    b.call(micro_a, args + [_c(p.am), _c(1)])
-                with other:
-                    b.call(micro, args + [_c(0), _c(0)])
-
-
-def _body_fn(mod, kname, p: ConvPlan, sub, slot, indexed):
-    """body(args, lo, hi): tasks lo..hi-1, each its contiguous share of the units,
-    with the scratch slot of the pool thread running it (indexed) or slot 0; a
-    thread past the slots (the pool grew) allocates its own."""
-    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]), f"{kname}.conv")
-    fn.linkage = "internal"
-    args, lo, hi = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    scratch, tasks, slots = (b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR)
-                             for i in (3, 4, 5))
-    tasks, slots = b.ptrtoint(tasks, U.I64), b.ptrtoint(slots, U.I64)
-    null = ir.Constant(U.PTR, None)
-    own, mine = null, scratch
-    if indexed:
-        index = b.sext(b.call(_declare(mod, "jx_worker_index", U.I32, []), []), U.I64)
-        has_slot = b.icmp_signed("<", index, slots)
-        pre = b.block
-        with b.if_then(b.not_(has_slot), likely=False):
-            got = b.call(_declare(mod, "malloc", U.PTR, [U.I64]), [_c(slot + 64)])
-            with b.if_then(b.icmp_unsigned("==", got, null), likely=False):
-                b.call(_declare(mod, "llvm.trap", U.VOID, []), [])     # out of memory
-            grew = b.block
-        own = b.phi(U.PTR)
-        own.add_incoming(null, pre)
-        own.add_incoming(got, grew)
-        aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(own, U.I64), _c(63)), _c(-64)), U.PTR)
-        mine = b.select(has_slot, b.gep(scratch, [b.mul(index, _c(slot))], source_etype=U.I8,
-                                        inbounds=True), aligned)
-    with _loop(b, lo, hi, 1, "task") as w:
-        u0 = b.sdiv(b.mul(w, _c(p.units)), tasks)
-        u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(p.units)), tasks)
-        b.call(sub, [args, u0, u1, mine])
-    if indexed:
-        b.call(_declare(mod, "free", U.VOID, [U.PTR]), [own])
-    b.ret_void()
-    return fn
-
-
-def _epilogue_fn(mod, kname, epi, conv, extra, consts):
-    """tail(b, args, c, p0, p1): the epilogue kernel `epi` over output pixels
-    p0..p1 (all channels), reading the conv's result from C and writing C in
-    place (as gemm._epilogue_fn; its own function, pointers noalias)."""
-    from .fused import FusedEmitter
-    (res,) = epi.outputs
-    (prod,) = conv.outputs
-    shape = res.aval.shape
-    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) + [U.I64] * 2),
-                     f"{kname}.epilogue")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    c, *ptrs = fn.args[:1 + len(extra)]
-    p0, p1 = fn.args[1 + len(extra):]
-    for a in fn.args[:1 + len(extra)]:
-        a.add_attribute("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    buffers = {id(v): q for v, q in zip(extra, ptrs)}
-    buffers[id(prod)] = buffers[id(res)] = c
-    em = FusedEmitter(b, epi, buffers, consts)
-    with _loop(b, p0, p1, 1, "ep") as px:
-        pidx = U.delinear(b, px, shape[:-1])
-        with _loop(b, 0, shape[-1], 1, "eo") as o:
-            idx = pidx + [o]
-            U.store(b, em.value(res, idx), c, U.linear(b, idx, shape), res.aval.dtype)
-    b.ret_void()
-
-    def tail(b, args, c, p0, p1):
-        ptrs = [b.load(b.gep(args, [_c(_CTX + i)], source_etype=U.PTR), typ=U.PTR)
-                for i in range(len(extra))]
-        b.call(fn, [c, *ptrs, p0, p1])
-    return tail
