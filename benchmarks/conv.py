@@ -433,7 +433,9 @@ def _rate(r: dict, e: str) -> str:
         g, frac, unit, of = r["gflop_s"].get(e), r["peak_fraction"].get(e), "GFLOP/s", "peak"
     if g is None:
         return "-"
-    return f"{g:.3g} {unit} ({100 * frac:.2g}% {of})"
+    also = r["gflop_s"].get(e) if r["rate"] == "bytes" else None
+    return f"{g:.3g} {unit} ({100 * frac:.2g}% {of})" + \
+        (f", {also:.3g} GFLOP/s" if also is not None else "")
 
 
 def _x(r: dict, e: str) -> str:
@@ -489,7 +491,8 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
              f"of {ROUNDS} rounds, the engines taking turns in each; speedups are the "
              "other engine's time / jx's (above 1: jx faster). Rates: GFLOP/s (% of the "
              "f32 peak) for the dense convolutions, GB/s (% of the bandwidth) for the "
-             "memory-bound cases, from the flop and byte counts below." +
+             "memory-bound cases (their GFLOP/s after it), from the flop and byte counts "
+             "below." +
              ("" if with_jax else " JAX is not installed: no JAX columns."), "",
              "| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for r in results:
