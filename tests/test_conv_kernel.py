@@ -240,6 +240,25 @@ def test_small_channel_convs_go_to_conv_direct_when_it_takes_them(rng, monkeypat
     assert len(calls) == 1
 
 
+def test_convs_conv_direct_takes_keep_their_consumers_apart(rng, monkeypatch):
+    """A depthwise conv goes to conv_direct (when it is there and takes it), which
+    takes no epilogue unless it says so: bias + relu stays its own kernel."""
+    monkeypatch.setattr(conv, "USE_DIRECT", True)
+    x, w, bias = _rand(rng, (2, 8, 9, 6), np.float32), _rand(rng, (3, 3, 1, 6), np.float32), \
+        _rand(rng, (6,), np.float32)
+
+    def f(x, w, bias):
+        return jnp.maximum(_f((1, 1), (1, 1), 6)(x, w) + bias, 0.0)
+    (k,) = [k for k in jx.jit(f).lower(x, w, bias).kernels if k.kind == "opaque"]
+    if not conv._direct(k):
+        pytest.skip("no conv_direct, or it does not take depthwise convs")
+    if not getattr(conv.conv_direct, "takes_epilogue", lambda k: False)(k):
+        assert _epilogue_kernels(f, (x, w, bias)) == []
+    want = np.maximum(_loops(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1), 6)
+                      + bias, 0.0)
+    np.testing.assert_allclose(jx.jit(f)(x, w, bias), want, rtol=1e-4, atol=1e-4)
+
+
 def test_non_canonical_convs_are_refused():
     """A conv the expand pass did not canonicalise is a clear error here."""
     def eqn(lhs, rhs, out, **params):
