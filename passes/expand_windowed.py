@@ -18,9 +18,10 @@ from the operand, so pooling streams the operand once, at memory bandwidth.
     select_and_gather_add:   the tangent of the chosen tap, the choice folded
                              tap by tap from the identity (first maximum wins)
     select_and_scatter_add:  the chosen tap's index per window (folded the same
-                             way from the window's first tap), then per tap the
-                             source where it was chosen, spread back onto the
-                             operand by a pad with interior padding stride - 1
+                             way from the window's first tap, stored once), then
+                             per tap the source where it was chosen, spread back
+                             onto the operand by a pad with interior padding
+                             stride - 1 (one loop over the operand)
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import math
 
 import numpy as np
 
-from jx.core import bind
+from jx.core import bind, bind_like
 from jx.lax import windowed as W
 from jx.prims import elementwise as ew
 from jx.prims import reductions as rd
@@ -49,6 +50,12 @@ _OP = {"sum": ew.add, "prod": ew.mul, "max": ew.max_, "min": ew.min_}
 
 def _one(prim, *args, **params):
     return bind(prim, *args, **params)[0]
+
+
+def _iota(like, shape, dimension):
+    """An int32 iota staged with `like` (a constant would be baked into the program)."""
+    return bind_like((like,), st.iota, dtype=np.dtype(np.int32), shape=tuple(shape),
+                     dimension=dimension)[0]
 
 
 def _shape(x):
@@ -109,7 +116,7 @@ def _van_herk(y, kind, axis, w):
     both = _one(_OP[kind], head, tail)
     if kind in ("max", "min"):            # idempotent: a block start's window is one block
         return both
-    i = _one(st.iota, dtype=np.dtype(np.int32), shape=_shape(head), dimension=axis)
+    i = _iota(head, _shape(head), axis)
     start = _one(ew.eq, _one(ew.rem, i, W.full(i, _shape(i), w, np.int32)),
                  W.full(i, _shape(i), 0, np.int32))
     return _one(ew.select, start, head, both)
@@ -200,23 +207,43 @@ def scatter_staged(source, x, select, p):
         kept = _one(_keeps(select), cur, xk)
         cur = _one(ew.select, kept, cur, xk)
         chosen = _one(ew.select, kept, chosen, W.full(x, shape, k, i32))
-    zeros = W.full(source, shape, 0, source.dtype)
     padded = _shape(xp)
-    acc = None
-    for k, pos in enumerate(W.tap_positions(p["window_dimensions"])):
-        mine = _one(ew.select, _one(ew.eq, chosen, W.full(x, shape, k, i32)), source, zeros)
-        config = []
-        for j, r, m, s, n in zip(pos, p["window_dilation"], shape, p["window_strides"], padded):
-            lo = j * r
-            config.append((lo, n - lo - ((m - 1) * s + 1), s - 1))
-        spread = _one(st.pad, mine, np.zeros((), source.dtype), padding_config=tuple(config))
-        acc = spread if acc is None else _one(ew.add, acc, spread)
+    acc = _scatter_taps(source, _stored(chosen), shape, padded, p)
     # the padded, dilated space back to the operand
     back = W.dilate_pad(acc, 0, [(-lo, -hi) for lo, hi in p["padding"]], (1,) * len(shape_x))
     if any(b > 1 for b in p["base_dilation"]):
         back = _one(st.slice_, back, start_indices=(0,) * len(shape_x),
                     limit_indices=_shape(back), strides=tuple(p["base_dilation"]))
     return back
+
+
+def _stored(v):
+    """v read through a doubling broadcast (sliced back): the fusion pass stores a
+    value that an expanding broadcast reads, so the taps' fold that chose v runs
+    once per window instead of once per tap that reads it."""
+    s = _shape(v)
+    wide = _one(st.broadcast_in_dim, v, shape=s + (2,), broadcast_dimensions=tuple(range(len(s))))
+    one = _one(st.slice_, wide, start_indices=(0,) * (len(s) + 1), limit_indices=s + (1,),
+               strides=(1,) * (len(s) + 1))
+    return _one(st.reshape, one, new_sizes=s)
+
+
+def _scatter_taps(source, chosen, shape, padded, p):
+    """Each tap's chosen sources spread onto the padded operand by a pad with
+    interior padding stride - 1, summed over the taps."""
+    i32 = np.dtype(np.int32)
+    zeros = W.full(source, shape, 0, source.dtype)
+    acc = None
+    for k, pos in enumerate(W.tap_positions(p["window_dimensions"])):
+        mine = _one(ew.select, _one(ew.eq, chosen, W.full(chosen, shape, k, i32)), source,
+                    zeros)
+        config = []
+        for j, r, m, s, n in zip(pos, p["window_dilation"], shape, p["window_strides"], padded):
+            lo = j * r
+            config.append((lo, n - lo - ((m - 1) * s + 1), s - 1))
+        spread = _one(st.pad, mine, np.zeros((), source.dtype), padding_config=tuple(config))
+        acc = spread if acc is None else _one(ew.add, acc, spread)
+    return acc
 
 
 def _gather_rule(eqn):

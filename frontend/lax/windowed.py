@@ -19,7 +19,6 @@ slices; the expand pass and the transformation rules build on them.
 from __future__ import annotations
 
 import itertools
-import math
 import operator
 
 import numpy as np
