@@ -147,6 +147,23 @@ def test_every_block_boundary(rng, monkeypatch, threads, pack_a):
         _check(cf(x, w)[0], x, w, strides, rd, groups)
 
 
+def test_thread_counts_and_repeated_calls(rng, monkeypatch):
+    """One thread, and more threads than cores (more tasks than units: a thread
+    past the scratch slots allocates its own); the same function called again."""
+    if not parallel.available():
+        pytest.skip("no C compiler: no thread pool")
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
+    x, w = _rand(rng, (1, 5, 40, 6), np.float32), _rand(rng, (2, 3, 6, 20), np.float32)
+    cf = _compiled(_f((1, 1), (1, 1), 1), (x, w))
+    try:
+        for n in (1, 3, 7, 2):
+            parallel.set_num_threads(n)
+            _check(cf(x, w)[0], x, w, (1, 1), (1, 1), 1)
+    finally:
+        import os
+        parallel.set_num_threads(int(os.environ.get("JX_NUM_THREADS", os.cpu_count() or 1)))
+
+
 def test_plans_of_the_shapes_that_matter(monkeypatch):
     """The blocking choices: a row of taps is one K segment when it is contiguous
     (one group, no dilation along the last dim), else a tap; a 1x1 stride-1 conv
