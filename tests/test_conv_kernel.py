@@ -128,9 +128,11 @@ SMALL = {"kc": 8, "nc": 32, "mc": 48}
 def test_every_block_boundary(rng, monkeypatch, threads, pack_a):
     """Small blocks: K blocks that split a tap (I > KC) and a row of taps, column
     blocks, slabs of several units and rows cut into chunks; every A tile packed
-    or read in place (short tiles at the end of lhs packed); pool on and off."""
+    or read in place (short tiles at the end of lhs packed); pool on (packing the
+    weights too) and off."""
     monkeypatch.setattr(conv, "OVERRIDE", dict(SMALL))
     monkeypatch.setattr(conv, "PACK_A", pack_a)
+    monkeypatch.setattr(conv, "PACK_THREADS_FROM", 0)       # weights packed by the pool
     monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
     if not threads:
         monkeypatch.setattr(parallel, "available", lambda: False)

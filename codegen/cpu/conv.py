@@ -47,7 +47,7 @@ from jx.prims.convolution import is_canonical
 from . import gemm
 from . import irutil as U
 from . import target, tuning
-from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _sub_fn
+from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _pack_body_fn, _sub_fn
 from .gemm_pieces import Blocking, _c, _declare, _gep, _min, _pad, _vname
 from .opaque import opaque_rule
 
@@ -70,6 +70,9 @@ PACK_A = None
 SLAB = None
 CHUNK = None
 USE_DIRECT = True        # False: conv_direct never takes a conv (tests of this kernel)
+# Packed weights from this size are packed by the pool's threads (a fork-join
+# costs tens of microseconds; 9 MB of 3x3x512x512 weights take about a millisecond).
+PACK_THREADS_FROM = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +296,6 @@ def emit(ctx, kernel) -> None:
     b.position_at_end(ok)
     bp = b.inttoptr(b.and_(b.add(b.ptrtoint(mem, U.I64), _c(63)), _c(-64)), U.PTR)
     scratch = _gep(b, bp, _c(bbytes // item), et)
-    _pack_b(b, mod, et, tag, p, ctx.ptr(rhs), bp)
 
     extra = [v for v in epi.inputs if v is not out] if epi is not None else []
     tail = _epilogue_fn(mod, b.function.name, epi, kernel.root, extra, ctx.consts) \
@@ -304,8 +306,13 @@ def emit(ctx, kernel) -> None:
             b.position_before(entry.instructions[0])
         args = b.alloca(U.PTR, _c(_CTX + len(extra)), name="conv.ctx")
     for i, v in enumerate([ctx.ptr(lhs), cp, bp, scratch, b.inttoptr(tasks, U.PTR),
-                           b.inttoptr(slots, U.PTR)] + [ctx.ptr(v) for v in extra]):
+                           b.inttoptr(slots, U.PTR), ctx.ptr(rhs)] + [ctx.ptr(v) for v in extra]):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
+    nblocks = p.G * p.nkb
+    if threaded and bbytes >= PACK_THREADS_FROM:     # one more fork-join, B packed sooner
+        b.call(pool, [_pack_body_fn(mod, b.function.name, et, tag, p), args, _c(nblocks)])
+    else:
+        _pack_b(b, mod, et, tag, p, ctx.ptr(rhs), bp, _c(0), _c(nblocks))
     sub = _sub_fn(mod, b.function.name, et, tag, p, tail)
     body = _body_fn(mod, b.function.name, p, sub, slot, indexed=threaded)
     if threaded:

@@ -11,8 +11,8 @@ from .gemm_pieces import _c, _declare, _gep, _loop, _micro_fn, _min, _pack_fn, _
     _panel_at
 
 # The context array of the task bodies: X, out, packed B, the scratch slots,
-# tasks, slots, then the epilogue's other inputs.
-_CTX = 6
+# tasks, slots, W, then the epilogue's other inputs.
+_CTX = 7
 
 
 def _kblock(b, p, kb):
@@ -27,16 +27,27 @@ def _kblock(b, p, kb):
     return aoff, wrow, _min(b, _c(p.kcb), b.sub(_c(p.seg), c0))
 
 
-def _pack_b(b, mod, et, tag, p, w, bp) -> None:
-    """Every group's K blocks of W into KC x NR micro-panels, block (g, kb) at
-    (g nkb + kb) bstride (serially: B is small next to the conv)."""
+def _pack_b(b, mod, et, tag, p, w, bp, lo, hi) -> None:
+    """Blocks lo..hi (flat over groups, then K blocks) of W into KC x NR
+    micro-panels, block (g, kb) at (g nkb + kb) bstride."""
     pack = _pack_rows_fn(mod, et, tag, p.blk.nr, p.O)
-    with _loop(b, 0, p.G, 1, "pg") as g:
-        with _loop(b, 0, p.nkb, 1, "pkb") as kb:
-            _, wrow, kc = _kblock(b, p, kb)
-            src = _gep(b, w, b.add(b.mul(wrow, _c(p.O)), b.mul(g, _c(p.Og))), et)
-            dst = _gep(b, bp, b.mul(b.add(b.mul(g, _c(p.nkb)), kb), _c(p.bstride)), et)
-            pack(b, dst, src, _c(p.Og), kc)
+    with _loop(b, lo, hi, 1, "pb") as blk:
+        g = b.udiv(blk, _c(p.nkb))
+        _, wrow, kc = _kblock(b, p, b.urem(blk, _c(p.nkb)))
+        src = _gep(b, w, b.add(b.mul(wrow, _c(p.O)), b.mul(g, _c(p.Og))), et)
+        pack(b, _gep(b, bp, b.mul(blk, _c(p.bstride)), et), src, _c(p.Og), kc)
+
+
+def _pack_body_fn(mod, kname, et, tag, p):
+    """body(args, lo, hi): _pack_b of blocks lo..hi, for the pool (W at args[_CTX - 1])."""
+    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]), f"{kname}.conv.pack")
+    fn.linkage = "internal"
+    args, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bp, w = (b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR) for i in (2, _CTX - 1))
+    _pack_b(b, mod, et, tag, p, w, bp, lo, hi)
+    b.ret_void()
+    return fn
 
 
 def _sub_fn(mod, kname, et, tag, p, tail):
