@@ -108,20 +108,6 @@ def _lenet(use_jx: bool):
     return suite.load("lenet", use_jx, suite.PROGRAMS)
 
 
-def _has_maxpool() -> bool:
-    from jx.example_libraries import stax
-    try:
-        stax.MaxPool((2, 2))
-    except NotImplementedError:
-        return False
-    return True
-
-
-# until stax.MaxPool lands (the windowed reductions' layers): then unconditional
-needs_maxpool = pytest.mark.skipif(not _has_maxpool(), reason="jx's stax has no MaxPool yet")
-
-
-@needs_maxpool
 def test_lenet_trains_on_jx():
     """The issue's requirement: the stax CNN trains on synthetic data, its loss
     decreasing step after step (one batch, plain SGD), the first loss being
@@ -139,7 +125,6 @@ def test_lenet_trains_on_jx():
     assert losses[-1] < losses[0] - 0.01, losses
 
 
-@needs_maxpool
 def test_lenet_step_agrees_with_jax():
     pytest.importorskip("jax")
     r = suite.bench_case(SMALL["LeNet training step"], 0, 0.002, True, LIMITS)
