@@ -14,7 +14,8 @@ so GEMM's in-place micro-kernel reads them where they lie (am = stride_d C,
 ak = 1). With one group and no dilation along the last spatial dim, the taps
 along it are contiguous too, and a K block spans a whole row of taps (K_d I).
 B, the weights, is packed once per call into KC x NR micro-panels (shared
-read-only by every task); C is the output, O apart per pixel. One task:
+read-only by every task; by the pool's threads when large); C is the output, O
+apart per pixel; MR is fitted to the row (blocking). One task:
 
     for slab of units (a unit: an output row, or a chunk of one):
       for group g, for column block jc (all Og when B fits L2):
