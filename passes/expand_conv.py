@@ -67,7 +67,17 @@ def _to_out(y, out_spec):
 
 # ------------------------------------------------------------------ kernel form
 
+# Whether the CPU kernels supply the zeros of non-negative padding themselves (then
+# lhs reaches them unpadded: a padded copy costs as much as a depthwise layer).
+KERNEL_PADS = False
+
+
 def _kernel_form(lhs, rhs, p, dt):
+    pads = tuple(tuple(x) for x in p["padding"])
+    inner = KERNEL_PADS and all(lo >= 0 and hi >= 0 for lo, hi in pads) and \
+        all(d == 1 for d in p["lhs_dilation"])
+    if inner:                                  # the kernel pads; _canonical_order must not
+        p = dict(p, padding=((0, 0),) * len(pads))
     x, w, G = _canonical_order(lhs, rhs, p)
     d = x.ndim - 2
     if x.dtype != dt:
@@ -75,7 +85,7 @@ def _kernel_form(lhs, rhs, p, dt):
     x = jnp.transpose(x, (0,) + tuple(range(2, d + 2)) + (1,))        # (N, S..., C)
     w = jnp.transpose(w, tuple(range(2, d + 2)) + (1, 0))             # (K..., I, O)
     y = _one(cv.conv_general_dilated, x, w, window_strides=tuple(p["window_strides"]),
-             padding=((0, 0),) * d, lhs_dilation=(1,) * d,
+             padding=pads if inner else ((0, 0),) * d, lhs_dilation=(1,) * d,
              rhs_dilation=tuple(p["rhs_dilation"]),
              dimension_numbers=cv.channels_last_numbers(d), feature_group_count=G,
              batch_group_count=1, preferred_element_type=None)
@@ -188,7 +198,9 @@ def _float_kernel_dtype(lhs_dt, p):
 
 def conv_rule(eqn):
     """EXPANSIONS entry: None for a convolution already in the kernels' form."""
-    if cv.is_canonical(eqn) and not _weight_gradient_like(eqn):
+    padded = any(tuple(x) != (0, 0) for x in eqn.params["padding"])
+    if cv.is_canonical(eqn) and not _weight_gradient_like(eqn) and \
+            (KERNEL_PADS or not padded):
         return None
     p = dict(eqn.params)
     lhs, rhs = eqn.inputs

@@ -291,7 +291,7 @@ def test_non_canonical_convs_are_refused():
             params=p, inputs=var[:2], outputs=var[2:], source=None))
     good = eqn((1, 5, 5, 2), (3, 3, 2, 4), (1, 3, 3, 4))
     conv._check(good)
-    for bad in (eqn((1, 5, 5, 2), (3, 3, 2, 4), (1, 5, 5, 4), padding=((1, 1), (1, 1))),
+    for bad in (eqn((1, 5, 5, 2), (3, 3, 2, 4), (1, 5, 5, 4), padding=((-1, 1), (1, 1))),
                 eqn((1, 5, 5, 2), (3, 3, 2, 4), (1, 5, 5, 4), lhs_dilation=(2, 1)),
                 eqn((1, 2, 5, 5), (4, 2, 3, 3), (1, 4, 3, 3),
                     dimension_numbers=((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)))):

@@ -181,15 +181,16 @@ def channels_last_numbers(d: int) -> tuple:
 
 
 def is_canonical(eqn) -> bool:
-    """The form the expand pass leaves for the CPU kernels: channels-last numbers, no
-    padding, no lhs dilation, no batch groups, float32/float64 throughout (strides,
-    rhs dilation and feature groups stay)."""
+    """The form the expand pass leaves for the CPU kernels: channels-last numbers,
+    padding >= 0 (zeros the kernels supply: no padded copy of lhs is made), no lhs
+    dilation, no batch groups, float32/float64 throughout (strides, rhs dilation
+    and feature groups stay)."""
     p = eqn.params
     lhs, rhs = eqn.inputs
     d = lhs.aval.ndim - 2
     dt = lhs.aval.dtype
     return (d >= 1 and tuple(map(tuple, p["dimension_numbers"])) == channels_last_numbers(d)
-            and all(tuple(x) == (0, 0) for x in p["padding"])
+            and all(lo >= 0 and hi >= 0 for lo, hi in p["padding"])
             and all(x == 1 for x in p["lhs_dilation"]) and p["batch_group_count"] == 1
             and dt in (np.dtype(np.float32), np.dtype(np.float64)) and rhs.aval.dtype == dt
             and eqn.outputs[0].aval.dtype == dt)
