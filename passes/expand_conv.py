@@ -41,11 +41,22 @@ def _pad(x, config):
     return _one(st.pad, x, zero, padding_config=tuple(config))
 
 
+def _pad_in_layout(lhs, p):
+    """lhs padded and dilated along its spatial dims, in its own layout."""
+    lspec = p["dimension_numbers"][0]
+    config = [(0, 0, 0)] * lhs.ndim
+    for d, (lo, hi), ld in zip(lspec[2:], p["padding"], p["lhs_dilation"]):
+        config[d] = (lo, hi, ld - 1)
+    return _pad(lhs, config) if any(c != (0, 0, 0) for c in config) else lhs
+
+
 def _canonical_order(lhs, rhs, p):
     """lhs as (N', B*C..., S...) -> (N', C', S...) with batch groups folded into
-    feature groups, padded and dilated; rhs as (O, I, K...); and the group count."""
+    feature groups, padded and dilated; rhs as (O, I, K...); and the group count.
+    (Padded before it is transposed: a pad read through transposes on both sides
+    is a gather, not a copy of rows.)"""
     lspec, rspec, _ = p["dimension_numbers"]
-    x = jnp.transpose(lhs, lspec)                          # (N, C, S...)
+    x = jnp.transpose(_pad_in_layout(lhs, p), lspec)       # (N, C, S...)
     w = jnp.transpose(rhs, rspec)                          # (O, I, K...)
     B, G = p["batch_group_count"], p["feature_group_count"]
     if B > 1:       # lhs batch group b feeds out features [b O/B, (b+1) O/B): a feature group
@@ -53,10 +64,6 @@ def _canonical_order(lhs, rhs, p):
         x = jnp.reshape(x, (B, n // B) + x.shape[1:])
         x = jnp.reshape(jnp.swapaxes(x, 0, 1), (n // B, B * c) + x.shape[3:])
         G = B
-    config = [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
-                                       zip(p["padding"], p["lhs_dilation"])]
-    if any(c != (0, 0, 0) for c in config):
-        x = _pad(x, config)
     return x, w, G
 
 
@@ -110,11 +117,7 @@ def _in_layout(lhs, rhs, p):
         iota = tuple(range(x.ndim))
         return x, w, iota, iota, G
     lspec, rspec, _ = p["dimension_numbers"]
-    config = [(0, 0, 0)] * lhs.ndim
-    for d, (lo, hi), ld in zip(lspec[2:], p["padding"], p["lhs_dilation"]):
-        config[d] = (lo, hi, ld - 1)
-    x = _pad(lhs, config) if any(c != (0, 0, 0) for c in config) else lhs
-    return x, rhs, tuple(lspec), tuple(rspec), p["feature_group_count"]
+    return _pad_in_layout(lhs, p), rhs, tuple(lspec), tuple(rspec), p["feature_group_count"]
 
 
 def _dot_forms(lhs, rhs, p, by_position: bool):
