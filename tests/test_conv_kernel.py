@@ -137,7 +137,7 @@ def test_every_block_boundary(rng, monkeypatch, threads, pack_a):
     if not threads:
         monkeypatch.setattr(parallel, "available", lambda: False)
     cases = [(np.float32, (2, (7, 19), 20, (2, 3), 37, (1, 2), None, 1), None, None),
-             (np.float64, (1, (9, 23), 12, (3, 2), 10, (2, 1), (1, 2), 2), 3, 5),
+             (np.float64, (1, (9, 23), 40, (3, 2), 10, (2, 1), (1, 2), 2), 3, 5),   # I 20: taps split
              (np.float32, (3, (26,), 9, (3,), 70, (1,), None, 1), 2, None)]
     for dt, (n, space, c, kernel, o, strides, rd, groups), slab, chunk in cases:
         monkeypatch.setattr(conv, "SLAB", slab)
