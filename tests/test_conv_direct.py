@@ -9,6 +9,7 @@ import pytest
 import jx
 import jx.lax
 from jx.codegen.cpu import conv_direct, opaque, parallel
+from jx.passes import expand_conv
 from jx.prims.convolution import _conv, channels_last_numbers
 
 DN = {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC"), 3: ("NDHWC", "DHWIO", "NDHWC")}
@@ -20,22 +21,41 @@ class _Seen(Exception):
 
 @pytest.fixture
 def direct(monkeypatch):
-    """Every conv kernel compiled through conv_direct (and asserted to suit it)."""
+    """Every conv kernel compiled through conv_direct (and asserted to suit it); the
+    padding of each kernel compiled, listed. Padded convs reach the kernel unpadded
+    (expand_conv.KERNEL_PADS)."""
+    seen = []
+
     def rule(ctx, kernel):
         assert conv_direct.suits(kernel), kernel.root.params
+        seen.append(tuple(map(tuple, kernel.root.params["padding"])))
         conv_direct.emit(ctx, kernel)
     monkeypatch.setitem(opaque.OPAQUE, "conv_general_dilated", rule)
+    monkeypatch.setattr(expand_conv, "KERNEL_PADS", True)
+    return seen
 
 
-def _conv_fn(d, st, dil, G):
+def _conv_fn(d, st, dil, G, pad="VALID"):
     return lambda x, w: jx.lax.conv_general_dilated(
-        x, w, st, "VALID", rhs_dilation=dil, dimension_numbers=DN[d], feature_group_count=G)
+        x, w, st, pad, rhs_dilation=dil, dimension_numbers=DN[d], feature_group_count=G)
 
 
-def loop_reference(x, w, st, dil, G):
+def same_pads(S, K, st, dil):
+    """SAME padding (lo, hi) per spatial dim, as lax computes it."""
+    out = []
+    for s, k, t, r in zip(S, K, st, dil):
+        total = max((-(-s // t) - 1) * t + (k - 1) * r + 1 - s, 0)
+        out.append((total // 2, total - total // 2))
+    return out
+
+
+def loop_reference(x, w, st, dil, G, pads=None):
     """out[n, q..., o] = sum over taps k and group channels i of
-    x[n, q s + k r, g(o) I + i] w[k, i, o], one tap and one channel at a time."""
+    x[n, q s + k r, g(o) I + i] w[k, i, o], one tap and one channel at a time (x
+    zero-padded by pads first)."""
     d = x.ndim - 2
+    if pads is not None:
+        x = np.pad(x, [(0, 0)] + [tuple(p) for p in pads] + [(0, 0)])
     K, (I, O) = w.shape[:d], w.shape[d:]
     Og = O // G
     Q = [(s - (k - 1) * r - 1) // t + 1 for s, k, r, t in zip(x.shape[1:-1], K, dil, st)]
@@ -52,14 +72,20 @@ def loop_reference(x, w, st, dil, G):
     return out
 
 
-def _run(xshape, kshape, I, O, G, st, dil, dt, seed=0):
+def _run(xshape, kshape, I, O, G, st, dil, dt, seed=0, pad=None, seen=None):
+    """pad: None (VALID), "SAME" or (lo, hi) pairs; seen (the direct fixture's list):
+    the kernel is checked to have got that padding itself."""
     d = len(kshape)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(xshape).astype(dt)
     w = rng.standard_normal(tuple(kshape) + (I, O)).astype(dt)
-    got = np.asarray(jx.jit(_conv_fn(d, st, dil, G))(x, w))
-    ref = _conv(x, w, st, [(0, 0)] * d, (1,) * d, dil, channels_last_numbers(d), G, 1)
-    loops = loop_reference(x, w, st, dil, G)
+    pads = [(0, 0)] * d if pad is None else \
+        same_pads(xshape[1:-1], kshape, st, dil) if pad == "SAME" else [tuple(p) for p in pad]
+    got = np.asarray(jx.jit(_conv_fn(d, st, dil, G, pad or "VALID"))(x, w))
+    if seen is not None:
+        assert seen and seen[-1] == tuple(pads), (seen, pads)
+    ref = _conv(x, w, st, pads, (1,) * d, dil, channels_last_numbers(d), G, 1)
+    loops = loop_reference(x, w, st, dil, G, pads)
     assert got.shape == ref.shape == loops.shape and got.dtype == dt
     # a sum of T I products of unit normals: errors grow with sqrt(T I)
     scale = np.sqrt(np.prod(kshape) * I)
@@ -167,3 +193,78 @@ def test_direct_conv_narrow_vectors(direct, monkeypatch, case, vbytes):
     """Plans for SSE and AVX2 hosts (16 registers, 4 or 8 float32 lanes)."""
     monkeypatch.setattr(conv_direct.target, "vector_bytes", lambda cpu: vbytes)
     _run(*case, np.float64 if vbytes == 16 else np.float32)
+
+
+# padded convs: the kernel reads lhs unpadded and supplies the zeros. (lhs shape,
+# kernel window, I, O, G, strides, rhs dilation, padding: "SAME" or (lo, hi) pairs)
+PADDED = [
+    # d = 1: SAME signals (taps sharing loads, pixels form), asymmetric pads, pads
+    # larger than the window (outputs reading only zeros), strides and dilation
+    ((1, 300, 1), (7,), 1, 1, 1, (1,), (1,), "SAME"),
+    ((1, 260, 1), (20,), 1, 2, 1, (1,), (3,), "SAME"),
+    ((2, 90, 1), (17,), 1, 3, 1, (1,), (1,), [(20, 25)]),
+    ((2, 50, 3), (5,), 3, 2, 1, (2,), (3,), [(4, 1)]),
+    ((2, 41, 2), (2,), 1, 4, 2, (3,), (1,), [(0, 5)]),
+    ((2, 45, 24), (3,), 1, 24, 24, (2,), (2,), [(3, 0)]),
+    ((2, 45, 24), (3,), 1, 24, 24, (1,), (1,), "SAME"),
+    ((1, 5, 1), (7,), 1, 1, 1, (1,), (1,), [(8, 9)]),
+    ((2, 6, 16), (3,), 1, 16, 16, (2,), (1,), [(9, 7)]),
+    ((1, 100, 8), (80,), 1, 8, 8, (1,), (1,), "SAME"),       # taps looped (80 > UNROLL)
+    # d = 2: depthwise SAME (all taps unrolled: rows dispatched), multipliers,
+    # I = 2 groups, pixels-form images, a 9x9 window (leading taps looped), pads
+    # larger than the image
+    ((2, 9, 11, 20), (3, 3), 1, 20, 20, (1, 1), (1, 1), "SAME"),
+    ((2, 9, 11, 20), (3, 3), 1, 40, 20, (2, 1), (1, 2), [(1, 2), (3, 0)]),
+    ((1, 7, 9, 7), (2, 3), 1, 7, 7, (3, 2), (1, 1), [(4, 4), (0, 3)]),
+    ((2, 8, 9, 8), (3, 3), 2, 8, 4, (1, 1), (1, 1), "SAME"),
+    ((1, 7, 8, 4), (3, 3), 1, 64, 4, (1, 1), (1, 1), "SAME"),
+    ((2, 10, 13, 3), (2, 2), 1, 3, 3, (3, 3), (1, 1), [(5, 1), (2, 6)]),
+    ((1, 9, 10, 2), (3, 2), 2, 4, 1, (1, 2), (2, 1), "SAME"),
+    ((1, 14, 15, 16), (9, 9), 1, 16, 16, (1, 1), (1, 1), "SAME"),
+    ((1, 12, 13, 1), (5, 5), 1, 1, 1, (2, 1), (1, 2), "SAME"),
+    ((2, 16, 40, 1), (3, 3), 1, 1, 1, (1, 1), (1, 1), "SAME"),
+    ((1, 6, 7, 16), (3, 3), 1, 16, 16, (1, 1), (1, 1), [(6, 6), (7, 7)]),
+    ((1, 3, 4, 2), (2, 2), 1, 2, 2, (2, 2), (2, 2), [(5, 4), (3, 6)]),
+    # d = 3
+    ((2, 5, 6, 7, 12), (2, 3, 2), 1, 24, 12, (1, 2, 1), (2, 1, 1), "SAME"),
+    ((1, 6, 5, 9, 2), (2, 2, 3), 2, 2, 1, (1, 1, 2), (1, 2, 1), [(1, 1), (2, 0), (0, 3)]),
+    ((1, 5, 6, 7, 16), (3, 3, 3), 1, 16, 16, (1, 1, 1), (1, 1, 1), "SAME"),
+    ((1, 4, 5, 6, 1), (3, 3, 3), 1, 1, 1, (2, 1, 1), (1, 1, 2), [(2, 3), (1, 1), (4, 0)]),
+]
+
+
+def _pid(c):
+    return "x".join(map(str, c[0])) + f"_k{c[1]}_" + \
+        ("same" if c[-1] == "SAME" else "p" + "".join(f"{lo}{hi}" for lo, hi in c[-1]))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", PADDED, ids=_pid)
+def test_direct_conv_padded(direct, case, dt):
+    *shape, pad = case
+    _run(*shape, dt, pad=pad, seen=direct)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", [c + ("SAME",) for c in THREADED] +
+                         [((1, 4000, 2), (9,), 2, 2, 1, (2,), (1,), [(300, 200)])], ids=_pid)
+def test_direct_conv_padded_threads(direct, case, threads):
+    """Pixel blocks of one row split over tasks: a task's range may start or end in
+    a border."""
+    before = parallel.num_threads()
+    parallel.set_num_threads(threads)
+    try:
+        *shape, pad = case
+        _run(*shape, np.float32, seed=threads, pad=pad, seen=direct)
+    finally:
+        if before:
+            parallel.set_num_threads(before)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("vbytes", [16, 32])
+@pytest.mark.parametrize("case", [PADDED[i] for i in (1, 3, 6, 11, 13, 18, 24)], ids=_pid)
+def test_direct_conv_padded_narrow_vectors(direct, monkeypatch, case, vbytes):
+    monkeypatch.setattr(conv_direct.target, "vector_bytes", lambda cpu: vbytes)
+    *shape, pad = case
+    _run(*shape, np.float64 if vbytes == 16 else np.float32, pad=pad, seen=direct)

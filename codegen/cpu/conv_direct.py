@@ -24,6 +24,16 @@ be mostly empty, and the sums are written out directly instead, in one of two fo
 The channels form unrolls its taps (up to UNROLL per input channel; the leading tap
 dims loop when a window is larger). Tails (a last channel block, the last pixels of a row) use
 masked loads and stores, so nothing is read or written outside the buffers.
+Padding (lo, hi >= 0 per spatial dim: the canonical form's zeros) is supplied here,
+lhs read unpadded and never outside: along the leading dims each row computes the
+range of taps that read inside lhs and loops over those only (the channels form,
+whose leading taps are unrolled, runs the rows whose taps all read inside as without
+padding, the others with those taps looped); along the last dim a row's pixels split
+into an interior, where every tap reads inside and the vector loops run as without
+padding, and its borders, taken one pixel at a time: in the channels form the same
+code with each tap's loads masked off when it reads padding, in the pixels form
+scalars over the taps in range. A tap reading padding adds nothing (an output all of
+whose taps do is 0).
 Threads split the output rows (n, o_1 .. o_{d-1}) and, when there are few rows (a
 single long signal), each row into blocks of pixels.
 
@@ -43,7 +53,7 @@ from jx.prims.convolution import is_canonical
 from . import irutil as U
 from . import target, tuning
 from .conv_direct_ir import (_add, _c, _fma, _interleave, _mul, _pick, _splat,
-                             _vload, _vstore, _vt)
+                             _vload, _vload_if, _vstore, _vt)
 
 UNROLL = 64          # taps x input channels written out straight in the inner loop
 GROUP_LIMIT = 32     # I * Og up to which the direct kernel beats a GEMM (see suits)
@@ -71,6 +81,7 @@ class Geometry:
         self.Og = self.O // self.G if self.G else 0
         self.st = tuple(int(s) for s in p["window_strides"])
         self.dil = tuple(int(r) for r in p["rhs_dilation"])
+        self.pad = tuple((int(lo), int(hi)) for lo, hi in p["padding"])
         self.shapes = (xs, ws, os_)
 
     @property
@@ -88,6 +99,14 @@ class Geometry:
     def tap_delta(self, k) -> int:
         """lhs offset of tap k (a full index) from the window's origin."""
         return sum(kj * r * self.xstride(j) for j, (kj, r) in enumerate(zip(k, self.dil)))
+
+    def interior(self, j: int):
+        """[lo, hi): the outputs along spatial dim j all of whose taps read inside lhs
+        (q s - pad_lo >= 0 and q s + (K - 1) r - pad_lo < S), lo <= hi <= Q."""
+        plo, s, r = self.pad[j][0], self.st[j], self.dil[j]
+        lo = min(-(-plo // s), self.Q[j])
+        hi = (self.S[j] - 1 + plo - (self.K[j] - 1) * r) // s + 1
+        return lo, min(max(hi, lo), self.Q[j])
 
     def tap_index(self, k) -> int:
         """Flat index of tap k in the (K...) dims of rhs."""
@@ -177,50 +196,108 @@ class Plan:
         self.tasks = g.rows * self.nch
 
 
+def _tap_bounds(b, g: Geometry, j: int, q):
+    """[lo, hi) of the taps k along spatial dim j that read inside lhs from output
+    index q (an i64 value): 0 <= q s + k r - pad_lo < S. Ints where no padding on that
+    side makes them 0 and K; hi <= lo when every tap reads padding."""
+    plo, phi = g.pad[j]
+    s, r, K = g.st[j], g.dil[j], g.K[j]
+    lo, hi = 0, K
+    if plo:
+        n = b.sub(U.i64(plo), _mul(b, q, s))            # > 0: the first taps read padding
+        n = b.select(b.icmp_signed(">", n, U.i64(0)), n, U.i64(0))
+        lo = n if r == 1 else b.udiv(b.add(n, U.i64(r - 1)), U.i64(r))
+    if phi:
+        m = b.sub(U.i64(g.S[j] - 1 + plo), _mul(b, q, s))  # the last tap's k r at most
+        top = b.add(m if r == 1 else b.sdiv(m, U.i64(r)), U.i64(1))
+        top = b.select(b.icmp_signed("<", top, U.i64(K)), top, U.i64(K))
+        hi = b.select(b.icmp_signed("<", m, U.i64(0)), U.i64(0), top)
+    return lo, hi
+
+
 @contextmanager
-def _tap_loops(b, g: Geometry, split: int):
-    """Runtime loops over the leading `split` tap dims; yields (lhs offset, rhs tap
-    index) of the loops' position (0, 0 without loops)."""
+def _tap_loops(b, g: Geometry, split: int, bounds=None):
+    """Runtime loops over the leading `split` tap dims, dim j over bounds[j] (a
+    [lo, hi) pair, for the dims bounds has) or all K_j; yields (lhs offset, rhs tap
+    index, tap indices) of the loops' position (0, 0, [] without loops)."""
     if split == 0:
-        yield 0, 0
+        yield 0, 0, []
         return
-    with U.loop_nest(b, list(g.K[:split]), "tap") as ks:
+    stack, ks = [], []
+    try:
+        for j in range(split):
+            lo, hi = bounds[j] if bounds is not None and j < len(bounds) else (0, g.K[j])
+            cm = U.for_range(b, g.K[j], f"tap{j}") if (lo, hi) == (0, g.K[j]) else \
+                U.for_between(b, _c(lo), _c(hi), f"tap{j}")
+            ks.append(cm.__enter__())
+            stack.append(cm)
         delta, widx = 0, 0
         for j, kj in enumerate(ks):
             delta = _add(b, delta, _mul(b, kj, g.dil[j] * g.xstride(j)))
             widx = _add(b, widx, _mul(b, kj, math.prod(g.K[j + 1:])))
-        yield delta, widx
+        yield delta, widx, ks
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
 
 
 def _inner_taps(g: Geometry, split: int):
-    """(lhs offset, rhs tap index) of each unrolled tap, relative to the loops'."""
+    """(lhs offset, rhs tap index, last-dim tap index) of each unrolled tap, relative
+    to the loops' (the last-dim index None when the loops cover that dim)."""
     out = []
     for k in itertools.product(*map(range, g.K[split:])):
         full = (0,) * split + k
-        out.append((g.tap_delta(full), g.tap_index(full)))
+        out.append((g.tap_delta(full), g.tap_index(full), k[-1] if k else None))
     return out
 
 
-def _accumulate(b, g: Geometry, plan: Plan, accs: list, step):
-    """accs after every tap: step(accs, delta, widx, hoisted_index) per unrolled tap,
-    inside runtime loops over the leading tap dims when there are any."""
-    inner = _inner_taps(g, plan.split)
-    if plan.split == 0:
-        for t, (delta, widx) in enumerate(inner):
-            accs = step(accs, delta, widx, t)
+def _accumulate(b, g: Geometry, split: int, accs: list, step, bounds=None):
+    """accs after every tap: step(accs, delta, widx, hoisted_index, kd) per unrolled
+    tap (kd: its index along the last spatial dim, an int or a loop's value), inside
+    runtime loops over the leading `split` tap dims (over bounds[j] for j < len(bounds)
+    when given) when there are any."""
+    inner = _inner_taps(g, split)
+    if split == 0:
+        for t, (delta, widx, kd) in enumerate(inner):
+            accs = step(accs, delta, widx, t, kd)
         return accs
     slots = []
     for a in accs:
         s = U.alloca_entry(b, a.type, "acc")
         b.store(a, s)
         slots.append(s)
-    with _tap_loops(b, g, plan.split) as (d0, w0):
+    with _tap_loops(b, g, split, bounds) as (d0, w0, ks):
         cur = [b.load(s) for s in slots]
-        for delta, widx in inner:
-            cur = step(cur, _add(b, d0, delta), _add(b, w0, widx), None)
+        for delta, widx, kd in inner:
+            cur = step(cur, _add(b, d0, delta), _add(b, w0, widx), None,
+                       ks[-1] if kd is None else kd)
         for s, a in zip(slots, cur):
             b.store(a, s)
     return [b.load(s) for s in slots]
+
+
+@contextmanager
+def _borders(b, start, a, z, stop):
+    """A loop over the pixels [start, a) and [z, stop) (a row's border pixels);
+    yields each pixel's index."""
+    nl = b.sub(a, start)
+    n = b.add(nl, b.sub(stop, z))
+    with U.for_between(b, U.i64(0), n, "edge") as i:
+        yield b.add(i, b.select(b.icmp_signed("<", i, nl), start, b.sub(z, nl)))
+
+
+def _split_row(b, g: Geometry, start, stop):
+    """(a, z): [start, stop) cut into the left border [start, a), the interior [a, z)
+    (every tap reads inside lhs along the last spatial dim) and the right border
+    [z, stop); None when the last dim has no padding (all interior)."""
+    if g.pad[-1] == (0, 0):
+        return None
+    lo, hi = g.interior(g.d - 1)
+
+    def clamp(v):
+        v = b.select(b.icmp_signed("<", start, U.i64(v)), U.i64(v), start)
+        return b.select(b.icmp_signed("<", v, stop), v, stop)
+    return clamp(lo), clamp(hi)
 
 
 # ------------------------------------------------------------------ the kernel
@@ -285,15 +362,36 @@ def _rows_fn(module, name, g: Geometry, plan: Plan):
             end = b.add(start, U.i64(plan.cw))
             stop = b.select(b.icmp_signed("<", end, U.i64(qd)), end, U.i64(qd))
         idx = U.delinear(b, row, [g.N] + list(g.Q[:-1]))
+        # lhs offset of the row's window origin (before padding: maybe negative)
         xrow = _mul(b, idx[0], math.prod(g.S) * g.C)
+        xrow = _add(b, xrow, -sum(lo * g.xstride(j) for j, (lo, _) in enumerate(g.pad)))
         for j, oj in enumerate(idx[1:]):
             xrow = _add(b, xrow, _mul(b, oj, g.st[j] * g.xstride(j)))
         orow = _mul(b, row, qd * g.O)
         ptrs = (xp, wp, op)
+        # the taps along the leading dims that read inside lhs from this row
+        bounds = [_tap_bounds(b, g, j, oj) for j, oj in enumerate(idx[1:])]
+        if all((lo, hi) == (0, k) for (lo, hi), k in zip(bounds, g.K)):
+            bounds = None
         if plan.pixels:
-            _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop)
+            _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, bounds)
+        elif bounds is None or plan.split >= g.d - 1:
+            _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, plan.split, bounds)
         else:
-            _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop)
+            # leading taps unrolled: rows that read padding loop over those taps
+            inside = None
+            for (lo, hi), k in zip(bounds, g.K):
+                for v, full in ((lo, 0), (hi, k)):
+                    if not isinstance(v, int):
+                        c = b.icmp_signed("==", v, U.i64(full))
+                        inside = c if inside is None else b.and_(inside, c)
+            with b.if_else(inside) as (then, otherwise):
+                with then:
+                    _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop,
+                                 plan.split, None)
+                with otherwise:
+                    _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop,
+                                 g.d - 1, bounds)
     b.ret_void()
     return fn
 
@@ -314,23 +412,26 @@ def _steps(b, start, stop, unit, name):
 
 # ------------------------------------------------------------------ channels form
 
-def _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop):
-    """Output pixels [start, stop) of one row, vectors along the output channels."""
+def _channel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, split, bounds):
+    """Output pixels [start, stop) of one row, vectors along the output channels;
+    taps looped over the leading `split` dims (bounds: see _accumulate)."""
     W = plan.W
     full, tail = divmod(g.O, W)
     span = W // g.Og * g.I                   # lhs channels a block of W reads
+    args = (b, g, plan, et, ptrs, xrow, orow, start, stop, split, bounds)
     if full:
         with U.for_range(b, full, "cb") as q:
-            _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop,
-                           b.mul(q, U.i64(W)), b.mul(q, U.i64(span)), None, None)
+            _channel_block(*args, b.mul(q, U.i64(W)), b.mul(q, U.i64(span)), None, None)
     if tail:
-        _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop,
-                       full * W, full * span, tail, g.C - full * span)
+        _channel_block(*args, full * W, full * span, tail, g.C - full * span)
 
 
-def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, o0, c0, lanes, chans):
+def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, split, bounds,
+                   o0, c0, lanes, chans):
     """Out channels [o0, o0 + W) (only `lanes` of them in a tail block, reading
-    `chans` lhs channels from c0) of pixels [start, stop)."""
+    `chans` lhs channels from c0) of pixels [start, stop). Border pixels (a tap reads
+    padding along the last dim) one at a time, each tap's load masked off when it
+    reads padding."""
     xp, wp, op = ptrs
     W, I, Og = plan.W, g.I, g.Og
     span = W // Og * I
@@ -341,17 +442,24 @@ def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, o0, c0, lanes,
         return _vload(b, wp, _add(b, _add(b, _mul(b, widx, I * g.O), i * g.O), o0), et, W,
                       lanes)
 
-    hoisted = [weight(widx, i) for _, widx in _inner_taps(g, 0) for i in range(I)] \
-        if plan.hoist else None
-    sd = g.st[-1] * g.C
+    hoisted = [weight(widx, i) for _, widx, _ in _inner_taps(g, 0) for i in range(I)] \
+        if plan.hoist and split == 0 else None
+    s, sd = g.st[-1], g.st[-1] * g.C
+    plo, r, Sd = g.pad[-1][0], g.dil[-1], g.S[-1]
 
-    def pixels(ow, P):
+    def pixels(ow, P, border=False):
         xpix = [_add(b, _add(b, xrow, _mul(b, _add(b, ow, p), sd)), c0) for p in range(P)]
+        pos0 = _add(b, _mul(b, ow, s), -plo) if border else None
 
-        def step(accs, delta, widx, t):
+        def step(accs, delta, widx, t, kd):
             accs = list(accs)
-            chunks = [_vload(b, xp, _add(b, xpix[p], delta), et, span, chans)
-                      for p in range(P)]
+            if border:      # lhs index along the last dim inside [0, S)?
+                pos = _add(b, pos0, _mul(b, kd, r))
+                ok = b.icmp_unsigned("<", _c(pos), U.i64(Sd))
+                chunks = [_vload_if(b, xp, _add(b, xpix[0], delta), et, span, chans, ok)]
+            else:
+                chunks = [_vload(b, xp, _add(b, xpix[p], delta), et, span, chans)
+                          for p in range(P)]
             for i in range(I):
                 wv = hoisted[t * I + i] if t is not None and hoisted else weight(widx, i)
                 for p in range(P):
@@ -359,41 +467,78 @@ def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, o0, c0, lanes,
             return accs
 
         zero = ir.Constant(_vt(et, W), None)
-        accs = _accumulate(b, g, plan, [zero] * P, step)
+        accs = _accumulate(b, g, split, [zero] * P, step, bounds)
         for p in range(P):
             off = _add(b, _add(b, orow, _mul(b, _add(b, ow, p), g.O)), o0)
             _vstore(b, accs[p], op, off, et, lanes)
 
-    with _steps(b, start, stop, plan.P, "pb") as (loop, rest):
+    cut = _split_row(b, g, start, stop)
+    a, z = cut if cut else (start, stop)
+    with _steps(b, a, z, plan.P, "pb") as (loop, rest):
         with loop() as ow:
             pixels(ow, plan.P)
     if plan.P > 1:
-        with U.for_between(b, rest, stop, "px") as ow:
+        with U.for_between(b, rest, z, "px") as ow:
             pixels(ow, 1)
+    if cut:
+        with _borders(b, start, a, z, stop) as ow:
+            pixels(ow, 1, border=True)
 
 
 # ------------------------------------------------------------------ pixels form
 
-def _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop):
-    """Output pixels [start, stop) of one row, vectors along the pixels."""
+def _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, bounds):
+    """Output pixels [start, stop) of one row, vectors along the pixels; the leading
+    tap dims over `bounds` (see _accumulate). Border pixels one at a time
+    (_border_pixel)."""
     W, P = plan.W, plan.P
-    with _steps(b, start, stop, P * W, "pb") as (loop, rest):
+    cut = _split_row(b, g, start, stop)
+    a, z = cut if cut else (start, stop)
+    with _steps(b, a, z, P * W, "pb") as (loop, rest):
         with loop() as ow:
-            _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, None)
+            _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, None, bounds)
     if P > 1:
-        with _steps(b, rest, stop, W, "pv") as (loop, rest2):
+        with _steps(b, rest, z, W, "pv") as (loop, rest2):
             with loop() as ow:
-                _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, 1, None)
+                _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, 1, None, bounds)
     else:
         rest2 = rest
-    with b.if_then(b.icmp_signed("<", rest2, stop)):
-        _pixel_block(b, g, plan, et, ptrs, xrow, orow, rest2, 1, b.sub(stop, rest2))
+    with b.if_then(b.icmp_signed("<", rest2, z)):
+        _pixel_block(b, g, plan, et, ptrs, xrow, orow, rest2, 1, b.sub(z, rest2), bounds)
+    if cut:
+        with _borders(b, start, a, z, stop) as ow:
+            _border_pixel(b, g, et, ptrs, xrow, orow, ow, bounds)
 
 
-def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid):
-    """P vectors of W pixels from ow (the first `valid` of one, at a row's end)."""
+def _border_pixel(b, g, et, ptrs, xrow, orow, ow, bounds):
+    """The O outputs of pixel ow, in scalars, over the taps that read inside lhs (a
+    loop bound per dim)."""
+    xp, wp, op = ptrs
+    C, O, I, Og = g.C, g.O, g.I, g.Og
+    lead = list(bounds) if bounds is not None else [(0, k) for k in g.K[:-1]]
+    slots = []
+    for _ in range(O):
+        sl = U.alloca_entry(b, et, "acc")
+        b.store(ir.Constant(et, 0), sl)
+        slots.append(sl)
+    with _tap_loops(b, g, g.d, lead + [_tap_bounds(b, g, g.d - 1, ow)]) as (d0, w0, _):
+        base = _add(b, _add(b, xrow, _mul(b, ow, g.st[-1] * C)), d0)
+        xs = [U.load(b, xp, _c(_add(b, base, c)), g.dt) for c in range(C)]
+        for o in range(O):
+            acc = b.load(slots[o])
+            for i in range(I):
+                wv = U.load(b, wp, _c(_add(b, _mul(b, w0, I * O), i * O + o)), g.dt)
+                acc = _fma(b, xs[(o // Og) * I + i], wv, acc)
+            b.store(acc, slots[o])
+    for o in range(O):
+        U.store(b, b.load(slots[o]), op, _c(_add(b, orow, _add(b, _mul(b, ow, O), o))), g.dt)
+
+
+def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid, bounds):
+    """P vectors of W pixels from ow (the first `valid` of one, at the interior's
+    end), every tap reading inside lhs along the last dim."""
     if plan.share and valid is None:
-        _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P)
+        _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P, bounds)
         return
     xp, wp, op = ptrs
     W, C, O, I, Og = plan.W, g.C, g.O, g.I, g.Og
@@ -408,10 +553,10 @@ def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid):
         v = U.load(b, wp, _c(_add(b, _mul(b, widx, I * O), i * O + o)), g.dt)
         return _splat(b, v, W)
 
-    hoisted = [weight(widx, i, o) for _, widx in _inner_taps(g, 0)
+    hoisted = [weight(widx, i, o) for _, widx, _ in _inner_taps(g, 0)
                for i in range(I) for o in range(O)] if plan.hoist and nw <= 16 else None
 
-    def step(accs, delta, widx, t):
+    def step(accs, delta, widx, t, kd):
         accs = list(accs)
         xs = []
         for p in range(P):
@@ -428,14 +573,14 @@ def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid):
         return accs
 
     zero = ir.Constant(_vt(et, W), None)
-    accs = _accumulate(b, g, plan, [zero] * (P * O), step)
+    accs = _accumulate(b, g, plan.split, [zero] * (P * O), step, bounds)
     for p in range(P):
         v = _interleave(b, accs[p * O:(p + 1) * O], W)
         off = _add(b, orow, _mul(b, _add(b, ow, p * W), O))
         _vstore(b, v, op, off, et, None if valid is None else b.mul(valid, U.i64(O)))
 
 
-def _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P):
+def _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P, bounds):
     """_pixel_block for one channel at stride 1, full vectors: the last dim's taps
     loop by k0 in [0, W), taps k0 + q W together. Lhs vector m (from ow + k0 r +
     m W) is read once for every (pixel vector p, tap q) with p + q r = m: for a
@@ -451,7 +596,7 @@ def _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P):
         sl = U.alloca_entry(b, _vt(et, W), "acc")
         b.store(zero, sl)
         slots.append(sl)
-    with _tap_loops(b, g, g.d - 1) as (d0, w0):
+    with _tap_loops(b, g, g.d - 1, bounds) as (d0, w0, _):
         for lo, hi, nt in ((0, few, nq), (few, min(W, Kd), nq - 1)):
             if lo >= hi or nt == 0:
                 continue

@@ -53,6 +53,19 @@ def _vload(b, ptr, off, et, n, valid=None):
                        ir.Constant(vt, None)])
 
 
+def _vload_if(b, ptr, off, et, n, valid, ok):
+    """_vload where the i1 `ok` holds, else zeros (nothing read: off may then lie
+    outside the buffer)."""
+    vt = _vt(et, n)
+    mask = _splat(b, ok, n)
+    if valid is not None:
+        mask = b.and_(mask, _mask(b, n, valid))
+    p = _gep(b, ptr, b.select(ok, _c(off), ir.Constant(U.I64, 0)), et)
+    fn = _declare(b.module, f"llvm.masked.load.v{n}{et.intrinsic_name}.p0", vt,
+                  [U.PTR, U.I32, _vt(U.I1, n), vt])
+    return b.call(fn, [p, ir.Constant(U.I32, _size(et)), mask, ir.Constant(vt, None)])
+
+
 def _vstore(b, v, ptr, off, et, valid=None):
     p = _gep(b, ptr, off, et)
     n = v.type.count
