@@ -39,15 +39,17 @@ def _gemm_form(monkeypatch):
     monkeypatch.setattr(conv, "USE_DIRECT", False)
 
 
-def _f(strides, rhs_dilation, groups):
+def _f(strides, rhs_dilation, groups, pads=None):
     d = len(strides)
     return lambda x, w: lax.conv_general_dilated(
-        x, w, strides, "VALID", rhs_dilation=rhs_dilation, dimension_numbers=NUMBERS[d],
-        feature_group_count=groups)
+        x, w, strides, pads or "VALID", rhs_dilation=rhs_dilation,
+        dimension_numbers=NUMBERS[d], feature_group_count=groups)
 
 
-def _loops(x, w, strides, rd, groups):
+def _loops(x, w, strides, rd, groups, pads=None):
     """Direct loops: every output pixel and tap, each group's channels a product."""
+    if pads:
+        x = np.pad(x, [(0, 0)] + list(pads) + [(0, 0)])
     n, *s, c = x.shape
     *k, i, o = w.shape
     og = o // groups
@@ -63,16 +65,16 @@ def _loops(x, w, strides, rd, groups):
     return out
 
 
-def _check(got, x, w, strides, rd, groups):
+def _check(got, x, w, strides, rd, groups, pads=None):
     """got against both references in float64, within the rounding bound of any
     summation order: |err| <= 2 K eps (|x| |w|)."""
     d = len(strides)
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    want = _loops(x64, w64, strides, rd, groups)
-    prim = _conv(x64, w64, strides, [(0, 0)] * d, (1,) * d, rd, channels_last_numbers(d),
-                 groups, 1)
+    want = _loops(x64, w64, strides, rd, groups, pads)
+    prim = _conv(x64, w64, strides, list(pads or [(0, 0)] * d), (1,) * d, rd,
+                 channels_last_numbers(d), groups, 1)
     np.testing.assert_allclose(prim, want, rtol=1e-12, atol=1e-12)
-    bound = _loops(np.abs(x64), np.abs(w64), strides, rd, groups)
+    bound = _loops(np.abs(x64), np.abs(w64), strides, rd, groups, pads)
     got = np.asarray(got)
     assert got.shape == want.shape and got.dtype == x.dtype
     k = max(1, w[..., 0].size)                      # taps x I
@@ -90,11 +92,13 @@ def _compiled(f, args):
     return CompiledFunction(jx.jit(f).lower(*args), "conv_test")
 
 
-def _run(rng, dt, n, space, c, kernel, o, strides, rd=None, groups=1):
+def _run(rng, dt, n, space, c, kernel, o, strides, rd=None, groups=1, pads=None):
     rd = rd or (1,) * len(space)
     x = _rand(rng, (n,) + space + (c,), dt)
     w = _rand(rng, kernel + (c // groups, o), dt)
-    _check(jx.jit(_f(strides, rd, groups))(x, w), x, w, strides, rd, groups)
+    f = _f(strides, rd, groups, pads)
+    got = jx.jit(f)(x, w) if pads is None else _compiled(f, (x, w))(x, w)[0]
+    _check(got, x, w, strides, rd, groups, pads)
 
 
 # (n, space, c, kernel, o, strides, rhs dilation, groups)
@@ -118,6 +122,34 @@ CASES = [
 def test_canonical_convs(rng, dt):
     for n, space, c, kernel, o, strides, rd, groups in CASES:
         _run(rng, dt, n, space, c, kernel, o, strides, rd, groups)
+
+
+# (n, space, c, kernel, o, strides, rhs dilation, groups, padding)
+PADDED = [
+    (2, (9, 11), 8, (3, 3), 20, (1, 1), None, 1, ((1, 1), (1, 1))),     # SAME
+    (1, (7, 6), 12, (3, 2), 9, (2, 1), (1, 2), 3, ((0, 2), (3, 1))),    # groups, dilation
+    (3, (13,), 5, (4,), 7, (3,), (2,), 1, ((5, 0),)),                   # a whole tap in zeros
+    (1, (4, 5, 6), 4, (2, 2, 3), 8, (1, 2, 1), None, 2, ((1, 0), (2, 3), (0, 0))),
+    (2, (2, 3), 3, (3, 3), 4, (1, 1), None, 1, ((2, 2), (0, 1))),       # rows all padding
+    (2, (5, 5), 6, (1, 1), 5, (1, 1), None, 1, ((1, 1), (0, 0))),       # 1x1 (no merged rows)
+]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_padding_the_kernel_supplies(rng, monkeypatch, dt):
+    """Canonical convs may carry padding >= 0 (expand_conv.KERNEL_PADS): the rows
+    are staged with their zeros, a tap's row in the padding all zeros; threaded
+    with small blocks too (slabs, chunks, K blocks splitting taps)."""
+    from jx.passes import expand_conv
+    monkeypatch.setattr(expand_conv, "KERNEL_PADS", True)
+    for case in PADDED:
+        _run(rng, dt, *case)
+    monkeypatch.setattr(conv, "OVERRIDE", {"kc": 8, "nc": 32, "mc": 48})
+    monkeypatch.setattr(conv, "SLAB", 2)
+    monkeypatch.setattr(conv, "CHUNK", 4)
+    monkeypatch.setitem(tuning.OVERRIDE, "gemm_min_work", 1)
+    for case in PADDED[:3]:
+        _run(rng, dt, *case)
 
 
 SMALL = {"kc": 8, "nc": 32, "mc": 48}
