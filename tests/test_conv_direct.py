@@ -8,7 +8,8 @@ import pytest
 
 import jx
 import jx.lax
-from jx.codegen.cpu import conv_direct, opaque, parallel
+from jx.codegen.cpu import conv as _conv_kernel  # noqa: F401  (its rule registered
+from jx.codegen.cpu import conv_direct, opaque, parallel   # before the fixture's)
 from jx.passes import expand_conv
 from jx.prims.convolution import _conv, channels_last_numbers
 
@@ -268,3 +269,43 @@ def test_direct_conv_padded_narrow_vectors(direct, monkeypatch, case, vbytes):
     monkeypatch.setattr(conv_direct.target, "vector_bytes", lambda cpu: vbytes)
     *shape, pad = case
     _run(*shape, np.float64 if vbytes == 16 else np.float32, pad=pad, seen=direct)
+
+
+def _guarded(a, at_end, keep):
+    """A copy of a placed flush against an inaccessible page (after its last byte
+    when at_end, else before its first): a read outside it faults."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    pg = mmap.PAGESIZE
+    pages = -(-a.nbytes // pg) + 2
+    m = mmap.mmap(-1, pages * pg)
+    keep.append(m)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    for at in (base, base + (pages - 1) * pg):
+        assert libc.mprotect(at, pg, 0) == 0
+    off = (pages - 1) * pg - a.nbytes if at_end else pg
+    out = np.frombuffer((ctypes.c_char * a.nbytes).from_address(base + off), a.dtype)
+    out = out.reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="mprotect")
+@pytest.mark.parametrize("case", [PADDED[i] for i in (0, 2, 5, 7, 8, 10, 15, 19, 20, 25)],
+                         ids=_pid)
+def test_direct_conv_padded_reads_inside(direct, case):
+    """lhs between inaccessible pages: the zeros of padding are never read from
+    outside it (a padded border pixel's taps masked off or out of its loops)."""
+    *shape, pad = case
+    xshape, kshape, I, O, G, st, dil = shape
+    d = len(kshape)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xshape).astype(np.float32)
+    w = rng.standard_normal(tuple(kshape) + (I, O)).astype(np.float32)
+    f = jx.jit(_conv_fn(d, st, dil, G, pad))
+    want = np.asarray(f(x, w))
+    keep = []
+    for at_end in (False, True):
+        np.testing.assert_array_equal(np.asarray(f(_guarded(x, at_end, keep), w)), want)

@@ -53,7 +53,7 @@ from jx.prims.convolution import is_canonical
 from . import irutil as U
 from . import target, tuning
 from .conv_direct_ir import (_add, _c, _fma, _interleave, _mul, _pick, _splat,
-                             _vload, _vload_if, _vstore, _vt)
+                             _vload, _vload_if, _vload_mask, _vstore, _vt)
 
 UNROLL = 64          # taps x input channels written out straight in the inner loop
 GROUP_LIMIT = 32     # I * Og up to which the direct kernel beats a GEMM (see suits)
@@ -489,11 +489,25 @@ def _channel_block(b, g, plan, et, ptrs, xrow, orow, start, stop, split, bounds,
 
 def _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, bounds):
     """Output pixels [start, stop) of one row, vectors along the pixels; the leading
-    tap dims over `bounds` (see _accumulate). Border pixels one at a time
-    (_border_pixel)."""
+    tap dims over `bounds` (see _accumulate). With padding along the last dim: the
+    vectors covering the left border, the interior's full vectors, then vectors to
+    the row's end, those masked (each lane reads only inside lhs)."""
     W, P = plan.W, plan.P
     cut = _split_row(b, g, start, stop)
-    a, z = cut if cut else (start, stop)
+    a, z = start, stop
+
+    def masked(lo, name):
+        n = b.sdiv(b.add(b.sub(stop if name == "rv" else cut[0], lo), U.i64(W - 1)),
+                   U.i64(W))
+        with U.for_between(b, U.i64(0), n, name) as j:
+            ow = b.add(lo, b.mul(j, U.i64(W)))
+            _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, 1,
+                         _min(b, U.i64(W), b.sub(stop, ow)), bounds, border=True)
+        return n
+    if cut:
+        nl = masked(start, "lv")
+        a = _min(b, b.add(start, b.mul(nl, U.i64(W))), stop)
+        z = b.select(b.icmp_signed("<", cut[1], a), a, cut[1])
     with _steps(b, a, z, P * W, "pb") as (loop, rest):
         with loop() as ow:
             _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, None, bounds)
@@ -503,40 +517,21 @@ def _pixel_row(b, g, plan, et, ptrs, xrow, orow, start, stop, bounds):
                 _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, 1, None, bounds)
     else:
         rest2 = rest
-    with b.if_then(b.icmp_signed("<", rest2, z)):
-        _pixel_block(b, g, plan, et, ptrs, xrow, orow, rest2, 1, b.sub(z, rest2), bounds)
     if cut:
-        with _borders(b, start, a, z, stop) as ow:
-            _border_pixel(b, g, et, ptrs, xrow, orow, ow, bounds)
+        masked(rest2, "rv")
+    else:
+        with b.if_then(b.icmp_signed("<", rest2, z)):
+            _pixel_block(b, g, plan, et, ptrs, xrow, orow, rest2, 1, b.sub(z, rest2), bounds)
 
 
-def _border_pixel(b, g, et, ptrs, xrow, orow, ow, bounds):
-    """The O outputs of pixel ow, in scalars, over the taps that read inside lhs (a
-    loop bound per dim)."""
-    xp, wp, op = ptrs
-    C, O, I, Og = g.C, g.O, g.I, g.Og
-    lead = list(bounds) if bounds is not None else [(0, k) for k in g.K[:-1]]
-    slots = []
-    for _ in range(O):
-        sl = U.alloca_entry(b, et, "acc")
-        b.store(ir.Constant(et, 0), sl)
-        slots.append(sl)
-    with _tap_loops(b, g, g.d, lead + [_tap_bounds(b, g, g.d - 1, ow)]) as (d0, w0, _):
-        base = _add(b, _add(b, xrow, _mul(b, ow, g.st[-1] * C)), d0)
-        xs = [U.load(b, xp, _c(_add(b, base, c)), g.dt) for c in range(C)]
-        for o in range(O):
-            acc = b.load(slots[o])
-            for i in range(I):
-                wv = U.load(b, wp, _c(_add(b, _mul(b, w0, I * O), i * O + o)), g.dt)
-                acc = _fma(b, xs[(o // Og) * I + i], wv, acc)
-            b.store(acc, slots[o])
-    for o in range(O):
-        U.store(b, b.load(slots[o]), op, _c(_add(b, orow, _add(b, _mul(b, ow, O), o))), g.dt)
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid, bounds):
-    """P vectors of W pixels from ow (the first `valid` of one, at the interior's
-    end), every tap reading inside lhs along the last dim."""
+def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid, bounds, border=False):
+    """P vectors of W pixels from ow (the first `valid` of one, at a row's end). Every
+    tap reads inside lhs along the last dim, or with `border` (one vector) each load
+    is masked to the lanes that do (whose lhs index along that dim is in [0, S))."""
     if plan.share and valid is None:
         _shared_block(b, g, plan, et, ptrs, xrow, orow, ow, P, bounds)
         return
@@ -556,12 +551,21 @@ def _pixel_block(b, g, plan, et, ptrs, xrow, orow, ow, P, valid, bounds):
     hoisted = [weight(widx, i, o) for _, widx, _ in _inner_taps(g, 0)
                for i in range(I) for o in range(O)] if plan.hoist and nw <= 16 else None
 
+    iota = ir.Constant(_vt(U.I64, span), [ir.Constant(U.I64, e) for e in range(span)])
+    pos0 = _add(b, _mul(b, ow, s), -g.pad[-1][0]) if border else None
+
     def step(accs, delta, widx, t, kd):
         accs = list(accs)
         xs = []
         for p in range(P):
             base = _add(b, _add(b, xrow, _mul(b, _add(b, ow, p * W), s * C)), delta)
-            chunk = _vload(b, xp, base, et, span, cvalid)
+            if border:      # lhs elements of this row: [0, S C) from the row's start
+                rel = _mul(b, _add(b, pos0, _mul(b, kd, g.dil[-1])), C)
+                mask = b.icmp_unsigned("<", b.add(iota, _splat(b, _c(rel), span)),
+                                       _splat(b, U.i64(g.S[-1] * C), span))
+                chunk = _vload_mask(b, xp, base, et, span, mask)
+            else:
+                chunk = _vload(b, xp, base, et, span, cvalid)
             xs.append([_pick(b, chunk, picks[c]) for c in range(C)])
         for o in range(O):
             gi = o // Og

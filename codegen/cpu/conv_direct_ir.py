@@ -66,6 +66,16 @@ def _vload_if(b, ptr, off, et, n, valid, ok):
     return b.call(fn, [p, ir.Constant(U.I32, _size(et)), mask, ir.Constant(vt, None)])
 
 
+def _vload_mask(b, ptr, off, et, n, mask):
+    """The lanes `mask` (<n x i1>) of ptr[off:off + n], zeros elsewhere; the others
+    are not read, and may lie outside the buffer (the address is not inbounds)."""
+    vt = _vt(et, n)
+    p = b.gep(ptr, [_c(off)], source_etype=et)
+    fn = _declare(b.module, f"llvm.masked.load.v{n}{et.intrinsic_name}.p0", vt,
+                  [U.PTR, U.I32, _vt(U.I1, n), vt])
+    return b.call(fn, [p, ir.Constant(U.I32, _size(et)), mask, ir.Constant(vt, None)])
+
+
 def _vstore(b, v, ptr, off, et, valid=None):
     p = _gep(b, ptr, off, et)
     n = v.type.count
