@@ -38,30 +38,38 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
     return init_fun, apply_fun
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
-    """A convolution layer with bias; dimension_numbers as lax.conv_general_dilated's
-    strings, e.g. ("NHWC", "HWIO", "NHWC")."""
+def _conv_layer(dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+                shape_tuple, conv):
+    """A convolution-like layer with bias: init from shape_tuple, apply by conv."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
+    strides = strides or (1,) * len(filter_shape)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
     def init_fun(rng, input_shape):
         sizes = iter(filter_shape)
         kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
                         else next(sizes) for c in rhs_spec]
-        output_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides,
-                                                    padding, dimension_numbers)
+        output_shape = shape_tuple(input_shape, kernel_shape, strides, padding,
+                                   dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
-                                        dimension_numbers=dimension_numbers) + b
+        return conv(inputs, W, strides) + b
     return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+    """A convolution layer with bias; dimension_numbers as lax.conv_general_dilated's
+    strings, e.g. ("NHWC", "HWIO", "NHWC")."""
+    one = (1,) * len(filter_shape)
+    return _conv_layer(dimension_numbers, out_chan, filter_shape, strides, padding, W_init,
+                       b_init, lax.conv_general_shape_tuple,
+                       lambda x, W, s: lax.conv_general_dilated(
+                           x, W, s, padding, one, one, dimension_numbers=dimension_numbers))
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -70,26 +78,10 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):
     """A transposed-convolution layer with bias (lax.conv_transpose)."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng, input_shape):
-        sizes = iter(filter_shape)
-        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
-                        else next(sizes) for c in rhs_spec]
-        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
-                                                      padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
-
-    def apply_fun(params, inputs, **kwargs):
-        W, b = params
-        return lax.conv_transpose(inputs, W, strides, padding,
-                                  dimension_numbers=dimension_numbers) + b
-    return init_fun, apply_fun
+    return _conv_layer(dimension_numbers, out_chan, filter_shape, strides, padding, W_init,
+                       b_init, lax.conv_transpose_shape_tuple,
+                       lambda x, W, s: lax.conv_transpose(
+                           x, W, s, padding, dimension_numbers=dimension_numbers))
 
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))

@@ -29,6 +29,7 @@ from .. import dtypes
 from ..core import declare
 from ..errors import ShapeError
 from ..ir import ShapedArray
+from .linalg import preferred_result
 
 
 def dilate(n: int, d: int) -> int:
@@ -117,16 +118,7 @@ def _conv_rule(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
     shape = [0] * lhs.ndim
     for pos, size in zip(ospec, canon):
         shape[pos] = size
-    out = lhs.dtype
-    if preferred_element_type is not None:
-        out = dtypes.check_supported(preferred_element_type)
-        same_kind = dtypes.is_float(lhs.dtype) == dtypes.is_float(out)
-        if out == dtypes.bool_ or (dtypes.is_float(lhs.dtype) and not dtypes.is_float(out)) \
-                or (same_kind and out.itemsize < lhs.dtype.itemsize):
-            raise ShapeError(f"preferred_element_type {out} does not fit operands {lhs}: use a "
-                             "type of the same kind at least as wide (or a float for integer "
-                             "operands)")
-    return ShapedArray(shape, out)
+    return ShapedArray(shape, preferred_result(lhs, preferred_element_type))
 
 
 def dilate_pad(x, dilation, padding, value=0):

@@ -36,17 +36,23 @@ def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type=None):
                              f"of {rhs} ({rhs.shape[b]})")
     shape = ([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in _free(lhs.ndim, lc, lb)]
              + [rhs.shape[d] for d in _free(rhs.ndim, rc, rb)])
-    out = lhs.dtype
-    if preferred_element_type is not None:
-        out = dtypes.check_supported(preferred_element_type)
-        # as in JAX: ints may accumulate into floats; never narrower, never float -> int
-        same_kind = dtypes.is_float(lhs.dtype) == dtypes.is_float(out)
-        if out == dtypes.bool_ or (dtypes.is_float(lhs.dtype) and not dtypes.is_float(out)) \
-                or (same_kind and out.itemsize < lhs.dtype.itemsize):
-            raise ShapeError(f"preferred_element_type {out} does not fit operands {lhs}: "
-                             "use a type of the same kind at least as wide (or a float "
-                             "for integer operands)")
-    return ShapedArray(shape, out)
+    return ShapedArray(shape, preferred_result(lhs, preferred_element_type))
+
+
+def preferred_result(lhs, preferred_element_type):
+    """The result dtype of a product of lhs's dtype accumulated in preferred_element_type
+    (None: lhs's own). As in JAX: ints may accumulate into floats; never narrower,
+    never float -> int."""
+    if preferred_element_type is None:
+        return lhs.dtype
+    out = dtypes.check_supported(preferred_element_type)
+    same_kind = dtypes.is_float(lhs.dtype) == dtypes.is_float(out)
+    if out == dtypes.bool_ or (dtypes.is_float(lhs.dtype) and not dtypes.is_float(out)) \
+            or (same_kind and out.itemsize < lhs.dtype.itemsize):
+        raise ShapeError(f"preferred_element_type {out} does not fit operands {lhs}: "
+                         "use a type of the same kind at least as wide (or a float "
+                         "for integer operands)")
+    return out
 
 
 def _dot(lhs, rhs, dimension_numbers, preferred_element_type=None):
