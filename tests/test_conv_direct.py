@@ -248,7 +248,10 @@ def test_direct_conv_padded(direct, case, dt):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", [c + ("SAME",) for c in THREADED] +
-                         [((1, 4000, 2), (9,), 2, 2, 1, (2,), (1,), [(300, 200)])], ids=_pid)
+                         [((1, 4000, 2), (9,), 2, 2, 1, (2,), (1,), [(300, 200)]),
+                          ((1, 4000, 16), (9,), 1, 16, 16, (1,), (1,), [(70, 90)]),
+                          ((1, 2, 3000, 8), (3, 3), 1, 8, 8, (1, 1), (1, 1), "SAME")],
+                         ids=_pid)
 def test_direct_conv_padded_threads(direct, case, threads):
     """Pixel blocks of one row split over tasks: a task's range may start or end in
     a border."""

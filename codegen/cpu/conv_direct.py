@@ -30,10 +30,11 @@ range of taps that read inside lhs and loops over those only (the channels form,
 whose leading taps are unrolled, runs the rows whose taps all read inside as without
 padding, the others with those taps looped); along the last dim a row's pixels split
 into an interior, where every tap reads inside and the vector loops run as without
-padding, and its borders, taken one pixel at a time: in the channels form the same
-code with each tap's loads masked off when it reads padding, in the pixels form
-scalars over the taps in range. A tap reading padding adds nothing (an output all of
-whose taps do is 0).
+padding, and its borders: in the channels form one pixel at a time, the same code
+with each tap's loads masked off when it reads padding; in the pixels form vectors
+of W pixels from the row's start until the interior, and from the interior's last
+full vector to the row's end, each load masked to the lanes whose reads fall inside
+lhs. A tap reading padding adds nothing (an output all of whose taps do is 0).
 Threads split the output rows (n, o_1 .. o_{d-1}) and, when there are few rows (a
 single long signal), each row into blocks of pixels.
 
