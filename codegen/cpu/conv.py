@@ -58,7 +58,7 @@ from . import gemm
 from . import irutil as U
 from . import target, tuning
 from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _pack_body_fn, _sub_fn
-from .gemm_pieces import Blocking, _c, _declare, _gep, _min, _pad, _vname
+from .gemm_pieces import Blocking, _c, _declare, _gep, _min, _pad, _vname, run_tasks
 from .opaque import opaque_rule
 
 try:
@@ -358,18 +358,5 @@ def emit(ctx, kernel) -> None:
         _pack_b(b, mod, et, tag, p, ctx.ptr(rhs), bp, _c(0), _c(nblocks))
     sub = _sub_fn(mod, b.function.name, et, tag, p, tail)
     body = _body_fn(mod, b.function.name, p, sub, slot, indexed=threaded)
-    if threaded:
-        many = b.function.append_basic_block("conv.parallel")
-        one = b.function.append_basic_block("conv.serial")
-        join = b.function.append_basic_block("conv.done")
-        b.cbranch(b.icmp_signed(">", tasks, _c(1)), many, one)
-        b.position_at_end(many)
-        b.call(pool, [body, args, tasks])
-        b.branch(join)
-        b.position_at_end(one)
-        b.call(body, [args, _c(0), _c(1)])
-        b.branch(join)
-        b.position_at_end(join)
-    else:
-        b.call(body, [args, _c(0), _c(1)])
+    run_tasks(b, pool, body, args, tasks, threaded, "conv")
     b.call(free, [mem])

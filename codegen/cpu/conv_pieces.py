@@ -8,7 +8,7 @@ import llvmlite.ir as ir
 
 from . import irutil as U
 from .gemm_pieces import _c, _declare, _gep, _loop, _micro_fn, _min, _pack_fn, _pack_rows_fn, \
-    _panel_at, _size
+    _panel_at, _size, worker_scratch
 
 # The context array of the task bodies: X, out, packed B, the scratch slots,
 # tasks, slots, W, then the epilogue's other inputs.
@@ -185,23 +185,7 @@ def _body_fn(mod, kname, p, sub, slot, indexed):
     scratch, tasks, slots = (b.load(b.gep(args, [_c(i)], source_etype=U.PTR), typ=U.PTR)
                              for i in (3, 4, 5))
     tasks, slots = b.ptrtoint(tasks, U.I64), b.ptrtoint(slots, U.I64)
-    null = ir.Constant(U.PTR, None)
-    own, mine = null, scratch
-    if indexed:
-        index = b.sext(b.call(_declare(mod, "jx_worker_index", U.I32, []), []), U.I64)
-        has_slot = b.icmp_signed("<", index, slots)
-        pre = b.block
-        with b.if_then(b.not_(has_slot), likely=False):
-            got = b.call(_declare(mod, "malloc", U.PTR, [U.I64]), [_c(slot + 64)])
-            with b.if_then(b.icmp_unsigned("==", got, null), likely=False):
-                b.call(_declare(mod, "llvm.trap", U.VOID, []), [])     # out of memory
-            grew = b.block
-        own = b.phi(U.PTR)
-        own.add_incoming(null, pre)
-        own.add_incoming(got, grew)
-        aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(own, U.I64), _c(63)), _c(-64)), U.PTR)
-        mine = b.select(has_slot, b.gep(scratch, [b.mul(index, _c(slot))], source_etype=U.I8,
-                                        inbounds=True), aligned)
+    mine, own = worker_scratch(b, mod, scratch, slots, slot, indexed)
     with _loop(b, lo, hi, 1, "task") as w:
         u0 = b.sdiv(b.mul(w, _c(p.units)), tasks)
         u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(p.units)), tasks)

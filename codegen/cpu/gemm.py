@@ -40,7 +40,7 @@ from . import irutil as U
 from . import target, tuning
 from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
                           _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad, _panel_at,
-                          _size, _vname)
+                          _size, _vname, run_tasks, worker_scratch)
 
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
 # a preemption) does fewer instead of holding up the product. More tasks cost
@@ -457,20 +457,7 @@ def emit(ctx, kernel, p: Plan) -> None:
                           [ctx.ptr(v) for v in extra] +
                           ([U.current_dims_ptr()] if symbols else [])):
         b.store(v, b.gep(args, [_c(i)], source_etype=U.PTR))
-    if threaded:
-        many = b.function.append_basic_block("gemm.parallel")
-        one = b.function.append_basic_block("gemm.serial")
-        join = b.function.append_basic_block("gemm.done")
-        b.cbranch(b.icmp_signed(">", tasks, _c(1)), many, one)
-        b.position_at_end(many)
-        b.call(pool, [body, args, tasks])
-        b.branch(join)
-        b.position_at_end(one)
-        b.call(body, [args, _c(0), _c(1)])
-        b.branch(join)
-        b.position_at_end(join)
-    else:
-        b.call(body, [args, _c(0), _c(1)])
+    run_tasks(b, pool, body, args, tasks, threaded, "gemm")
     b.call(free, [mem])
 
 
@@ -672,23 +659,7 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
 
 def _body_tasks(b, fn, module, et, p, sub, by_m, gran, per, units, slot, tail, indexed,
                 args, lo, hi, a, bm, c, scratch, tasks, slots, kcb, dims):
-    own = ir.Constant(U.PTR, None)
-    mine = scratch
-    if indexed:
-        index = b.sext(b.call(_declare(module, "jx_worker_index", U.I32, []), []), U.I64)
-        has_slot = b.icmp_signed("<", index, slots)
-        pre = b.block
-        with b.if_then(b.not_(has_slot), likely=False):
-            got = b.call(_declare(module, "malloc", U.PTR, [U.I64]), [_c(slot + 64)])
-            with b.if_then(b.icmp_unsigned("==", got, own), likely=False):
-                b.call(_declare(module, "llvm.trap", U.VOID, []), [])   # out of memory
-            grew = b.block
-        own = b.phi(U.PTR)
-        own.add_incoming(ir.Constant(U.PTR, None), pre)
-        own.add_incoming(got, grew)
-        aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(own, U.I64), _c(63)), _c(-64)), U.PTR)
-        mine = b.select(has_slot, b.gep(scratch, [b.mul(index, _c(slot))], source_etype=U.I8,
-                                        inbounds=True), aligned)
+    mine, own = worker_scratch(b, module, scratch, slots, slot, indexed)
     with _loop(b, lo, hi, 1, "w") as w:
         u0 = b.sdiv(b.mul(w, _c(units)), tasks)
         u1 = b.sdiv(b.mul(b.add(w, _c(1)), _c(units)), tasks)

@@ -421,3 +421,45 @@ def _narrow_fn(module, et, tag, vw, nvec, p: Plan):
                 b.call(scatter, [new[j * nvec + v], ptrs, al, masks[v]])
     b.ret_void()
     return fn
+
+
+def worker_scratch(b, module, scratch, slots, slot: int, indexed: bool):
+    """(this task's scratch slot, a pointer to free after the tasks or null). A pool
+    thread past the kernel's slots (the pool may be larger than the threads it
+    counted) allocates its own; running out of memory there traps."""
+    null = ir.Constant(U.PTR, None)
+    if not indexed:
+        return scratch, null
+    index = b.sext(b.call(_declare(module, "jx_worker_index", U.I32, []), []), U.I64)
+    has_slot = b.icmp_signed("<", index, slots)
+    pre = b.block
+    with b.if_then(b.not_(has_slot), likely=False):
+        got = b.call(_declare(module, "malloc", U.PTR, [U.I64]), [_c(slot + 64)])
+        with b.if_then(b.icmp_unsigned("==", got, null), likely=False):
+            b.call(_declare(module, "llvm.trap", U.VOID, []), [])     # out of memory
+        grew = b.block
+    own = b.phi(U.PTR)
+    own.add_incoming(null, pre)
+    own.add_incoming(got, grew)
+    aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(own, U.I64), _c(63)), _c(-64)), U.PTR)
+    mine = b.select(has_slot, b.gep(scratch, [b.mul(index, _c(slot))], source_etype=U.I8,
+                                    inbounds=True), aligned)
+    return mine, own
+
+
+def run_tasks(b, pool, body, args, tasks, threaded: bool, tag: str) -> None:
+    """body(args, 0, tasks) on the pool when there is more than one task, else inline."""
+    if not threaded:
+        b.call(body, [args, _c(0), _c(1)])
+        return
+    many = b.function.append_basic_block(f"{tag}.parallel")
+    one = b.function.append_basic_block(f"{tag}.serial")
+    join = b.function.append_basic_block(f"{tag}.done")
+    b.cbranch(b.icmp_signed(">", tasks, _c(1)), many, one)
+    b.position_at_end(many)
+    b.call(pool, [body, args, tasks])
+    b.branch(join)
+    b.position_at_end(one)
+    b.call(body, [args, _c(0), _c(1)])
+    b.branch(join)
+    b.position_at_end(join)
