@@ -74,9 +74,9 @@ def _to_out(y, out_spec):
 
 # ------------------------------------------------------------------ kernel form
 
-# Whether the CPU kernels supply the zeros of non-negative padding themselves (then
+# The CPU kernels supply the zeros of non-negative padding themselves (so
 # lhs reaches them unpadded: a padded copy costs as much as a depthwise layer).
-KERNEL_PADS = False
+KERNEL_PADS = True
 
 
 def _kernel_form(lhs, rhs, p, dt):
