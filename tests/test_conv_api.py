@@ -296,3 +296,14 @@ def test_bad_dimension_numbers_and_dtypes():
         lax.conv_general_dilated(x, w.astype(np.int32), (1, 1), "SAME", dimension_numbers=NHWC)
     with pytest.raises((ValueError, TypeError), match="1-d"):
         jnp.convolve(np.zeros((2, 2)), np.zeros(2))
+
+
+def test_cuda_target_refuses_convolutions(tmp_path):
+    """No GPU needed to see it: the CUDA target names the convolution and its line."""
+    from test_compile import jx_cli
+    sample = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples" / "cnn.py"
+    r = jx_cli("compile", sample, "--target", "cuda", "-o", tmp_path / "gpu")
+    assert r.returncode != 0
+    assert "CUDA target has no kernel for conv_general_dilated" in r.stderr, r.stderr
+    assert "cnn.py:" in r.stderr and "--target cpu" in r.stderr
+    assert not (tmp_path / "gpu").exists()

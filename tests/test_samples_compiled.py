@@ -18,6 +18,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 sys.path.insert(0, str(SAMPLES))
 
 import attention  # noqa: E402
+import cnn  # noqa: E402
 import elementwise  # noqa: E402
 import gp  # noqa: E402
 import mlp  # noqa: E402
@@ -106,6 +107,52 @@ def test_gp_sample():
     _close(value, want, rtol=1e-4)
     _close(grad, np.array(fd), rtol=2e-3, atol=2e-3 * np.max(np.abs(fd)))
     _close(grad, gp.nll_and_grad(params, x, y)[1], rtol=1e-3, atol=1e-4)
+
+
+def _cnn_params():
+    return {k: f32(*v.shape, scale=0.1 if k[0] in "cw" else 0.0) for k, v in cnn.PARAMS.items()}
+
+
+def test_cnn_sample_trains_and_matches_jax():
+    """The LeNet sample: compiled against eager (the NumPy references), against JAX
+    (same layers in jax.lax), and SGD lowers its loss on a fixed batch."""
+    params = _cnn_params()
+    x, y = f32(cnn.BATCH, 28, 28, 1), RNG.integers(0, 10, cnn.BATCH).astype(np.int32)
+    _close(jx.jit(cnn.predict)(params, x), cnn.predict(params, x), rtol=1e-4, atol=1e-4)
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is not None:
+        def jpredict(p, x):
+            h = x
+            for w, b in (("c1", "b1"), ("c2", "b2")):
+                h = jax.lax.conv_general_dilated(h, p[w], (1, 1), "SAME",
+                                                 dimension_numbers=cnn.DN) + p[b]
+                h = jax.lax.reduce_window(jax.numpy.maximum(h, 0.0), -np.inf, jax.lax.max,
+                                          (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+            return h.reshape(h.shape[0], -1) @ p["w3"] + p["b3"]
+        _close(jx.jit(cnn.predict)(params, x), jpredict(params, x), rtol=1e-4, atol=1e-4)
+    step = jx.jit(cnn.sgd_step)
+    losses = []
+    for _ in range(15):
+        params, value = step(params, x, y)
+        losses.append(float(value))
+    assert np.all(np.isfinite(losses)) and losses[-1] < 0.6 * losses[0], losses
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+def test_cnn_artifact(tmp_path):
+    from jx.cli.compile import compile_model
+    import jx.runtime as rt
+    res = compile_model(str(SAMPLES / "cnn.py"), str(tmp_path), ("predict", "sgd_step"), (),
+                        "cpu", None, None)
+    art = rt.load(res["library"])
+    params = _cnn_params()
+    x, y = f32(cnn.BATCH, 28, 28, 1), RNG.integers(0, 10, cnn.BATCH).astype(np.int32)
+    _close(art.predict(params, x), cnn.predict(params, x), rtol=1e-4, atol=1e-4)
+    _close(art.sgd_step(params, x, y), jx.jit(cnn.sgd_step)(params, x, y), rtol=1e-4,
+           atol=1e-5)
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
