@@ -102,6 +102,17 @@ def _kernel_form(lhs, rhs, p, dt):
 
 # ------------------------------------------------------------------ dot forms
 
+# Up to this many bytes of windows, a weight gradient gathers them all (an im2col)
+# for one product; beyond, one product per position reads one window copy at a time
+# (less memory). Measured on Zen 5: LeNet's 5x5 gradients 15.6 -> 1.9 and 2.4 -> 0.7
+# ms, the 3x3 64 -> 64 layer at batch 32 (231 MB of windows) 113 -> 86 ms.
+PATCHES_BYTES = 256 << 20
+
+
+def _nbytes(x) -> int:
+    return math.prod(x.shape) * np.dtype(x.dtype).itemsize
+
+
 def _split_dim(x, dim: int, parts: int):
     """x with dim split into (parts, size // parts), in place."""
     shape = x.shape
@@ -157,9 +168,20 @@ def _dot_forms(lhs, rhs, p, by_position: bool):
         # out[n, o, s'] = sum_{i, k} x[n, i, s' stride + k rd] w[o, i, k]: per position a
         # product contracting features and window (the window is the image: K is large)
         dims = ((lspec[1],) + lspec[2:], (rspec[1],) + rspec[2:])
-        parts = [_one(la.dot_general, window([q * t for q, t in zip(pos, strides)], ksz, rd),
-                      w, dimension_numbers=(dims, batch), preferred_element_type=odt)
-                 for pos in itertools.product(*map(range, space))]    # ([G,] N, O or Og)
+        windows = [window([q * t for q, t in zip(pos, strides)], ksz, rd)
+                   for pos in itertools.product(*map(range, space))]
+        if G == 1 and len(windows) * _nbytes(windows[0]) <= PATCHES_BYTES:
+            # small: the windows stacked beside lhs's batch dim (an im2col, one fused
+            # copy) and one product whose free dims (P, N) merge: a LeNet gradient's 25
+            # positions were 25 copies and 25 products of a few thousand flops each
+            at = lspec[0]
+            patches = jnp.stack(windows, axis=at)
+            moved = tuple(i + 1 if i >= at else i for i in dims[0])
+            y = _one(la.dot_general, patches, w, dimension_numbers=((moved, dims[1]), batch),
+                     preferred_element_type=odt)                       # (P, N, O)
+            return _to_out(jnp.reshape(jnp.moveaxis(y, 0, -1), (n, o) + tuple(space)), ospec)
+        parts = [_one(la.dot_general, xs, w, dimension_numbers=(dims, batch),
+                      preferred_element_type=odt) for xs in windows]   # ([G,] N, O or Og)
         y = jnp.stack(parts, axis=-1)
         if G > 1:
             y = jnp.swapaxes(y, 0, 1)                                 # (N, G, Og, P)

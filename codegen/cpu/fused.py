@@ -311,6 +311,9 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     if not transposing and not fixed and _window_root(kernel.root):
         _emit_window_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
         return
+    if not transposing and not fixed and _concat_root(kernel.root, outer):
+        _emit_concat_root(b, em, kernel, buffers[id(out)], outer, _interleave(b, kernel))
+        return
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
         U.loop_nest(b, shape, outer=outer, fixed=fixed, hint=_interleave(b, kernel))
     with nest as idx:
@@ -328,6 +331,48 @@ def _window_root(eqn) -> bool:
         return False
     return all(lo >= 0 and hi >= 0 and interior == 0
                for lo, hi, interior in eqn.params["padding_config"])
+
+
+def _concat_root(eqn, outer) -> bool:
+    """A concatenate root _emit_concat_root writes operand by operand: fixed sizes
+    along its dim, and not chunked along that dim (a parallel chunk of dim 0)."""
+    if eqn.prim.name != "concatenate" or len(eqn.inputs) < 2:
+        return False
+    d = eqn.params["dimension"]
+    return not any(U.is_symbolic(x.aval.shape[d]) for x in eqn.inputs)
+
+
+def _emit_concat_root(b, em, kernel, ptr, outer, hint) -> None:
+    """out = concatenate(xs, d) as one loop nest per operand over its own block of
+    out: each element reads its one operand (the index rule selects among all of
+    them, reading every operand: an im2col of 25 windows read 25x the bytes)."""
+    root = kernel.root
+    (out,) = kernel.outputs
+    shape, dt = out.aval.shape, out.aval.dtype
+    d = root.params["dimension"]
+    chunked = d == 0 and outer is not None
+    with U.loop_nest(b, shape[:d], "c", outer=None if chunked else outer) as head:
+        start = 0
+        for x in root.inputs:
+            n = x.aval.shape[d]
+            if n == 0:
+                continue
+            outside = dict(em.memo)        # values of one operand's loops stay in them
+            if chunked:                    # this chunk's part of the operand's rows
+                lo = U.i64(start)
+                lo = b.select(b.icmp_signed(">", outer[0], lo), outer[0], lo)
+                hi = U.i64(start + n)
+                hi = b.select(b.icmp_signed("<", outer[1], hi), outer[1], hi)
+                rows = (b.sub(lo, U.i64(start)), b.sub(hi, U.i64(start)))
+            else:
+                rows = None
+            with U.loop_nest(b, (n,) + tuple(shape[d + 1:]), "k", outer=rows,
+                             hint=hint) as tail:
+                v = em.value(x, list(head) + list(tail))
+                at = list(head) + [b.add(tail[0], U.i64(start))] + list(tail[1:])
+                U.store(b, v, ptr, U.linear(b, at, shape), dt)
+            em.memo = outside
+            start += n
 
 
 def _emit_window_root(b, em, kernel, ptr, outer, hint) -> None:
