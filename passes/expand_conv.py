@@ -3,19 +3,20 @@
     kernel      float convolutions with at least as many output positions as window
                 taps (layers, their input gradients): rewritten into the canonical
                 form the CPU kernels take (prims.convolution.is_canonical:
-                channels-last, padding and lhs dilation applied by a `pad`, batch
-                groups turned into feature groups); the kernels read the padded
-                input in place (implicit im2col).
+                channels-last, batch groups turned into feature groups, lhs
+                dilation and negative pads applied by a `pad`); the kernels read
+                lhs in place (implicit im2col) and supply non-negative padding.
     positions   fewer output positions than taps (a weight gradient: the window is
-                the whole image, the output the kernel's few taps): one dot_general
-                per output position, contracting window x features, so the GEMM
-                runs with K = the image, not thousands of tiny products.
+                the whole image, the output the kernel's few taps): the windows,
+                one per output position, gathered into an im2col beside lhs's batch
+                dim and contracted with the cotangent in one dot_general (K = the
+                image); past PATCHES_BYTES, one product per position.
     taps        the rest (integer convolutions, zero spatial dims): one dot_general
                 per window tap, contracting the features, summed.
 
-Both dot_general forms read their operands through fusible pad/transpose/slice
-chains, so each operand is one copy gathered from the input. Groups become a
-batch dim of the products.
+The dot_general forms read lhs in its own layout (their dimension numbers name
+its dims; no transposing copies) through fusible pad/slice chains. Feature
+groups become a batch dim of the products.
 """
 from __future__ import annotations
 
