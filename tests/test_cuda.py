@@ -357,3 +357,26 @@ def test_missing_rule_error_names_the_primitive():
             GpuModule("t").serial(k)
     finally:
         kernels.OPAQUE["sort"] = saved
+
+
+@needs_gpu
+def test_windowed_reductions_on_gpu_and_conv_refused():
+    """Pooling (expanded into pads and strided slices) and the max-pool gradient run
+    on the GPU with the CPU's results; a convolution is refused naming the line."""
+    from jx import lax
+    x = np.random.default_rng(3).standard_normal((4, 18, 18, 8)).astype(np.float32)
+
+    def pool(x):
+        return lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def avg(x):
+        return lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME") / 9.0
+    grad = jx.grad(lambda x: jnp.sum(pool(x) ** 2))
+    for f in (pool, avg, grad):
+        _close(jx.jit(f, backend="cuda")(x), jx.jit(f, backend="cpu")(x), rtol=1e-6)
+    w = np.ones((3, 3, 8, 4), np.float32)
+    with pytest.raises(jx.errors.JxError, match="CUDA target has no kernel for "
+                                               "conv_general_dilated .*test_cuda.py"):
+        jx.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                     dimension_numbers=("NHWC", "HWIO", "NHWC")),
+               backend="cuda")(x, w)
