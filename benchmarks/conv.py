@@ -434,8 +434,13 @@ def _rate(r: dict, e: str) -> str:
     if g is None:
         return "-"
     also = r["gflop_s"].get(e) if r["rate"] == "bytes" else None
-    return f"{g:.3g} {unit} ({100 * frac:.2g}% {of})" + \
+    return f"{g:.3g} {unit} ({_percent(frac)} {of})" + \
         (f", {also:.3g} GFLOP/s" if also is not None else "")
+
+
+def _percent(fraction: float) -> str:
+    p = 100 * fraction
+    return f"{p:.0f}%" if p >= 10 else f"{p:.2g}%"
 
 
 def _x(r: dict, e: str) -> str:
@@ -521,7 +526,7 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
         if "seconds" in g:
             lines += ["", f"jx's GEMM on the {r['case']} flops, {g['shape']}: "
                           f"{_t(g['seconds'])}, {g['gflop_s']:.3g} GFLOP/s "
-                          f"({100 * g['gflop_s'] / machine.peak_for(limits, 32):.2g}% peak)" +
+                          f"({_percent(g['gflop_s'] / machine.peak_for(limits, 32))} peak)" +
                       (f"; the convolution reaches {g['conv_over_gemm']:.0%} of it."
                        if "conv_over_gemm" in g else ".")]
         else:
@@ -539,7 +544,11 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
     lines += ["", "Counts: flops 2 per multiply-add of the direct convolution (the "
               "gradient: dx and dw, two convolutions of the forward's size); bytes the "
               "inputs and the output, each read or written once (the gradients: x, g and "
-              "dx, plus w and dw for the convolution)."]
+              "dx, plus w and dw for the convolution). The bandwidth is measured on arrays "
+              f"of {machine.BANDWIDTH_MIB} MiB, past any cache; a case whose traffic is "
+              "smaller (the depthwise convolution's 51 MB, the one-channel 1-d "
+              "convolution's 8 MB) is partly served from the last-level cache between "
+              "calls and can pass it."]
     missing = [r["case"] for r in results if r["status"].get("jx") == "no kernel"]
     if missing:
         lines += ["", "No CPU kernel in jx yet (no jx time): " + ", ".join(missing) + "."]
