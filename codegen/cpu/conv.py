@@ -173,14 +173,6 @@ def blocking(dtype, og: int, wo: int, cpu=None) -> Blocking:
     return dataclasses.replace(blk, **OVERRIDE) if OVERRIDE else blk
 
 
-def _row_strides(shape) -> list:
-    out, s = [], 1
-    for n in reversed(shape):
-        out.append(s)
-        s *= n
-    return out[::-1]
-
-
 def plan(kernel, cpu=None) -> ConvPlan:
     """The GEMM form of a canonical conv (one with pixels and K to compute)."""
     eqn = kernel.root
@@ -196,7 +188,7 @@ def plan(kernel, cpu=None) -> ConvPlan:
     Og = O // G
     st, rd = tuple(p["window_strides"]), tuple(p["rhs_dilation"])
     item = dt.itemsize
-    instr = _row_strides(lhs.aval.shape)[1:-1]            # spatial strides of lhs
+    instr = gemm._row_strides(lhs.aval.shape)[1:-1]       # spatial strides of lhs
     pads = tuple(tuple(int(v) for v in x) for x in p["padding"])
     padded = any(lo or hi for lo, hi in pads)
     rows = [(N, instr[0] * S[0])] + [(sp[j], st[j] * instr[j]) for j in range(d - 1)]
