@@ -285,6 +285,7 @@ LONG_MODEL = textwrap.dedent('''
 
 CANCEL_SCRIPT = textwrap.dedent('''
     import ctypes, os, signal, sys, threading, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # (a background job starts with it ignored)
     import numpy as np
     import jx.runtime as rt
 

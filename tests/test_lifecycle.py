@@ -371,6 +371,7 @@ def test_thread_pool_and_collectives_under_address_and_ub_sanitizers(tmp_path):
 
 INTERRUPT = """
     import os, signal, threading, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # (a background job starts with it ignored)
     import numpy as np
     import jx, jx.numpy as jnp
     from jx import lax
@@ -429,6 +430,7 @@ def test_sigint_interrupts_a_long_compiled_call(mode):
 def test_sigint_interrupts_a_long_pmap_step():
     code = """
         import os, signal, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # (a background job starts with it ignored)
         import numpy as np
         import jx, jx.numpy as jnp
         from jx import lax
@@ -464,6 +466,7 @@ def test_sigint_is_not_lost_to_calls_starting_on_other_threads():
     raise KeyboardInterrupt too.)"""
     code = """
         import os, signal, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # (a background job starts with it ignored)
         import numpy as np
         import jx, jx.numpy as jnp
         from jx import lax
