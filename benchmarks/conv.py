@@ -39,7 +39,7 @@ import numpy as np
 
 from . import machine, measure
 from .corpus import _t, load, parse_args, publish
-from .linalg import ROUNDS, _times, geomean
+from .linalg import ROUNDS, _times, result_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = pathlib.Path(HERE) / "conv_programs"
@@ -500,26 +500,7 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
              "below." +
              ("" if with_jax else " JAX is not installed: no JAX columns."), "",
              "| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    for r in results:
-        m, f = r["seconds"], r["first_s"]
-        cells = [r["case"], r["size"], _jx_cell(r), _t(m.get("NumPy"))]
-        if with_jax:
-            cells.append(_t(m.get("JAX")))
-        cells.append(_x(r, "NumPy"))
-        if with_jax:
-            cells.append(_x(r, "JAX"))
-        cells += [_rate(r, "jx"), _rate(r, "NumPy")]
-        if with_jax:
-            cells.append(_rate(r, "JAX"))
-        cells.append(_t(f.get("jx")))
-        if with_jax:
-            cells.append(_t(f.get("JAX")))
-        lines.append("| " + " | ".join(cells) + " |")
-    ratios = {e: [r["speedup"][e] for r in results if e in r["speedup"]]
-              for e in ("NumPy", "JAX")}
-    means = [f"{geomean(v):.2f}x over {e} ({len(v)} cases)" for e, v in ratios.items() if v]
-    if means:
-        lines += ["", "Geometric-mean speedup of jx: " + ", ".join(means) + "."]
+    lines += result_rows(results, "size", with_jax, _jx_cell, _x, _rate)
     gemms = [r for r in results if "gemm" in r]
     for r in gemms:
         g = r["gemm"]

@@ -401,26 +401,7 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
              "gradient against JAX's." + ("" if jax_cols else " JAX is not installed: "
                                            "no JAX columns."), "",
              "| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    for r in results:
-        m, f = r["seconds"], r["first_s"]
-        cells = [r["case"], r["dtype"], _jx_cell(r), _t(m.get("NumPy"))]
-        if jax_cols:
-            cells.append(_t(m.get("JAX")))
-        cells.append(_x(r, "NumPy"))
-        if jax_cols:
-            cells.append(_x(r, "JAX"))
-        cells += [_rate(r, "jx"), _rate(r, "NumPy")]
-        if jax_cols:
-            cells.append(_rate(r, "JAX"))
-        cells.append(_t(f.get("jx")))
-        if jax_cols:
-            cells.append(_t(f.get("JAX")))
-        lines.append("| " + " | ".join(cells) + " |")
-    ratios = {e: [r["speedup"][e] for r in results if e in r["speedup"]]
-              for e in ("NumPy", "JAX")}
-    means = [f"{geomean(v):.2f}x over {e} ({len(v)} cases)" for e, v in ratios.items() if v]
-    if means:
-        lines += ["", "Geometric-mean speedup of jx: " + ", ".join(means) + "."]
+    lines += result_rows(results, "dtype", jax_cols, _jx_cell, _x, _rate)
     lines += ["", "Flop counts (the standard ones, whatever algorithm an engine runs):", ""]
     lines += [f"- {op}: {formula}" for op, formula in FLOPS.items()]
     bad = [r for r in results if r["status"].get("jx") not in ("ok", "no kernel")]
@@ -470,3 +451,31 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def result_rows(results, second: str, with_jax: bool, jx_cell, speedup, rate) -> list:
+    """The suites' results table rows (case, r[second], times, speedups, rates, first
+    calls; JAX's columns with_jax) and the geometric-mean line, from each suite's cell
+    functions."""
+    lines = []
+    for r in results:
+        m, f = r["seconds"], r["first_s"]
+        cells = [r["case"], r[second], jx_cell(r), _t(m.get("NumPy"))]
+        if with_jax:
+            cells.append(_t(m.get("JAX")))
+        cells.append(speedup(r, "NumPy"))
+        if with_jax:
+            cells.append(speedup(r, "JAX"))
+        cells += [rate(r, "jx"), rate(r, "NumPy")]
+        if with_jax:
+            cells.append(rate(r, "JAX"))
+        cells.append(_t(f.get("jx")))
+        if with_jax:
+            cells.append(_t(f.get("JAX")))
+        lines.append("| " + " | ".join(cells) + " |")
+    ratios = {e: [r["speedup"][e] for r in results if e in r["speedup"]]
+              for e in ("NumPy", "JAX")}
+    means = [f"{geomean(v):.2f}x over {e} ({len(v)} cases)" for e, v in ratios.items() if v]
+    if means:
+        lines += ["", "Geometric-mean speedup of jx: " + ", ".join(means) + "."]
+    return lines
