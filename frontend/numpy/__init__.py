@@ -27,6 +27,7 @@ from ._quantiles import *  # noqa: F401,F403  (quantile, percentile, median, nan
 from ._gridtools import *  # noqa: F401,F403  (index helpers, grids, insert/delete, select)
 from ._numerics import *  # noqa: F401,F403  (histograms, interp, cov, polynomials, windows)
 from . import linalg  # noqa: F401
+from . import fft  # noqa: F401
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
 # scalar types as in JAX: jnp.float32(2) is a strong jx array, jnp.float32 a dtype
