@@ -80,7 +80,74 @@ def _to_out(y, out_spec):
 KERNEL_PADS = True
 
 
+def _phase(n: int, dil: int, lo: int, k: int, r: int, size: int, ph: int):
+    """Along one dim of a convolution of a dilated lhs (stride 1): the outputs at
+    ph, ph + dil, ... (count q) read only the taps k0, k0 + step, ... (count kt) of
+    the kernel, at lhs (undilated) index q + base + m * r / g. Returns (q, k0, step,
+    kt, rhs dilation, (lo, hi) padding of the undilated lhs), kt 0 when no tap
+    lands on an element (the outputs are zeros)."""
+    q = max(0, -(-(size - ph) // dil))
+    g = math.gcd(r, dil)
+    step = dil // g
+    k0 = next((t for t in range(min(k, step)) if (ph + t * r - lo) % dil == 0), None)
+    if k0 is None or q == 0:
+        return q, 0, step, 0, 1, (0, 0)
+    kt = len(range(k0, k, step))
+    base = (ph + k0 * r - lo) // dil
+    rr = r // g
+    lo2 = -base
+    return q, k0, step, kt, rr, (lo2, q + (kt - 1) * rr - n - lo2)
+
+
+def _subpixel(lhs, rhs, p, dt):
+    """A stride-1 convolution of a dilated lhs (a strided convolution's input
+    gradient, conv_transpose) as dil^d convolutions of the undilated lhs, one per
+    output phase, each with the kernel taps that land on elements (the zeros between
+    them were 1 - 1/dil^d of the work), interleaved back by interior padding."""
+    lspec, rspec, ospec = p["dimension_numbers"]
+    d = len(lspec) - 2
+    sizes = [lhs.shape[i] for i in lspec[2:]]
+    ks = [rhs.shape[i] for i in rspec[2:]]
+    outs = [eqn_size for eqn_size in _out_sizes(lhs, rhs, p)]
+    out = None
+    for phase in itertools.product(*[range(dl) for dl in p["lhs_dilation"]]):
+        dims = [_phase(n, dl, lo, k, r, o, ph) for n, dl, (lo, _), k, r, o, ph in
+                zip(sizes, p["lhs_dilation"], p["padding"], ks, p["rhs_dilation"], outs, phase)]
+        if any(q == 0 for q, *_ in dims):
+            continue
+        if any(kt == 0 for _, _, _, kt, _, _ in dims):
+            continue                             # no tap lands: these outputs are zeros
+        index = [slice(None)] * rhs.ndim
+        for j, (q, k0, step, kt, rr, _) in enumerate(dims):
+            index[rspec[2 + j]] = slice(k0, k0 + (kt - 1) * step + 1, step)
+        sub = dict(p, padding=tuple(pd for *_, pd in dims), lhs_dilation=(1,) * d,
+                   rhs_dilation=tuple(rr for *_, rr, _ in dims))
+        y = _kernel_form(lhs, rhs[tuple(index)], sub, dt)
+        config = [(0, 0, 0)] * y.ndim        # its outputs to their places: ph, ph + dil, ...
+        for j, ((q, *_), dl, ph, o) in enumerate(zip(dims, p["lhs_dilation"], phase, outs)):
+            config[ospec[2 + j]] = (ph, o - ph - ((q - 1) * dl + 1), dl - 1)
+        y = _pad(y, config)
+        out = y if out is None else out + y
+    if out is None:
+        shape = [0] * lhs.ndim
+        nb = lhs.shape[lspec[0]] // p["batch_group_count"]
+        for pos, v in zip(ospec, [nb, rhs.shape[rspec[0]]] + outs):
+            shape[pos] = v
+        out = jnp.zeros(tuple(shape), dt)
+    return out
+
+
+def _out_sizes(lhs, rhs, p):
+    lspec, rspec, _ = p["dimension_numbers"]
+    return [cv.out_size(lhs.shape[a], lo, hi, dl, rhs.shape[b], r, s) for a, b, (lo, hi), dl, r, s
+            in zip(lspec[2:], rspec[2:], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+                   p["window_strides"])]
+
+
 def _kernel_form(lhs, rhs, p, dt):
+    if KERNEL_PADS and any(dl > 1 for dl in p["lhs_dilation"]) and \
+            all(s == 1 for s in p["window_strides"]) and p["batch_group_count"] == 1:
+        return _subpixel(lhs, rhs, p, dt)
     pads = tuple(tuple(x) for x in p["padding"])
     inner = KERNEL_PADS and all(lo >= 0 and hi >= 0 for lo, hi in pads) and \
         all(d == 1 for d in p["lhs_dilation"])
