@@ -108,7 +108,7 @@ def _subpixel(lhs, rhs, p, dt):
     d = len(lspec) - 2
     sizes = [lhs.shape[i] for i in lspec[2:]]
     ks = [rhs.shape[i] for i in rspec[2:]]
-    outs = [eqn_size for eqn_size in _out_sizes(lhs, rhs, p)]
+    outs = _out_sizes(lhs, rhs, p)
     out = None
     for phase in itertools.product(*[range(dl) for dl in p["lhs_dilation"]]):
         dims = [_phase(n, dl, lo, k, r, o, ph) for n, dl, (lo, _), k, r, o, ph in
@@ -203,7 +203,6 @@ def _dot_forms(lhs, rhs, p, by_position: bool):
     x, w, lspec, rspec, G = _in_layout(lhs, rhs, p)
     odt = p["preferred_element_type"]
     ospec = p["dimension_numbers"][2]
-    d = x.ndim - 2
     n, o = x.shape[lspec[0]], w.shape[rspec[0]]
     size = [x.shape[i] for i in lspec[2:]]
     ksz = [w.shape[i] for i in rspec[2:]]
