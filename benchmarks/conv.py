@@ -39,7 +39,7 @@ import numpy as np
 
 from . import machine, measure
 from .corpus import _t, load, parse_args, publish
-from .linalg import ROUNDS, _times, result_rows
+from .linalg import ROUNDS, _block, _jx_cell, _times, _x, result_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = pathlib.Path(HERE) / "conv_programs"
@@ -284,13 +284,6 @@ def _namespace(engine: str):
     return types.SimpleNamespace(jit=jax.jit, grad=jax.grad, np=jax.numpy, lax=jax.lax)
 
 
-def _block(engine: str):
-    if engine == "JAX":
-        import jax
-        return jax.block_until_ready
-    return lambda x: x
-
-
 def _flat(x) -> list:
     """The leaves of nested lists, tuples and dicts, as NumPy arrays."""
     if isinstance(x, dict):
@@ -417,15 +410,6 @@ def bench_case(case: Case, seed: int, min_time: float, with_jax: bool, limits: d
 
 # -- the report --------------------------------------------------------------------------
 
-def _jx_cell(r: dict) -> str:
-    status = r["status"].get("jx", "-")
-    if status == "ok":
-        return _t(r["seconds"]["jx"])
-    if status == "MISMATCH":
-        return "**MISMATCH**"
-    return status if status == "no kernel" else "**error**"
-
-
 def _rate(r: dict, e: str) -> str:
     if r["rate"] == "bytes":
         g, frac, unit, of = r["gb_s"].get(e), r["bandwidth_fraction"].get(e), "GB/s", "bw"
@@ -441,11 +425,6 @@ def _rate(r: dict, e: str) -> str:
 def _percent(fraction: float) -> str:
     p = 100 * fraction
     return f"{p:.0f}%" if p >= 10 else f"{p:.2g}%"
-
-
-def _x(r: dict, e: str) -> str:
-    s = r["speedup"].get(e)
-    return f"{s:.2f}x" if s else "-"
 
 
 # the issue's targets: (case, what, the figure's getter, the target, how it is shown)

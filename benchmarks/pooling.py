@@ -19,23 +19,10 @@ import time
 
 import numpy as np
 
+from .conv import np_maxpool, np_maxpool_grad  # the conv suite's NumPy references
+
 SHAPE = (32, 112, 112, 64)
 WINDOW = (1, 2, 2, 1)
-
-
-def np_maxpool(x):
-    n, h, w, c = x.shape
-    return x.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
-
-
-def np_maxpool_grad(x, g):
-    """The cotangent to the first maximum of each 2x2 window (row-major), as JAX."""
-    n, h, w, c = x.shape
-    blocks = x.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4)
-    first = blocks.reshape(n, h // 2, w // 2, c, 4).argmax(axis=-1)
-    out = np.zeros((n, h // 2, w // 2, c, 4), x.dtype)
-    np.put_along_axis(out, first[..., None], g[..., None], axis=-1)
-    return out.reshape(n, h // 2, w // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(x.shape)
 
 
 def cases():
