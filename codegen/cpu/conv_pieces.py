@@ -8,7 +8,7 @@ import llvmlite.ir as ir
 
 from . import irutil as U
 from .gemm_pieces import _c, _declare, _gep, _loop, _micro_fn, _min, _pack_fn, _pack_rows_fn, \
-    _panel_at, _size, worker_scratch
+    _panel_at, _size, epilogue_function, worker_scratch
 
 # The context array of the task bodies: X, out, packed B, the scratch slots,
 # tasks, slots, W, then the epilogue's other inputs.
@@ -200,22 +200,10 @@ def _epilogue_fn(mod, kname, epi, conv, extra, consts):
     """tail(b, args, c, p0, p1): the epilogue kernel `epi` over output pixels
     p0..p1 (all channels), reading the conv's result from C and writing C in
     place (as gemm._epilogue_fn; its own function, pointers noalias)."""
-    from .fused import FusedEmitter
     (res,) = epi.outputs
     (prod,) = conv.outputs
     shape = res.aval.shape
-    fn = ir.Function(mod, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) + [U.I64] * 2),
-                     f"{kname}.epilogue")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    c, *ptrs = fn.args[:1 + len(extra)]
-    p0, p1 = fn.args[1 + len(extra):]
-    for a in fn.args[:1 + len(extra)]:
-        a.add_attribute("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    buffers = {id(v): q for v, q in zip(extra, ptrs)}
-    buffers[id(prod)] = buffers[id(res)] = c
-    em = FusedEmitter(b, epi, buffers, consts)
+    fn, b, c, (p0, p1), em = epilogue_function(mod, kname, epi, prod, extra, consts, 2)
     with _loop(b, p0, p1, 1, "ep") as px:
         pidx = U.delinear(b, px, shape[:-1])
         with _loop(b, 0, shape[-1], 1, "eo") as o:

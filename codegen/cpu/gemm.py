@@ -40,7 +40,8 @@ from . import irutil as U
 from . import target, tuning
 from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
                           _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad, _panel_at,
-                          _size, _vname, run_tasks, worker_scratch)
+                          _size, _vname, epilogue_function, run_tasks,
+                          worker_scratch)
 
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
 # a preemption) does fewer instead of holding up the product. More tasks cost
@@ -582,26 +583,14 @@ def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan, symbols=()):
     C and writing C; the buffers of `extra`, its other inputs, are args[_CTX:]. The
     loops live in their own function whose pointers are noalias (outputs never
     overlap inputs), or LLVM would not vectorise them."""
-    from .fused import FusedEmitter
     (res,) = epi.outputs
     (prod,) = dot.outputs
     (lc, _), (lb, _) = dot.params["dimension_numbers"]
     nb, nlf = len(lb), dot.inputs[0].aval.ndim - len(lc) - len(lb)
     shape = res.aval.shape
     bshape, mshape, nshape = shape[:nb], shape[nb:nb + nlf], shape[nb + nlf:]
-    fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) +
-                                             [U.I64] * 5 + [U.PTR] * bool(symbols)),
-                     f"{kname}.epilogue")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")     # inlined, its noalias facts were lost
-    c, *ptrs = fn.args[:1 + len(extra)]
-    bi, r0, r1, c0, c1 = fn.args[1 + len(extra):6 + len(extra)]
-    for a in fn.args[:1 + len(extra)]:
-        a.add_attribute("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    buffers = {id(v): q for v, q in zip(extra, ptrs)}
-    buffers[id(prod)] = buffers[id(res)] = c
-    em = FusedEmitter(b, epi, buffers, consts)
+    fn, b, c, (bi, r0, r1, c0, c1), em = epilogue_function(module, kname, epi, prod, extra,
+                                                           consts, 5, symbols)
     with U.dims_scope(U.dims_from(b, fn.args[-1], symbols) if symbols else None):
         bidx = U.delinear(b, bi, bshape)
         with _loop(b, r0, r1, 1, "er") as r:

@@ -463,3 +463,26 @@ def run_tasks(b, pool, body, args, tasks, threaded: bool, tag: str) -> None:
     b.call(body, [args, _c(0), _c(1)])
     b.branch(join)
     b.position_at_end(join)
+
+
+def epilogue_function(module, kname, epi, prod, extra, consts, nidx: int, symbols=()):
+    """The function an output-fused consumer `epi` of an opaque product runs in:
+    f(c, *extra buffers, nidx index args[, dims]) -> (fn, builder, C, index args,
+    emitter), C holding the product and receiving epi's result in place. Its own
+    function with noalias pointers (outputs never overlap inputs; inlined, LLVM lost
+    the facts and did not vectorise), never inlined."""
+    from .fused import FusedEmitter
+    (res,) = epi.outputs
+    fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR] * (1 + len(extra)) +
+                                             [U.I64] * nidx + [U.PTR] * bool(symbols)),
+                     f"{kname}.epilogue")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    c, *ptrs = fn.args[:1 + len(extra)]
+    for a in fn.args[:1 + len(extra)]:
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    buffers = {id(v): q for v, q in zip(extra, ptrs)}
+    buffers[id(prod)] = buffers[id(res)] = c
+    return fn, b, c, fn.args[1 + len(extra):1 + len(extra) + nidx], \
+        FusedEmitter(b, epi, buffers, consts)
