@@ -16,4 +16,5 @@ from . import collective_rules  # noqa: F401
 from . import linalg_rules  # noqa: F401
 from . import conv_rules  # noqa: F401
 from . import windowed_rules  # noqa: F401
+from . import fft_rules  # noqa: F401
 from . import expand_windowed  # noqa: F401  (registers into expand.EXPANSIONS)

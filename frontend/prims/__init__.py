@@ -10,3 +10,4 @@ from . import symbolic  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import convolution  # noqa: F401
 from . import windowed  # noqa: F401
+from . import fft_split  # noqa: F401

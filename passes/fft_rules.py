@@ -1,0 +1,35 @@
+"""Batching rules of the split-layout FFT primitives (jx.prims.fft_split).
+
+They are staged by the complex lowering pass, after every user transformation has
+run, so differentiating them is an error; they transform the last axis and batch
+over the leading ones, so batching moves the batch axis to the front and binds.
+"""
+from __future__ import annotations
+
+from jx.core import bind
+from jx.errors import JxError
+from jx.prims import fft_split as fs
+
+from .jvp import jvp_rules
+from .vjp import vjp_rules
+from .vmap import batch_rules, move_to_front
+
+
+def _front_rule(prim):
+    def rule(xs, ds, axis_size, **params):
+        xs = [move_to_front(x, d, axis_size) for x, d in zip(xs, ds)]
+        outs = bind(prim, *xs, **params)
+        return outs, [0] * len(outs)
+    return rule
+
+
+def _derivative(name):
+    def rule(*args, **params):
+        raise JxError(f"{name} is internal to the complex lowering pass, which runs after "
+                      "differentiation; differentiate jx.numpy.fft / jx.lax.fft instead")
+    return rule
+
+
+for _prim in (fs.fft_c2c, fs.fft_r2c, fs.fft_c2r):
+    jvp_rules[_prim.name] = vjp_rules[_prim.name] = _derivative(_prim.name)
+    batch_rules[_prim.name] = _front_rule(_prim)
