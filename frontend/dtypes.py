@@ -29,16 +29,20 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 _SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
           uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
-          float16: "f16", float32: "f32", float64: "f64"}
+          float16: "f16", float32: "f32", float64: "f64", complex64: "c64",
+          complex128: "c128"}
 if bfloat16 is not None:
     _SHORT[bfloat16] = "bf16"
 
 SUPPORTED = frozenset(_SHORT)
 FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f" or d == bfloat16)
 INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
+COMPLEX = frozenset({complex64, complex128})
+INEXACT = FLOATS | COMPLEX
 
 
 
@@ -52,6 +56,10 @@ def default_float() -> np.dtype:
 
 def default_int() -> np.dtype:
     return int64 if flags.STATE.x64 else int32
+
+
+def default_complex() -> np.dtype:
+    return complex128 if flags.STATE.x64 else complex64
 
 
 def default_uint() -> np.dtype:
@@ -79,7 +87,7 @@ def check_supported(dt) -> np.dtype:
     return dt
 
 
-_NARROW = {int64: int32, uint64: uint32, float64: float32}
+_NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
 def canonical(dt) -> np.dtype:
@@ -99,6 +107,8 @@ def canonicalize(dt, where: str | None = None) -> np.dtype:
         return default_int()
     if dt is bool:
         return bool_
+    if dt is complex:
+        return default_complex()
     dt = check_supported(dt)
     if flags.STATE.x64 or dt not in _NARROW:
         return dt
@@ -113,15 +123,41 @@ def canonicalize(dt, where: str | None = None) -> np.dtype:
 
 def inexact(dt) -> np.dtype:
     """The float dtype a bool or integer dtype computes in (sin, mean, true divide),
-    as JAX's: float64 for 64-bit integers, float32 for narrower ones, in either mode."""
+    as JAX's: float64 for 64-bit integers, float32 for narrower ones, in either mode.
+    Complex dtypes are inexact already."""
     dt = np.dtype(dt)
-    if dt in FLOATS:
+    if dt in INEXACT:
         return dt
     return float64 if dt.itemsize == 8 else float32
 
 
 def is_float(dt) -> bool:
     return np.dtype(dt) in FLOATS
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt) in COMPLEX
+
+
+def is_inexact(dt) -> bool:
+    """float or complex: the dtypes that derivatives flow through."""
+    return np.dtype(dt) in INEXACT
+
+
+def real_dtype(dt) -> np.dtype:
+    """The dtype of a complex dtype's components (complex64 -> float32); others
+    are their own."""
+    dt = np.dtype(dt)
+    return {complex64: float32, complex128: float64}.get(dt, dt)
+
+
+def complex_dtype(dt) -> np.dtype:
+    """The complex dtype with components of dt's precision, as JAX's
+    dtypes.to_complex_dtype: float64/int64 -> complex128, narrower -> complex64."""
+    dt = np.dtype(dt)
+    if dt in COMPLEX:
+        return dt
+    return complex128 if inexact(dt) == float64 else complex64
 
 
 def is_int(dt) -> bool:
@@ -160,7 +196,9 @@ def python_scalar_dtype(x) -> np.dtype:
         return dt
     if isinstance(x, float):
         return default_float()
-    raise DTypeError(f"complex numbers are not supported by jx (got {x!r})")
+    if isinstance(x, complex):
+        return default_complex()
+    raise DTypeError(f"{type(x).__name__} {x!r} is not a number jx knows")
 
 
 def index_dtype(i: int) -> np.dtype:
@@ -170,19 +208,22 @@ def index_dtype(i: int) -> np.dtype:
 
 
 # JAX's type promotion lattice (x64 flavour: explicit 64-bit types are kept).
-# "i*" and "f*" are the weak Python int and float: they sit below every int and
-# float type, so `x_f16 * 2.0` stays f16 and `x_i32 * 2.0` becomes a float.
+# "i*", "f*" and "c*" are the weak Python int, float and complex: they sit below
+# every type of their kind, so `x_f16 * 2.0` stays f16, `x_i32 * 2.0` becomes a
+# float and `x_f32 * 1j` complex64.
 # Joining in a lattice is associative and commutative, unlike pairwise NumPy
 # rules: (i64, u64, f16) gives f16 whatever the order.
-WEAK_INT, WEAK_FLOAT = "i*", "f*"
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 _LATTICE: dict = {
-    bool_: [WEAK_INT], WEAK_INT: [uint8, int8], WEAK_FLOAT: [float16],
+    bool_: [WEAK_INT], WEAK_INT: [uint8, int8], WEAK_FLOAT: [float16, WEAK_COMPLEX],
+    WEAK_COMPLEX: [complex64],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64],
     uint64: [WEAK_FLOAT], int8: [int16], int16: [int32], int32: [int64],
-    int64: [WEAK_FLOAT], float16: [float32], float32: [float64], float64: [],
+    int64: [WEAK_FLOAT], float16: [float32], float32: [float64, complex64],
+    float64: [complex128], complex64: [complex128], complex128: [],
 }
 if bfloat16 is not None:
-    _LATTICE[WEAK_FLOAT] = [float16, bfloat16]
+    _LATTICE[WEAK_FLOAT] = [float16, bfloat16, WEAK_COMPLEX]
     _LATTICE[bfloat16] = [float32]
 _UPPER: dict = {}
 
@@ -203,7 +244,7 @@ def _join(nodes) -> object:
 def _node(dt, weak: bool):
     if not weak or dt == bool_:     # there is no weak bool
         return dt
-    return WEAK_FLOAT if is_float(dt) else WEAK_INT
+    return WEAK_COMPLEX if is_complex(dt) else WEAK_FLOAT if is_float(dt) else WEAK_INT
 
 
 def result_type(*avals) -> tuple:
@@ -223,12 +264,17 @@ def result_type(*avals) -> tuple:
             "available implicit dtype promotion path when jax_numpy_dtype_promotion="
             "strict; cast the inputs explicitly (x.astype(...)) or set "
             "jax_numpy_dtype_promotion to 'standard'")
-    if not weak and dt.itemsize == 8 and not flags.STATE.x64 and \
-            all(d.itemsize < 8 for d in strong):
+    if not weak and _wide(dt) and not flags.STATE.x64 and \
+            not any(_wide(d) for d in strong):
         # int32 with uint32 joins at int64, which 32-bit mode narrows back to int32:
         # there a 64-bit type appears only where a traced 64-bit value brought one
         dt = _NARROW[dt]
     return dt, weak
+
+
+def _wide(dt) -> bool:
+    """A 64-bit type (complex128: two 64-bit floats), one 32-bit mode narrows."""
+    return dt in _NARROW
 
 
 def _lattice_result(avals) -> tuple:
@@ -244,4 +290,6 @@ def _lattice_result(avals) -> tuple:
             # result depends on grouping: the one corner where the join is not associative.
             return float64, True
         return _join([d for d, w in avals if w and is_float(d)]), True
+    if j == WEAK_COMPLEX:   # ints or floats that a Python complex joins: weak complex
+        return _join([d for d, w in avals if w and is_complex(d)]), True
     return j, False

@@ -14,6 +14,7 @@ from jx import dtypes
 b1, u8, u32, u64 = (np.dtype(t) for t in ("bool", "uint8", "uint32", "uint64"))
 i8, i16, i32, i64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
 f16, f32, f64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
+c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
 bf16 = dtypes.bfloat16
 
 # Strong (array) dtypes: order-free pairs and what they promote to.
@@ -24,6 +25,8 @@ STRONG = [
     (u32, u64, u64), (i8, i32, i32), (i16, i32, i32), (i32, i64, i64),
     (i32, f16, f16), (i64, f16, f16), (i64, f32, f32), (u64, f32, f32), (i8, f64, f64),
     (i32, f32, f32), (f16, f32, f32), (f16, f64, f64), (f32, f64, f64),
+    (f32, c64, c64), (f64, c64, c128), (f16, c64, c64), (i32, c64, c64), (c64, c128, c128),
+    (b1, c64, c64), (u64, c64, c64), (i64, c128, c128),
 ]
 if bf16 is not None:
     STRONG += [(bf16, f16, f32), (bf16, i32, bf16), (bf16, f64, f64)]
@@ -119,12 +122,13 @@ def test_promotion_is_associative():
 
 def test_result_type_rejects_unsupported_and_empty():
     with pytest.raises(dtypes.DTypeError, match="not supported"):
-        dtypes.result_type((np.complex64, False), (f32, False))
+        dtypes.result_type((np.dtype("U3"), False), (f32, False))
     with pytest.raises(dtypes.DTypeError):
         dtypes.result_type()
 
 
-@pytest.mark.parametrize("bad", [np.complex64, np.complex128, object, "U3", "datetime64[s]",
+@pytest.mark.parametrize("bad", [np.complex256 if hasattr(np, "complex256") else "V8",
+                                 object, "U3", "datetime64[s]",
                                  np.float128 if hasattr(np, "float128") else "V4"])
 def test_check_supported_rejects(bad):
     with pytest.raises(dtypes.DTypeError) as info:
@@ -148,8 +152,12 @@ def test_check_supported_accepts_and_canonicalizes():
     with jx.enable_x64():
         assert dtypes.canonicalize(np.float64) == f64
         assert dtypes.canonicalize(float) == f64 and dtypes.canonicalize(int) == i64
-    with pytest.raises(dtypes.DTypeError):
-        dtypes.canonicalize(complex)
+    assert dtypes.canonicalize(complex) == c64
+    with pytest.warns(UserWarning, match="complex128 .* truncated to dtype complex64"):
+        assert dtypes.canonicalize(np.complex128) == c64
+    with jx.enable_x64():
+        assert dtypes.canonicalize(complex) == c128
+        assert dtypes.canonicalize(np.complex128) == c128
 
 
 def test_python_scalars():
@@ -159,9 +167,9 @@ def test_python_scalars():
     with pytest.raises(OverflowError, match="int32"):          # x64 off: as JAX
         dtypes.python_scalar_dtype(2**31)
     assert dtypes.python_scalar_dtype(1.5) == f32
-    with pytest.raises(dtypes.DTypeError, match="complex"):
-        dtypes.python_scalar_dtype(1j)
+    assert dtypes.python_scalar_dtype(1j) == c64
     with jx.enable_x64():
+        assert dtypes.python_scalar_dtype(1j) == c128
         assert dtypes.python_scalar_dtype(2**31) == i64
         assert dtypes.python_scalar_dtype(1.5) == f64
         with pytest.raises(OverflowError, match="int64"):
@@ -192,7 +200,19 @@ def test_jnp_result_type_uses_the_table():
 
 
 def test_unsupported_array_is_rejected_at_the_frontend():
-    with pytest.raises(dtypes.DTypeError, match="complex"):
-        jnp.add(np.zeros(3, np.complex64), 1)
+    with pytest.raises(dtypes.DTypeError, match="not supported"):
+        jnp.add(np.zeros(3, np.dtype("U3")), 1)
     with pytest.raises(jx.JxError):
-        jx.make_graph(lambda x: x)(np.zeros(3, np.complex64))
+        jx.make_graph(lambda x: x)(np.zeros(3, np.dtype("U3")))
+
+
+def test_complex_kinds_and_weak_promotion():
+    """JAX's lattice: f* -> c* -> c64, f32 -> c64, f64 -> c128; a Python complex is weak."""
+    assert dtypes.is_complex(c64) and not dtypes.is_float(c64) and dtypes.is_inexact(c128)
+    assert dtypes.real_dtype(c64) == f32 and dtypes.real_dtype(c128) == f64
+    assert dtypes.complex_dtype(f32) == c64 and dtypes.complex_dtype(i64) == c128
+    assert dtypes.short_name(c64) == "c64" and dtypes.short_name(c128) == "c128"
+    assert dtypes.result_type((i32, False), (c64, True)) == (c64, True)     # arange(3) * 1j
+    assert dtypes.result_type((f16, False), (c64, True)) == (c64, False)
+    assert dtypes.result_type((f32, True), (c64, True)) == (c64, True)      # 1.0 * 1j
+    assert dtypes.result_type((f64, False), (c64, True)) == (c128, False)   # (x64 traced)

@@ -698,7 +698,7 @@ ERRORS = [
     ("select", [S(BOOL, 2), S(F32, 3), S(F32, 3)], {}, "predicate shape"),
     ("select", [S(BOOL, 3), S(F32, 3), S(F64, 3)], {}, "one type"),
     ("round", [S(F32, 3)], dict(rounding_method="up"), "rounding_method"),
-    ("convert_element_type", [S(F32, 3)], dict(new_dtype=np.dtype("complex64")),
+    ("convert_element_type", [S(F32, 3)], dict(new_dtype=np.dtype("U3")),
      "not supported"),
     ("broadcast_in_dim", [S(F32, 3)], dict(shape=(4,), broadcast_dimensions=(0,)),
      "cannot broadcast"),

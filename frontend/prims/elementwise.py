@@ -11,16 +11,18 @@ from ..core import declare
 from ..errors import ShapeError
 from ..ir import ShapedArray
 
-FLOAT, INT, BOOL = "float", "int", "bool"
+FLOAT, INT, BOOL, COMPLEX = "float", "int", "bool", "complex"
 NUMERIC = (FLOAT, INT)
+INEXACT = (FLOAT, COMPLEX)
 
 
 def _kinds_ok(dt, kinds) -> bool:
     return ((FLOAT in kinds and dtypes.is_float(dt)) or (INT in kinds and dtypes.is_int(dt))
-            or (BOOL in kinds and dt == dtypes.bool_))
+            or (BOOL in kinds and dt == dtypes.bool_)
+            or (COMPLEX in kinds and dtypes.is_complex(dt)))
 
 
-def _elementwise_rule(name: str, kinds, result_dtype=None):
+def _elementwise_rule(name: str, kinds, result_dtype=None, real_result=False):
     def rule(*avals):
         shapes = {a.shape for a in avals}
         if len(shapes) > 1:
@@ -35,8 +37,8 @@ def _elementwise_rule(name: str, kinds, result_dtype=None):
             raise ShapeError(f"{name} takes {'/'.join(kinds)} operands, got {avals[0]}")
         # weak when every operand is, comparisons and is_finite included (JAX:
         # jnp.asarray(2.0) < 1.5 is a weak bool)
-        return ShapedArray(avals[0].shape, result_dtype or dt,
-                           all(a.weak_type for a in avals))
+        out = result_dtype or (dtypes.real_dtype(dt) if real_result else dt)
+        return ShapedArray(avals[0].shape, out, all(a.weak_type for a in avals))
     return rule
 
 
@@ -48,11 +50,11 @@ def _quiet(fn):
     return impl
 
 
-def _unary(name, fn, kinds=(FLOAT,)):
-    return declare(name, _elementwise_rule(name, kinds), _quiet(fn))
+def _unary(name, fn, kinds=INEXACT, real_result=False):
+    return declare(name, _elementwise_rule(name, kinds, real_result=real_result), _quiet(fn))
 
 
-def _binary(name, fn, kinds=NUMERIC, result_dtype=None):
+def _binary(name, fn, kinds=NUMERIC + (COMPLEX,), result_dtype=None):
     return declare(name, _elementwise_rule(name, kinds, result_dtype), _quiet(fn))
 
 
@@ -88,7 +90,7 @@ def _int_div(a, b):
 
 
 def _div(a, b):
-    return a / b if dtypes.is_float(a.dtype) else _int_div(a, b)
+    return a / b if dtypes.is_inexact(a.dtype) else _int_div(a, b)
 
 
 def _rem(a, b):
@@ -101,7 +103,11 @@ def _rem(a, b):
 
 
 def _sign(x):
-    """-1, 0 or 1; zeros and NaNs are their own sign (np.sign(-0.0) is +0.0)."""
+    """-1, 0 or 1; zeros and NaNs are their own sign (np.sign(-0.0) is +0.0); a
+    complex number's is z / |z| (0 at 0), as JAX's (NumPy 2's too)."""
+    if dtypes.is_complex(x.dtype):
+        m = np.abs(x)
+        return np.where(m == 0, 0, x / np.where(m == 0, 1, m)).astype(x.dtype)
     if not dtypes.is_float(x.dtype):
         return np.sign(x)
     return np.where((x == 0) | np.isnan(x), x, np.sign(x)).astype(x.dtype)
@@ -121,6 +127,11 @@ def _extremum(pick):
 
 
 def _pow(a, b):
+    if dtypes.is_complex(a.dtype):      # XLA's: 0 ** 0 is 1, 0 ** b is 0 for Re(b) > 0
+        zero = a == 0
+        out = np.power(np.where(zero, 1, a), b)
+        return np.where(zero, np.where(b == 0, 1, np.where(b.real > 0, 0, out)),
+                        out).astype(a.dtype)
     if dtypes.is_float(a.dtype):
         return np.power(a, b)
     if a.dtype.kind == "u":
@@ -155,18 +166,35 @@ def _shift_right_arithmetic(a, b):
 
 
 # arithmetic
-neg = _unary("neg", np.negative, NUMERIC)
-abs_ = _unary("abs", np.abs, NUMERIC)
-sign = _unary("sign", _sign, NUMERIC)
+ALL_NUMBERS = NUMERIC + (COMPLEX,)
+neg = _unary("neg", np.negative, ALL_NUMBERS)
+abs_ = _unary("abs", np.abs, ALL_NUMBERS, real_result=True)    # |complex| is real
+sign = _unary("sign", _sign, ALL_NUMBERS)
 add = _binary("add", np.add)
 sub = _binary("sub", np.subtract)
 mul = _binary("mul", np.multiply)
 div = _binary("div", _div)
-rem = _binary("rem", _rem)
-pow_ = _binary("pow", _pow)
+rem = _binary("rem", _rem, NUMERIC)
+pow_ = _binary("pow", _pow, INEXACT + (INT,))
 max_ = _binary("max", _extremum(np.maximum), NUMERIC + (BOOL,))
 min_ = _binary("min", _extremum(np.minimum), NUMERIC + (BOOL,))
 atan2 = _binary("atan2", np.arctan2, (FLOAT,))
+
+# complex parts (JAX's real_p, imag_p, complex_p, conj_p)
+real = _unary("real", np.real, (COMPLEX,), real_result=True)
+imag = _unary("imag", np.imag, (COMPLEX,), real_result=True)
+conj = _unary("conj", np.conj, (COMPLEX,))
+
+
+def _complex_rule(re, im):
+    out = _elementwise_rule("complex", (FLOAT,))(re, im)
+    if out.dtype not in (dtypes.float32, dtypes.float64):
+        raise ShapeError(f"complex takes float32 or float64 parts, got {re}")
+    return out.update(dtype=dtypes.complex_dtype(out.dtype))
+
+
+complex_ = declare("complex", _complex_rule,
+                   lambda re, im: (re + np.asarray(1j, dtypes.complex_dtype(re.dtype)) * im))
 
 # transcendental and rounding (float only)
 exp = _unary("exp", np.exp)
@@ -180,9 +208,9 @@ logistic = _unary("logistic", _logistic)
 sin = _unary("sin", np.sin)
 cos = _unary("cos", np.cos)
 tan = _unary("tan", np.tan)
-erf = _unary("erf", _erf)
-floor = _unary("floor", np.floor)
-ceil = _unary("ceil", np.ceil)
+erf = _unary("erf", _erf, (FLOAT,))
+floor = _unary("floor", np.floor, (FLOAT,))
+ceil = _unary("ceil", np.ceil, (FLOAT,))
 ROUNDING_METHODS = ("away_from_zero", "to_nearest_even")
 
 
@@ -199,8 +227,8 @@ is_finite = declare("is_finite", _elementwise_rule("is_finite", (FLOAT,), dtypes
 
 # comparisons
 ALL = NUMERIC + (BOOL,)
-eq = _binary("eq", np.equal, ALL, dtypes.bool_)
-ne = _binary("ne", np.not_equal, ALL, dtypes.bool_)
+eq = _binary("eq", np.equal, ALL + (COMPLEX,), dtypes.bool_)
+ne = _binary("ne", np.not_equal, ALL + (COMPLEX,), dtypes.bool_)
 lt = _binary("lt", np.less, ALL, dtypes.bool_)
 le = _binary("le", np.less_equal, ALL, dtypes.bool_)
 gt = _binary("gt", np.greater, ALL, dtypes.bool_)
@@ -236,6 +264,10 @@ def _convert_rule(x, new_dtype, weak_type=False):
 
 def _convert(x, new_dtype, weak_type=False):
     new_dtype = np.dtype(new_dtype)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        if new_dtype == dtypes.bool_:
+            return x != 0
+        x = x.real          # as XLA: a complex number converts to a real by its real part
     if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
         # float -> int truncates; NaN -> 0 and out-of-range values saturate (defined, no UB)
         info = np.iinfo(new_dtype)

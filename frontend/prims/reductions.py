@@ -19,6 +19,9 @@ def _reduce_rule(name, kinds):
         _check_axes(x, axes)
         if x.dtype == dtypes.bool_ and "bool" not in kinds:
             raise ShapeError(f"{name} does not take bool operands; convert first")
+        if dtypes.is_complex(x.dtype) and "complex" not in kinds:
+            raise ShapeError(f"{name} does not take complex operands (they have no "
+                             "order); reduce their real parts or absolute values")
         shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, x.dtype, x.weak_type)
     return rule
@@ -57,8 +60,9 @@ def _over(np_reduce):
     return impl
 
 
-reduce_sum = declare("reduce_sum", _reduce_rule("reduce_sum", ()), _over(np.sum))
-reduce_prod = declare("reduce_prod", _reduce_rule("reduce_prod", ()), _over(np.prod))
+reduce_sum = declare("reduce_sum", _reduce_rule("reduce_sum", ("complex",)), _over(np.sum))
+reduce_prod = declare("reduce_prod", _reduce_rule("reduce_prod", ("complex",)),
+                      _over(np.prod))
 reduce_max = declare("reduce_max", _reduce_rule("reduce_max", ("bool",)), _max_impl)
 reduce_min = declare("reduce_min", _reduce_rule("reduce_min", ("bool",)), _min_impl)
 
