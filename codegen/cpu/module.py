@@ -34,6 +34,7 @@ from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  #
 from . import opaque_linalg, opaque_qr  # noqa: F401
 from . import opaque_eigh, opaque_svd  # noqa: F401
 from . import conv  # noqa: F401
+from . import opaque_fft  # noqa: F401
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, LEGACY_PREFIX, MANIFEST_SUFFIX,

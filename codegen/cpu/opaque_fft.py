@@ -1,0 +1,321 @@
+"""Lowering of the split-layout FFT primitives (jx.prims.fft_split) as opaque
+kernels: each row of the last axis is one call of fft_stages' transform, the rows
+split over threads (PARALLEL_OPAQUE), each chunk with its own scratch.
+
+- fft_c2c: the forward transform; the inverse is it on swapped parts, scaled 1/n.
+- fft_r2c, even n = 2h: x's even and odd elements as the real and imaginary parts
+  of one length-h transform Z, then X_k = E + F, X_{h-k} = conj(E - F) with
+  E = (Z_k + conj Z_{h-k}) / 2, F = -i w^k (Z_k - conj Z_{h-k}) / 2, w = exp(-2 pi i/n):
+  half the work of a complex transform. Odd n: the complex transform of (x, 0).
+- fft_c2r, even n: the mirror, Z_k = E + G, Z_{h-k} = conj(E - G) with
+  E = X_k + conj X_{h-k}, G = i conj(w^k) (X_k - conj X_{h-k}), scaled 1/n, one
+  inverse length-h transform, its parts interleaved. Odd n: the Hermitian
+  spectrum filled in and one inverse complex transform.
+"""
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+import numpy as np
+
+from . import fft_butterfly as B
+from . import fft_plan as P
+from . import fft_stages as S
+from . import irutil as U
+from . import target
+from .opaque import PARALLEL_OPAQUE, opaque_rule
+
+
+def _rows(kernel) -> tuple:
+    """(n, rows): the transformed length of the operand and how many rows it has."""
+    shape = kernel.root.inputs[0].aval.shape
+    if any(U.is_symbolic(d) for d in shape):
+        raise NotImplementedError(
+            f"cpu backend: {kernel.root.prim.name} needs static shapes, got "
+            f"{kernel.root.inputs[0].aval} (from {kernel.root.source}); give the batch "
+            "sizes as numbers (jx.compile --specialize, or fixed specs)")
+    return shape[-1], math.prod(shape[:-1])
+
+
+def _width(ctx, dt) -> int:
+    return max(1, target.vector_bytes(target.of_module(ctx.module.module)) //
+               np.dtype(dt).itemsize)
+
+
+class _Row:
+    """Per-row pointers and scratch of one chunk of rows."""
+
+    def __init__(self, ctx, kernel, work: int):
+        self.ctx, self.b = ctx, ctx.b
+        self.dt = kernel.root.inputs[0].aval.dtype
+        self.elem = U.storage_type(self.dt)
+        self.width = _width(ctx, self.dt)
+        self.mem = None
+        if work:
+            self.mem = self._alloc(2 * work * self.dt.itemsize)
+
+    def _alloc(self, nbytes):
+        mod = self.ctx.module
+        if mod.parallel:     # the runtime keeps big blocks between calls: no page faults
+            get = mod.runtime_function("jx_scratch_get", U.PTR, [U.I64])
+            mem = self.b.call(get, [U.i64(nbytes)])
+            with self.b.if_then(self.b.icmp_unsigned("==", mem, ir.Constant(U.PTR, None)),
+                                likely=False):
+                self.b.call(_trap(mod.module), [])             # a chunk cannot report it
+            return mem
+        return S.checked_malloc(self.b, mod.module, nbytes)
+
+    def release(self):
+        if self.mem is None:
+            return
+        mod = self.ctx.module
+        put = mod.runtime_function("jx_scratch_put", U.VOID, [U.PTR]) if mod.parallel \
+            else S._free(mod.module)
+        self.b.call(put, [self.mem])
+
+    def scratch(self, offset: int):
+        """The scratch pointer `offset` elements in."""
+        return self.at(self.mem, offset)
+
+    def at(self, ptr, off):
+        return self.b.gep(ptr, [off if isinstance(off, ir.Value) else U.i64(off)],
+                          source_etype=self.elem, inbounds=True)
+
+    def ld(self, ptr, i):
+        return self.b.load(self.at(ptr, i), typ=self.elem)
+
+    def st(self, v, ptr, i):
+        self.b.store(v, self.at(ptr, i))
+
+    def each(self, count: int, body):
+        b = self.b
+        if self.ctx.outer is not None:
+            with U.for_between(b, self.ctx.outer[0], self.ctx.outer[1], "fft.row") as t:
+                body(t)
+        else:
+            with U.for_range(b, count, "fft.row") as t:
+                body(t)
+
+
+def _trap(module):
+    return module.globals.get("llvm.trap") or \
+        ir.Function(module, ir.FunctionType(U.VOID, []), "llvm.trap")
+
+
+def _transform(ctx, row, plan):
+    """(fft function, tr, ti) of plan."""
+    module = ctx.module.module
+    fn = S.fft_function(module, plan, row.dt, row.width)
+    tr, ti = S.table(ctx.b, module, plan, row.dt, row.width)
+    return fn, tr, ti
+
+
+def _scale(row, ptrs, n: int, count: int):
+    inv = ir.Constant(row.elem, 1.0 / n)
+    with U.for_range(row.b, count, "fft.scale") as k:
+        for p in ptrs:
+            row.st(row.b.fmul(row.ld(p, k), inv), p, k)
+
+
+# ------------------------------------------------------------------ complex
+
+@opaque_rule("fft_c2c")
+def _c2c(ctx, kernel):
+    (re, im), (ore, oim) = kernel.root.inputs, kernel.root.outputs
+    n, rows = _rows(kernel)
+    if rows == 0:
+        return
+    plan = P.plan(n)
+    row = _Row(ctx, kernel, plan.work)
+    fn, tr, ti = _transform(ctx, row, plan)
+    wr, wi = (row.scratch(0), row.scratch(plan.work)) if plan.work else (tr, ti)
+    ptrs = [ctx.ptr(a) for a in (re, im, ore, oim)]
+    inverse = kernel.root.params["inverse"]
+
+    def one(t):
+        xr, xi, yr, yi = (row.at(p, ctx.b.mul(t, U.i64(n))) for p in ptrs)
+        if inverse:
+            ctx.b.call(fn, [xi, xr, yi, yr, wr, wi, tr, ti])
+            _scale(row, (yr, yi), n, n)
+        else:
+            ctx.b.call(fn, [xr, xi, yr, yi, wr, wi, tr, ti])
+    row.each(rows, one)
+    row.release()
+
+
+# ------------------------------------------------------------------ real input
+
+@opaque_rule("fft_r2c")
+def _r2c(ctx, kernel):
+    (x,), (ore, oim) = kernel.root.inputs, kernel.root.outputs
+    n, rows = _rows(kernel)
+    if rows == 0:
+        return
+    if n % 2:
+        _r2c_odd(ctx, kernel, n, rows)
+        return
+    h = n // 2
+    plan = P.plan(h)
+    row = _Row(ctx, kernel, h + plan.work)
+    b = ctx.b
+    fn, tr, ti = _transform(ctx, row, plan)
+    zr, zi = row.scratch(0), row.scratch(h + plan.work)
+    wr, wi = row.scratch(h), row.scratch(2 * h + plan.work)
+    half = h // 2 + 1
+    cr, ci = S.twiddles(b, ctx.module.module, half, n, row.dt)
+    xp, rp, ip = ctx.ptr(x), ctx.ptr(ore), ctx.ptr(oim)
+    two = ir.Constant(row.elem, 0.5)
+
+    def one(t):
+        src = row.at(xp, b.mul(t, U.i64(n)))
+        yr, yi = row.at(rp, b.mul(t, U.i64(h + 1))), row.at(ip, b.mul(t, U.i64(h + 1)))
+        with U.for_range(b, h, "r2c.split") as j:
+            j2 = b.mul(j, U.i64(2))
+            row.st(row.ld(src, j2), zr, j)
+            row.st(row.ld(src, b.add(j2, U.i64(1))), zi, j)
+        b.call(fn, [zr, zi, yr, yi, wr, wi, tr, ti])
+        with U.for_range(b, half, "r2c.post") as k:
+            back = b.sub(U.i64(h), k)
+            a = (row.ld(yr, k), row.ld(yi, k))
+            wrap = b.select(b.icmp_unsigned("==", back, U.i64(h)), U.i64(0), back)
+            bc = (row.ld(yr, wrap), b.fneg(row.ld(yi, wrap)))
+            e = B.scale(b, B.add(b, a, bc), two)
+            d = B.scale(b, B.sub(b, a, bc), two)
+            f = B.mul(b, (d[1], b.fneg(d[0])), (row.ld(cr, k), row.ld(ci, k)))   # -i d w^k
+            xk, xb = B.add(b, e, f), B.sub(b, e, f)
+            row.st(xb[0], yr, back)
+            row.st(b.fneg(xb[1]), yi, back)
+            row.st(xk[0], yr, k)
+            row.st(xk[1], yi, k)
+    row.each(rows, one)
+    row.release()
+
+
+def _r2c_odd(ctx, kernel, n, rows):
+    plan = P.plan(n)
+    row = _Row(ctx, kernel, 2 * n + plan.work)
+    b = ctx.b
+    fn, tr, ti = _transform(ctx, row, plan)
+    span = 2 * n + plan.work                     # the imaginary half's offset
+    zr, zi, outr, outi = row.scratch(0), row.scratch(span), row.scratch(n), \
+        row.scratch(span + n)
+    wr, wi = row.scratch(2 * n), row.scratch(span + 2 * n)
+    xp, rp, ip = ctx.ptr(kernel.root.inputs[0]), *(ctx.ptr(o) for o in kernel.root.outputs)
+    h1 = n // 2 + 1
+    zero = ir.Constant(row.elem, 0.0)
+
+    def one(t):
+        src = row.at(xp, b.mul(t, U.i64(n)))
+        with U.for_range(b, n, "r2c.in") as j:
+            row.st(row.ld(src, j), zr, j)
+            row.st(zero, zi, j)
+        b.call(fn, [zr, zi, outr, outi, wr, wi, tr, ti])
+        yr, yi = row.at(rp, b.mul(t, U.i64(h1))), row.at(ip, b.mul(t, U.i64(h1)))
+        with U.for_range(b, h1, "r2c.out") as k:
+            row.st(row.ld(outr, k), yr, k)
+            row.st(row.ld(outi, k), yi, k)
+    row.each(rows, one)
+    row.release()
+
+
+@opaque_rule("fft_c2r")
+def _c2r(ctx, kernel):
+    n = kernel.root.params["n"]
+    _, rows = _rows(kernel)
+    if rows == 0:
+        return
+    if n % 2:
+        _c2r_odd(ctx, kernel, n, rows)
+        return
+    h = n // 2
+    plan = P.plan(h)
+    row = _Row(ctx, kernel, 2 * h + plan.work)
+    b = ctx.b
+    fn, tr, ti = _transform(ctx, row, plan)
+    span = 2 * h + plan.work
+    zr, zi, outr, outi = row.scratch(0), row.scratch(span), row.scratch(h), \
+        row.scratch(span + h)
+    wr, wi = row.scratch(2 * h), row.scratch(span + 2 * h)
+    half = h // 2 + 1
+    cr, ci = S.twiddles(b, ctx.module.module, half, n, row.dt)
+    (re, im), (x,) = kernel.root.inputs, kernel.root.outputs
+    rp, ip, xp = ctx.ptr(re), ctx.ptr(im), ctx.ptr(x)
+    inv = ir.Constant(row.elem, 1.0 / n)
+    zero = ir.Constant(row.elem, 0.0)
+
+    def one(t):
+        sr, si = row.at(rp, b.mul(t, U.i64(h + 1))), row.at(ip, b.mul(t, U.i64(h + 1)))
+        with U.for_range(b, half, "c2r.pre") as k:
+            back = b.sub(U.i64(h), k)
+            dc = b.icmp_unsigned("==", k, U.i64(0))          # X_0, X_h: real parts only
+            a = (row.ld(sr, k), b.select(dc, zero, row.ld(si, k)))
+            bc = (row.ld(sr, back), b.fneg(b.select(dc, zero, row.ld(si, back))))
+            e = B.scale(b, B.add(b, a, bc), inv)
+            d = B.scale(b, B.sub(b, a, bc), inv)
+            wk = (row.ld(cr, k), b.fneg(row.ld(ci, k)))
+            g = B.mul(b, (b.fneg(d[1]), d[0]), wk)               # i d conj(w^k)
+            zk, zb = B.add(b, e, g), B.sub(b, e, g)
+            with b.if_then(b.icmp_unsigned("<", back, U.i64(h))):
+                row.st(zb[0], zr, back)
+                row.st(b.fneg(zb[1]), zi, back)
+            row.st(zk[0], zr, k)
+            row.st(zk[1], zi, k)
+        b.call(fn, [zi, zr, outi, outr, wr, wi, tr, ti])       # the inverse: swapped
+        dst = row.at(xp, b.mul(t, U.i64(n)))
+        with U.for_range(b, h, "c2r.merge") as j:
+            j2 = b.mul(j, U.i64(2))
+            row.st(row.ld(outr, j), dst, j2)
+            row.st(row.ld(outi, j), dst, b.add(j2, U.i64(1)))
+    row.each(rows, one)
+    row.release()
+
+
+def _c2r_odd(ctx, kernel, n, rows):
+    plan = P.plan(n)
+    row = _Row(ctx, kernel, 2 * n + plan.work)
+    b = ctx.b
+    fn, tr, ti = _transform(ctx, row, plan)
+    span = 2 * n + plan.work
+    zr, zi, outr, outi = row.scratch(0), row.scratch(span), row.scratch(n), \
+        row.scratch(span + n)
+    wr, wi = row.scratch(2 * n), row.scratch(span + 2 * n)
+    (re, im), (x,) = kernel.root.inputs, kernel.root.outputs
+    rp, ip, xp = ctx.ptr(re), ctx.ptr(im), ctx.ptr(x)
+    h1 = n // 2 + 1
+    zero = ir.Constant(row.elem, 0.0)
+
+    def one(t):
+        sr, si = row.at(rp, b.mul(t, U.i64(h1))), row.at(ip, b.mul(t, U.i64(h1)))
+        row.st(row.ld(sr, 0), zr, 0)
+        row.st(zero, zi, 0)
+        with U.for_step(b, 1, h1, 1, "c2r.fill") as k:
+            vr, vi = row.ld(sr, k), row.ld(si, k)
+            back = b.sub(U.i64(n), k)
+            row.st(vr, zr, k)
+            row.st(vi, zi, k)
+            row.st(vr, zr, back)
+            row.st(b.fneg(vi), zi, back)
+        b.call(fn, [zi, zr, outi, outr, wr, wi, tr, ti])
+        dst = row.at(xp, b.mul(t, U.i64(n)))
+        inv = ir.Constant(row.elem, 1.0 / n)
+        with U.for_range(b, n, "c2r.out") as j:
+            row.st(b.fmul(row.ld(outr, j), inv), dst, j)
+    row.each(rows, one)
+    row.release()
+
+
+# ------------------------------------------------------------------ threads
+
+def _extent(per_row_flops):
+    def extent(kernel):
+        n, rows = _rows(kernel)
+        if rows < 2 or n == 0:
+            return [], 0
+        return [rows], rows * per_row_flops(kernel, n)
+    return extent
+
+
+PARALLEL_OPAQUE["fft_c2c"] = _extent(lambda k, n: P.flops(n))
+PARALLEL_OPAQUE["fft_r2c"] = _extent(lambda k, n: P.flops(n) // 2)
+PARALLEL_OPAQUE["fft_c2r"] = _extent(lambda k, n: P.flops(k.root.params["n"]) // 2)
