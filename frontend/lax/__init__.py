@@ -27,9 +27,9 @@ _JAX_ONLY = frozenset("""
     DotAlgorithm DotAlgorithmPreset
     DotDimensionNumbers FftType GatherScatterMode PrecisionLike
     RaggedDotDimensionNumbers RandomAlgorithm RoundingMethod Tolerance approx_max_k
-    approx_min_k broadcast_like complex composite conj
-    create_token dtype fft imag
-    platform_dependent psum_scatter pswapaxes ragged_dot real
+    approx_min_k broadcast_like composite
+    create_token dtype fft
+    platform_dependent psum_scatter pswapaxes ragged_dot
     rng_bit_generator rng_uniform scatter_apply scatter_sub
     with_sharding_constraint
 """.split())

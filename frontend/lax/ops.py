@@ -9,7 +9,8 @@ from .. import dtypes
 from ..core import Tracer
 from ..errors import ShapeError
 from ..numpy.creation import _wrap_public
-from ..numpy._util import as_value, bind1, broadcast_to, convert, is_scalar_const, shape_of
+from ..numpy._util import as_value, bind1, broadcast_to, convert, dtype_weak, is_scalar_const, \
+    shape_of
 from ..prims import bitcast as bc
 from ..prims import elementwise as ew
 from ..prims import linalg as la
@@ -53,6 +54,23 @@ bitwise_and, bitwise_or, bitwise_xor, bitwise_not = _n(ew.and_), _n(ew.or_), _n(
 shift_left = _n(ew.shift_left)
 shift_right_logical = _n(ew.shift_right_logical)
 shift_right_arithmetic = _n(ew.shift_right_arithmetic)
+
+
+real, imag = _n(ew.real), _n(ew.imag)
+
+
+def complex(x, y):
+    """x + i*y from float parts of one dtype (float32 -> complex64, float64 ->
+    complex128); Python scalars take the other operand's dtype."""
+    return bind1(ew.complex_, *_scalars_to([x, y]))
+
+
+def conj(x):
+    """The complex conjugate; a float operand is first made complex, as in JAX."""
+    x = as_value(x)
+    if dtypes.is_float(dtype_weak(x)[0]):
+        x = convert(x, dtypes.complex_dtype(dtype_weak(x)[0]), weak=dtype_weak(x)[1])
+    return bind1(ew.conj, x)
 
 
 def round(x, rounding_method="away_from_zero"):

@@ -37,11 +37,13 @@ int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.
 uint8, uint16, uint32, uint64 = (_scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32,
                                                            _np.uint64))
 float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
 if _dtypes.bfloat16 is not None:     # with ml_dtypes installed, as JAX's
     bfloat16 = _scalar_type(_dtypes.bfloat16.type)
 bool = bool_                         # the array API's name (shadows the builtin here only)
 int_, uint, float_ = int64, uint64, float64   # JAX's: the 64-bit types, canonicalized on use
 single, double = float32, float64
+csingle, cdouble, complex_ = complex64, complex128, complex128
 del _scalar_type
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
@@ -89,6 +91,7 @@ def issubdtype(arg1, arg2) -> bool:
 
 
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
+complexfloating = _np.complexfloating
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 generic, character, flexible = _np.generic, _np.character, _np.flexible
 euler_gamma = _np.euler_gamma

@@ -13,6 +13,7 @@ from . import _products as la
 from . import manipulation as mp
 from . import reductions as rd
 from . import sorting as so
+from . import _standard as st
 from . import ufuncs as uf
 
 
@@ -181,6 +182,10 @@ METHODS: dict = {
     "flatten": lambda self: mp.ravel(self),
     "clip": _clip,
     "swapaxes": lambda self, a, b: mp.swapaxes(self, a, b),
+    "real": property(lambda self: st.real(self)),
+    "imag": property(lambda self: st.imag(self)),
+    "conj": lambda self: st.conjugate(self),
+    "conjugate": lambda self: st.conjugate(self),
 }
 for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                      ("truediv", "true_divide"), ("floordiv", "floor_divide"),

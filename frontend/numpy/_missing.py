@@ -8,8 +8,7 @@ from ..errors import NotInJx, missing_name
 
 # jax.numpy 0.10.2's public names not in jx.numpy
 JAX_ONLY = frozenset("""
-    ComplexWarning angle array_repr array_str cdouble complex128 complex64 complex_
-    complexfloating csingle einsum_path float4_e2m1fn float6_e2m3fn float6_e3m2fn
+    ComplexWarning array_repr array_str einsum_path float4_e2m1fn float6_e2m3fn float6_e3m2fn
     float8_e3m4 float8_e4m3 float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2
     float8_e5m2fnuz float8_e8m0fnu frombuffer fromfile fromiter fromstring
     get_printoptions int1 int2 int4 load mask_indices object_ place polyfit printoptions
@@ -19,11 +18,10 @@ JAX_ONLY = frozenset("""
 
 # the nearest jx.numpy function, where one covers part of the need
 NEAREST = {
-    "angle": "arctan2(0, x) (real inputs)", "put": "x.at[idx].set(v)",
+    "put": "x.at[idx].set(v)",
     "put_along_axis": "x.at[idx].set(v)", "place": "where", "einsum_path": "einsum",
 }
 
-_COMPLEX = ("complex", "csingle", "cdouble", "sort_complex")
 _NARROW = ("float4", "float6", "float8", "int1", "int2", "int4", "uint1", "uint2", "uint4")
 
 
@@ -32,8 +30,6 @@ def missing(name: str) -> AttributeError:
     if name == "bfloat16":
         return NotInJx("jx.numpy.bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
     why = ""
-    if name.startswith(_COMPLEX):
-        why = "not available: jx has no complex dtypes yet"
-    elif name.startswith(_NARROW):
+    if name.startswith(_NARROW):
         why = "not available: jx has no sub-byte or 8-bit float dtypes"
     return missing_name("jx.numpy", name, JAX_ONLY, NEAREST, why)

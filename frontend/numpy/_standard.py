@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError
 from ..prims import bitcast as bc
+from ..prims import elementwise as ew
 from ._util import as_value, bind1, canonical_axis, convert, promote_dtypes, shape_of
 from .creation import _check_device, _wrap_public, asarray
 from . import manipulation as mp
@@ -193,21 +194,40 @@ def array_equal(a1, a2, equal_nan=False):
     return all_(eq)
 
 
-# complex parts of real arrays (jx has no complex dtypes): as JAX on real inputs
 def real(val):
-    return asarray(val)
+    """The real part; a real array is its own (dtype kept, as JAX)."""
+    v = asarray(val)
+    return bind1(ew.real, v) if dtypes.is_complex(v.dtype) else v
 
 
 def imag(val):
+    """The imaginary part; zeros of a real array's dtype (as JAX)."""
+    v = asarray(val)
+    if dtypes.is_complex(v.dtype):
+        return bind1(ew.imag, v)
     from .creation import zeros_like
-    return zeros_like(val)
+    return zeros_like(v)
 
 
 def conjugate(x):
-    return asarray(x)
+    """The complex conjugate; a real array is its own (dtype kept, as JAX)."""
+    v = asarray(x)
+    return bind1(ew.conj, v) if dtypes.is_complex(v.dtype) else v
 
 
 conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument of z, atan2(imag, real), in radians (degrees with deg=True).
+    Integers, bools and 0-d floats compute in the default float, strong (as JAX)."""
+    v = asarray(z)
+    re, im = real(v), imag(v)
+    if not dtypes.is_inexact(re.dtype) or (dtypes.is_float(v.dtype) and shape_of(v) == ()):
+        dt = dtypes.default_float()
+        re, im = (bind1(ew.convert_element_type, p, new_dtype=dt) for p in (re, im))
+    out = bind1(ew.atan2, im, re)
+    return uf.rad2deg(out) if deg else out
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -223,8 +243,8 @@ __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "atan2", "pow",
            "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "astype", "concat",
            "permute_dims", "matrix_transpose", "unstack", "can_cast", "isdtype", "nextafter",
            "cumulative_sum", "cumulative_prod", "from_dlpack", "vecdot", "copy",
-           "broadcast_shapes", "array_equal", "real", "imag", "conjugate", "conj"]
+           "broadcast_shapes", "array_equal", "real", "imag", "conjugate", "conj", "angle"]
 _wrap_public(globals(), ["astype", "concat", "permute_dims", "matrix_transpose", "unstack",
                          "nextafter", "cumulative_sum", "cumulative_prod", "from_dlpack",
-                         "copy", "array_equal", "real", "imag", "conjugate"])
+                         "copy", "array_equal", "real", "imag", "conjugate", "angle"])
 conj = conjugate

@@ -24,7 +24,7 @@ def dtype_weak(x) -> tuple:
         return x._value.dtype, x._weak
     if isinstance(x, Tracer):
         return x.dtype, x.weak_type
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if is_scalar_const(x):
         return dtypes.python_scalar_dtype(x), not isinstance(x, bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return dtypes.canonical(x.dtype), False
@@ -58,7 +58,8 @@ def _from_python(x) -> np.ndarray:
 
 
 def is_scalar_const(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    """A Python number (bool, int, float or complex), weakly typed in jx."""
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
 def shape_of(x) -> tuple:
@@ -116,6 +117,8 @@ def convert(x, dtype, like=(), weak: bool = False):
                 raise OverflowError(f"Python int {x} does not fit in {dtype}, the dtype of "
                                     "the array it meets; convert that array first "
                                     "(astype(int64)) or use a float")
+        if isinstance(x, complex) and not dtypes.is_complex(dtype):
+            x = x.real          # as convert_element_type: a complex's real part
         return Array(np.asarray(x, dtype=dtype), True) if weak else np.asarray(x, dtype=dtype)
     x = as_value(x)
     if x.dtype == dtype:
