@@ -1,0 +1,400 @@
+"""Complex elementwise math on pairs of real arrays.
+
+passes/decomplex.py replaces every complex value by its (re, im) components,
+real arrays of the component dtype (float32 for complex64, float64 for
+complex128), and lowers each complex elementwise primitive through
+COMPLEX_MATH[name]: the entry takes the operands as (re, im) pairs, in the
+primitive's operand order, plus the primitive's params as keywords, and returns
+the result as an (re, im) pair; abs, eq and ne return one real (bool) array.
+
+The formulas avoid spurious overflow, underflow and cancellation: they stay
+within a few ulp of the exact result on each component, measured relative to
+the component itself, or to |result| where the component is small through an
+inherent cancellation (e.g. Re log z near |z| = 1, Re expm1 z near e^x cos y = 1,
+Re/Im of a product). tests/test_complex_math.py measures them.
+
+Special values (infinities, NaNs, signed zeros) are JAX's (XLA's CPU results),
+except where a comment marked "differs from JAX" keeps C99 Annex G / NumPy's
+value: mostly the sign of a zero that JAX drops, which the branch cuts of
+sqrt, log and the inverse functions built on them depend on.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import jx.numpy as jnp
+
+
+def _finfo(x):
+    return np.finfo(x.dtype)
+
+
+def _log_max(x) -> float:
+    """The largest x whose exp(x) is finite, rounded down (exp's overflow threshold)."""
+    return float(np.log(_finfo(x).max)) - 1e-3
+
+
+def _zero_times(u, v):
+    """u * v, but 0 when either is 0 (also 0 * inf): the products of a real number
+    by a complex one, whose missing imaginary part is an exact zero."""
+    return jnp.where((u == 0) | (v == 0), jnp.zeros_like(u), u * v)
+
+
+def _hypot(x, y):
+    """sqrt(x^2 + y^2) of x, y scaled by a power of 2 (exact) where the squares
+    would overflow or underflow: within 1 ulp (scaling by the larger part, as
+    jnp.hypot does, costs up to 2). inf if either is infinite, even with a NaN."""
+    fi = _finfo(x)
+    half = int(fi.maxexp) // 2
+    ax, ay = jnp.abs(x), jnp.abs(y)
+    m = jnp.maximum(ax, ay)
+    big, tiny = m > float(2.0 ** (half - 4)), m < float(2.0 ** -(half - 4))
+    s = jnp.where(big, float(2.0 ** -(half + 6)),
+                  jnp.where(tiny, float(2.0 ** (int(fi.nmant) + half)), 1.0))
+    xs, ys = ax * s, ay * s
+    h = jnp.sqrt(xs * xs + ys * ys) / s
+    return jnp.where(jnp.isinf(ax) | jnp.isinf(ay), float("inf"), h)
+
+
+# ------------------------------------------------------------------ arithmetic
+
+def neg(a):
+    return -a[0], -a[1]
+
+
+def add(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def sub(a, b):
+    return a[0] - b[0], a[1] - b[1]
+
+
+def mul(a, b):
+    """(ac - bd, ad + bc), as XLA: each component within a few ulp of |result|
+    (not of itself where the two products cancel)."""
+    (ar, ai), (br, bi) = a, b
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+def div(a, b):
+    """Smith's algorithm: divides by the larger component of b and multiplies by
+    the ratio of the smaller to it (<= 1), so |b|^2 is never formed and b near
+    overflow or underflow does not overflow. Where that gives NaN + NaN i, the
+    C99 Annex G recoveries that XLA applies: x / 0 = inf with x's signs,
+    inf / finite = inf, finite / inf = 0."""
+    (ar, ai), (br, bi) = a, b
+    swap = jnp.abs(br) < jnp.abs(bi)
+    big, small = jnp.where(swap, bi, br), jnp.where(swap, br, bi)
+    r = small / big
+    den = big + small * r
+    p, q = jnp.where(swap, ai, ar), jnp.where(swap, ar, ai)
+    re = (p + q * r) / den
+    im = (q - p * r) / den
+    im = jnp.where(swap, -im, im)          # (a / (i c) = -i a / c: one sign flips)
+
+    inf = float("inf")
+    nan_both = jnp.isnan(re) & jnp.isnan(im)
+    zero_den = (br == 0) & (bi == 0) & ~(jnp.isnan(ar) & jnp.isnan(ai))
+    z_inf = jnp.copysign(inf, br)
+    z_re, z_im = z_inf * ar, z_inf * ai
+    a_inf = jnp.isinf(ar) | jnp.isinf(ai)
+    b_fin = jnp.isfinite(br) & jnp.isfinite(bi)
+    ar1 = jnp.copysign(jnp.where(jnp.isinf(ar), 1.0, 0.0), ar)
+    ai1 = jnp.copysign(jnp.where(jnp.isinf(ai), 1.0, 0.0), ai)
+    i_re, i_im = inf * (ar1 * br + ai1 * bi), inf * (ai1 * br - ar1 * bi)
+    b_inf = jnp.isinf(br) | jnp.isinf(bi)
+    a_fin = jnp.isfinite(ar) & jnp.isfinite(ai)
+    br1 = jnp.copysign(jnp.where(jnp.isinf(br), 1.0, 0.0), br)
+    bi1 = jnp.copysign(jnp.where(jnp.isinf(bi), 1.0, 0.0), bi)
+    f_re, f_im = 0.0 * (ar * br1 + ai * bi1), 0.0 * (ai * br1 - ar * bi1)
+
+    def fix(v, z, i, f):
+        return jnp.where(nan_both, jnp.where(zero_den, z, jnp.where(
+            a_inf & b_fin, i, jnp.where(b_inf & a_fin, f, v))), v)
+    return fix(re, z_re, i_re, f_re), fix(im, z_im, i_im, f_im)
+
+
+def _one(a):
+    return jnp.ones_like(a[0]), jnp.zeros_like(a[0])
+
+
+def integer_pow(a, *, y: int):
+    """a ** y for a static int y by repeated squaring, as JAX; a negative y is
+    the reciprocal of a ** -y (1 / 0 = inf + nan i, as JAX)."""
+    if y == 0:
+        return _one(a)
+    acc, base, n = None, a, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n:
+            base = mul(base, base)
+    return div(_one(a), acc) if y < 0 else acc
+
+
+def pow_(a, b):
+    """exp(b log a), JAX's complex power: a ** 0 = 1 (even for NaN), 1 ** b = 1,
+    0 ** b = 0 for real b > 0 and NaN for any other b. In b log a a product with
+    an exact zero factor is zero (inf ** -1 = 0, not NaN), as real powers give.
+    Its error grows with |b log a| (the exponent's rounding), as any exp-log power's."""
+    (ar, ai), (br, bi) = a, b
+    lr, th = log(a)
+    pr = _zero_times(br, lr) - _zero_times(bi, th)
+    pi = _zero_times(br, th) + _zero_times(bi, lr)
+    re, im = exp((pr, pi))
+    b0 = (br == 0) & (bi == 0)
+    one = b0 | ((ar == 1) & (ai == 0))
+    zero = (ar == 0) & (ai == 0) & ~b0
+    zero_val = jnp.where((bi == 0) & (br > 0), 0.0, float("nan"))
+    re = jnp.where(one, 1.0, jnp.where(zero, zero_val, re))
+    im = jnp.where(one, 0.0, jnp.where(zero, zero_val, im))
+    return re, im
+
+
+def abs_(a):
+    """|a| = hypot(re, im) (_hypot: no overflow or underflow, within 1 ulp)."""
+    return _hypot(a[0], a[1])
+
+
+def sign(a):
+    """a / |a|, and 0 at 0 (as JAX). Both parts are divided by the same hypot, so
+    the result has modulus 1 within an ulp or two."""
+    x, y = a
+    h = _hypot(x, y)
+    zero = h == 0
+    safe = jnp.where(zero, 1.0, h)
+    return jnp.where(zero, 0.0, x / safe), jnp.where(zero, 0.0, y / safe)
+
+
+def eq(a, b):
+    return (a[0] == b[0]) & (a[1] == b[1])
+
+
+def ne(a, b):
+    return (a[0] != b[0]) | (a[1] != b[1])
+
+
+# ------------------------------------------------------------ exp and friends
+
+def _exp_scaled(x, c, s):
+    """(e^x c, e^x s) for |c|, |s| <= 1: past exp's overflow threshold as
+    (e^(x/2) c) e^(x/2), finite wherever the product is."""
+    big = x > _log_max(x)
+    h = jnp.exp(jnp.where(big, 0.5 * x, x))
+    hh = jnp.where(big, h, 1.0)
+    return (h * c) * hh, (h * s) * hh
+
+
+def exp(a):
+    """e^x (cos y + i sin y); a real argument (y = 0) gives a real result
+    (exp(inf) = inf + 0i, exp(nan) = nan + 0i), the zero with y's sign (differs from
+    JAX, which gives +0 also for y = -0)."""
+    x, y = a
+    re, im = _exp_scaled(x, jnp.cos(y), jnp.sin(y))
+    return re, jnp.where(y == 0, y, im)
+
+
+def expm1(a):
+    """e^z - 1 = (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y: no cancellation
+    of e^x against 1 near z = 0 (cos y - 1 = -2 sin^2(y/2) exactly)."""
+    x, y = a
+    c, s = jnp.cos(y), jnp.sin(y)
+    h = jnp.sin(0.5 * y)
+    re = jnp.expm1(x) * c - 2.0 * (h * h)
+    big_re, im = _exp_scaled(x, c, s)
+    re = jnp.where(x > _log_max(x), big_re, re)
+    return re, jnp.where(y == 0, y, im)
+
+
+def _log_abs(x, y):
+    """log|z| without forming |z|: with m = max(|x|, |y|), n = min, where
+    |z|^2 is in [1/2, 2], half of log1p(u) with u = |z|^2 - 1 = 2d + (d^2 + n^2),
+    d = m - 1 exact (Sterbenz): u cancels only where |z| is within rounding of 1,
+    and there log|z| is far below |log z| (arg z is not small). Elsewhere
+    log m + log1p((n/m)^2) / 2, whose terms are at most twice |log|z|| (a rounded
+    hypot would cost up to 4 ulp where log|z| is near +-0.35)."""
+    ax, ay = jnp.abs(x), jnp.abs(y)
+    m, n = jnp.maximum(ax, ay), jnp.minimum(ax, ay)
+    near = (m >= 0.5) & (m * m + n * n >= 0.5) & (m * m + n * n <= 2.0)
+    d = jnp.where(near, m - 1.0, 0.0)
+    nn = jnp.where(near, n, 0.0)
+    near_val = 0.5 * jnp.log1p(2.0 * d + (d * d + nn * nn))
+    r = n / jnp.where(m == 0, 1.0, m)
+    far_val = jnp.log(m) + 0.5 * jnp.log1p(r * r)
+    return jnp.where(near, near_val, jnp.where(jnp.isinf(m), m, far_val))
+
+
+def log(a):
+    """log|z| + i atan2(y, x), log|z| as _log_abs. log(0) = -inf + i atan2(y, x);
+    log(inf + nan i) = nan + nan i, as JAX (C99 and NumPy give inf + nan i)."""
+    x, y = a
+    return _log_abs(x, y), jnp.arctan2(y, x)
+
+
+def log1p(a):
+    """log(1 + z) = log|1 + z| + i atan2(y, 1 + x). Where |1 + z|^2 = 1 + u with
+    u = 2x + (x^2 + y^2) >= -3/4, log|1 + z| = log1p(u) / 2: no rounding of 1 + x,
+    and exact for tiny z. Below (1 + z near 0: 1 + x is exact by Sterbenz) and
+    for huge z (x^2 would overflow; log|1 + z| is large) it is _log_abs(1 + x, y)."""
+    x, y = a
+    xp1 = x + 1.0
+    m = jnp.maximum(jnp.abs(x), jnp.abs(y))
+    fi = _finfo(x)
+    small = m < float(2.0 ** (int(fi.maxexp) // 2 - 2))
+    xs, ys = jnp.where(small, x, 0.0), jnp.where(small, y, 0.0)
+    u = 2.0 * xs + (xs * xs + ys * ys)
+    direct = small & (u >= -0.75)
+    re = jnp.where(direct, 0.5 * jnp.log1p(jnp.where(direct, u, 0.0)), _log_abs(xp1, y))
+    return re, jnp.arctan2(y, xp1)
+
+
+def _sqrt_scaled(a):
+    """Kahan's sqrt of s z, s an even power of 2 that keeps |x| + |z| from
+    overflowing and lifts subnormal inputs: t = sqrt((|x| + |z|) / 2), then
+    (t, y / 2t) for x >= 0 and (|y| / 2t, t with y's sign) for x < 0, so
+    neither part cancels and the branch cut follows the sign of y's zero
+    (sqrt(-4 - 0i) = -2i). Returns (re, im) of sqrt(s z), |s z| and 1 / sqrt(s)."""
+    x, y = a
+    fi = _finfo(x)
+    m = jnp.maximum(jnp.abs(x), jnp.abs(y))
+    lift = 2 * ((int(fi.nmant) + 2) // 2)
+    big = m > float(fi.max) / 8
+    tiny = m < float(fi.tiny)
+    s = jnp.where(big, 0.25, jnp.where(tiny, float(2.0 ** lift), 1.0))
+    unscale = jnp.where(big, 2.0, jnp.where(tiny, float(2.0 ** (-lift // 2)), 1.0))
+    xs, ys = x * s, y * s
+    h = _hypot(xs, ys)
+    t = jnp.sqrt(0.5 * (jnp.abs(xs) + h))
+    q = ys / (2.0 * t)
+    re = jnp.where(x >= 0, t, jnp.abs(q))
+    im = jnp.where(x >= 0, q, jnp.copysign(t, ys))
+    return re, im, h, unscale
+
+
+def sqrt(a):
+    """Kahan's branch-cut-correct square root (see _sqrt_scaled). sqrt(0 +- 0i) =
+    0 +- 0i, sqrt(x +- inf i) = inf +- inf i for any x. Differs from JAX, whose
+    sqrt(-4 - 0i) is +2i (it drops the zero's sign) and sqrt(0 - 0i) = 0 + 0i."""
+    x, y = a
+    re, im, h, unscale = _sqrt_scaled(a)
+    re, im = re * unscale, im * unscale
+    zero = (x == 0) & (y == 0)
+    yinf = jnp.isinf(y)
+    re = jnp.where(zero, 0.0, jnp.where(yinf, float("inf"), re))
+    im = jnp.where(zero | yinf, y, im)
+    return re, im
+
+
+def rsqrt(a):
+    """1 / sqrt(z) = conj(sqrt z) / |z|: each part of sqrt divided by one real,
+    no complex division and no cancellation; 1 / 0 = inf + nan i, as JAX."""
+    x, y = a
+    re, im, h, unscale = _sqrt_scaled(a)
+    up = 1.0 / unscale                              # sqrt(s), exact
+    re, im = (re / h) * up, (-im / h) * up
+    zero = (x == 0) & (y == 0)
+    inf = jnp.isinf(x) | jnp.isinf(y)
+    re = jnp.where(zero, float("inf"), jnp.where(inf, 0.0, re))
+    im = jnp.where(zero, float("nan"), jnp.where(inf, jnp.copysign(0.0, -y), im))
+    return re, im
+
+
+# ------------------------------------------------------------ trigonometric
+
+def _mul_cosh_sinh(p, q, y):
+    """(p cosh y, q sinh y) for |p|, |q| <= 1. cosh = (E + 1/E) / 2 with E = e^|y|;
+    sinh from expm1 for |y| < 1 (no cancellation of E against 1/E); past exp's
+    overflow threshold, e^|y| / 2 as (e^(|y|/2) / 2) e^(|y|/2), finite wherever
+    the products are."""
+    ay = jnp.abs(y)
+    big = ay > _log_max(y)
+    e = jnp.exp(jnp.where(big, 0.0, ay))
+    ch = 0.5 * e + 0.5 / e
+    em = jnp.expm1(jnp.where(ay < 1.0, ay, 0.0))
+    sh = jnp.where(ay < 1.0, 0.5 * (em + em / (em + 1.0)), 0.5 * e - 0.5 / e)
+    sh = jnp.copysign(sh, y)
+    h = jnp.exp(jnp.where(big, 0.5 * ay, 0.0))
+    hs = jnp.copysign(h, y)
+    cp = jnp.where(big, ((0.5 * p) * h) * h, p * ch)
+    sq = jnp.where(big, ((0.5 * q) * hs) * h, q * sh)
+    return cp, sq
+
+
+def sin(a):
+    """sin x cosh y + i cos x sinh y; Re = x when x = 0 (no 0 * inf). The zero
+    keeps x's sign, odd as sin is (differs from JAX: sin(-0 + yi) has Re +0)."""
+    x, y = a
+    re, im = _mul_cosh_sinh(jnp.sin(x), jnp.cos(x), y)
+    return jnp.where(x == 0, x, re), im
+
+
+def cos(a):
+    """cos x cosh y - i sin x sinh y; Im = 0 when x = 0 (no 0 * inf), with the
+    sign -sin x sinh y has (differs from JAX, which gives +0)."""
+    x, y = a
+    re, im = _mul_cosh_sinh(jnp.cos(x), jnp.sin(x), y)
+    return re, jnp.where(x == 0, -(x * jnp.copysign(1.0, y)), -im)
+
+
+def tanh(a):
+    """(sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): the usual
+    (sinh 2x + i sin 2y) / (cosh 2x + cos 2y) with the denominator as a sum of
+    squares, so nothing cancels near the poles. Once tanh x rounds to +-1 (|x|
+    past T), the parts are +-1 and 4 sin y cos y e^(-2|x|): no inf / inf.
+    tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument gives a real
+    result whose zero keeps y's sign (differs from JAX: +0)."""
+    x, y = a
+    fi = _finfo(x)
+    ax = jnp.abs(x)
+    far = ax > float((int(fi.nmant) + 4) * math.log(2) / 2 + 1)
+    xs = jnp.where(far, 0.0, x)
+    s, c = _sinh_cosh(xs)
+    cy, sy = jnp.cos(y), jnp.sin(y)
+    den = s * s + cy * cy
+    re, im = (s * c) / den, (sy * cy) / den
+    tail = (4.0 * (sy * cy)) * jnp.exp(-2.0 * ax)
+    re = jnp.where(far, jnp.copysign(1.0, x), re)
+    im = jnp.where(far, jnp.where(jnp.isfinite(y), tail, 0.0), im)
+    return re, jnp.where(y == 0, y, im)
+
+
+def _sinh_cosh(x):
+    """(sinh x, cosh x) for moderate x (no overflow handling): sinh from expm1
+    for |x| < 1, (E - 1/E) / 2 beyond; cosh = (E + 1/E) / 2."""
+    ax = jnp.abs(x)
+    e = jnp.exp(ax)
+    em = jnp.expm1(jnp.where(ax < 1.0, ax, 0.0))
+    sh = jnp.where(ax < 1.0, 0.5 * (em + em / (em + 1.0)), 0.5 * e - 0.5 / e)
+    return jnp.copysign(sh, x), 0.5 * e + 0.5 / e
+
+
+def tan(a):
+    """tan z = -i tanh(i z)."""
+    x, y = a
+    re, im = tanh((-y, x))
+    return im, -re
+
+
+def logistic(a):
+    """1 / (1 + e^-z), as e^-z / ... never overflowing: with v = e^(-|x| - i sy)
+    (s = +-1, so |v| <= 1), 1 / (1 + v) for x >= 0 and v / (1 + v) for x < 0, as
+    the real logistic."""
+    x, y = a
+    pos = x >= 0
+    vr, vi = exp((-jnp.abs(x), jnp.where(pos, -y, y)))
+    qr, qi = div(_one(a), (1.0 + vr, vi))
+    pr, pi = mul((vr, vi), (qr, qi))
+    return jnp.where(pos, qr, pr), jnp.where(pos, qi, pi)
+
+
+COMPLEX_MATH = {
+    "neg": neg, "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow_,
+    "integer_pow": integer_pow, "sign": sign, "abs": abs_, "eq": eq, "ne": ne,
+    "exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "sqrt": sqrt,
+    "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan, "tanh": tanh,
+    "logistic": logistic,
+}
