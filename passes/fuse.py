@@ -37,6 +37,7 @@ FUSIBLE = frozenset({
     "shift_right_arithmetic", "select", "convert_element_type", "broadcast_in_dim",
     "reshape", "transpose", "squeeze", "expand_dims", "slice", "rev", "pad", "concatenate",
     "iota", "stop_gradient", "dynamic_slice", "bitcast_convert_type", "dimension_size",
+    "real", "imag", "complex",
 })
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                         "argmin"})

@@ -17,6 +17,7 @@ from jx.errors import JxError
 from jx.ir import Graph
 from jx.verify import verify
 
+from .decomplex import decomplex
 from .expand import expand
 from .inline import inline_calls
 from .simplify import simplify
@@ -63,6 +64,7 @@ def vmap_transform(graph: Graph, batch: int = 8, **_) -> Graph:
 STAGES: dict[str, Pass] = {
     "trace": _identity,
     "inline": inline_calls,
+    "decomplex": decomplex,
     "expand": expand,
     "simplify": simplify,
 }

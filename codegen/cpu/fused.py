@@ -14,6 +14,7 @@ import types
 import llvmlite.ir as ir
 import numpy as np
 
+from jx import dtypes
 from jx.dims import hinted
 from jx.ir import Literal, Var
 from jx.passes.fuse import EXPENSIVE, code_size
@@ -130,6 +131,41 @@ for _name in SCALAR:
 def _convert(em, eqn, idx):
     (x,) = eqn.inputs
     return convert(em.b, (yield x, idx), x.aval.dtype, eqn.outputs[0].aval.dtype)
+
+
+@index_rule("real", "imag")
+def _part(em, eqn, idx):
+    """A component of a complex value. Complex values live only at a graph's
+    boundary (passes/decomplex.py), so the operand is a buffer in `float _Complex`
+    layout, read as its interleaved components (a stride-2 access the loop
+    vectoriser widens), or the `complex` equation that pairs two real values."""
+    (z,) = eqn.inputs
+    k = 0 if eqn.prim.name == "real" else 1
+    made = em.producer.get(id(z))
+    if made is not None and made.prim.name == "complex":
+        return (yield made.inputs[k], idx)
+    if id(z) not in em.buffers:
+        raise NotImplementedError(f"cpu backend: {eqn.prim.name} of a fused complex value "
+                                  f"({made.prim.name if made else 'a literal'}); complex "
+                                  "values reach code generation only as buffers")
+    return U.load(em.b, em.buffers[id(z)], complex_offset(em.b, idx, z.aval.shape, k),
+                  dtypes.real_dtype(z.aval.dtype))
+
+
+def complex_offset(b, idx, shape, part: int):
+    """The offset, in components, of a complex element's real (0) or imaginary (1) part."""
+    return b.add(b.mul(U.linear(b, idx, shape), U.i64(2), flags=["nuw", "nsw"]), U.i64(part),
+                 flags=["nuw", "nsw"])
+
+
+def _store_complex(b, em, root, ptr, idx, shape) -> None:
+    """out[idx] = complex(re, im): the two components stored interleaved."""
+    if root.prim.name != "complex":
+        raise NotImplementedError(f"cpu backend: a complex result of {root.prim.name}; "
+                                  "complex results are written only by `complex`")
+    part = root.inputs[0].aval.dtype
+    for k, a in enumerate(root.inputs):
+        U.store(b, em.value(a, idx), ptr, complex_offset(b, idx, shape, k), part)
 
 
 @index_rule("broadcast_in_dim")
@@ -317,6 +353,9 @@ def emit_loop(b: ir.IRBuilder, kernel, buffers, consts, outer=None, fixed=(),
     nest = U.tiled_loop_nest(b, shape, TILE, outer, fixed) if transposing else \
         U.loop_nest(b, shape, outer=outer, fixed=fixed, hint=_interleave(b, kernel))
     with nest as idx:
+        if dtypes.is_complex(out.aval.dtype):
+            _store_complex(b, em, kernel.root, buffers[id(out)], idx, shape)
+            return
         v = em.value(out, idx)
         U.store(b, v, buffers[id(out)], U.linear(b, idx, shape), out.aval.dtype)
 
