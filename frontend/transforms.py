@@ -37,6 +37,45 @@ def _float0_zeros(x):
     return np.zeros(get_aval(x).shape, float0)
 
 
+class DerivativeTypeError(JxError, TypeError):
+    """A value whose dtype the derivative asked for does not take (JAX's TypeError)."""
+
+
+_HOLOMORPHIC_HINT = ("For holomorphic differentiation, pass holomorphic=True. For "
+                     "differentiation of non-holomorphic functions involving complex "
+                     "{what}, use jx.{fn} directly.")
+
+
+def _check_rev_input(name, holomorphic, x, i):
+    """grad and jacrev take float or complex inputs; holomorphic=True complex ones."""
+    a = get_aval(x)
+    if holomorphic and not dtypes.is_complex(a.dtype):
+        raise DerivativeTypeError(f"{name} with holomorphic=True requires inputs with complex "
+                                  f"dtype, but got {a.dtype.name} (argument {i}).")
+    if not dtypes.is_inexact(a.dtype):
+        raise DerivativeTypeError(
+            f"{name} requires real- or complex-valued inputs (float or complex dtype); "
+            f"argument {i} has {a}. Convert it with astype(float32) or exclude it from "
+            "argnums.")
+
+
+def _check_rev_output(name, holomorphic, a):
+    """grad and jacrev need real outputs, or complex ones with holomorphic=True."""
+    if holomorphic:
+        if not dtypes.is_complex(a.dtype):
+            raise DerivativeTypeError(f"{name} with holomorphic=True requires outputs with "
+                                      f"complex dtype, but got {a.dtype.name}.")
+    elif dtypes.is_complex(a.dtype):
+        raise DerivativeTypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {a.dtype.name}. "
+            + _HOLOMORPHIC_HINT.format(what="outputs", fn="vjp"))
+    elif not dtypes.is_float(a.dtype):
+        raise DerivativeTypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {a.dtype.name}; convert the output with astype(float32)")
+
+
 # ------------------------------------------------------------------ forward mode
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
@@ -50,9 +89,9 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
         raise JxError(f"jvp: tangents must have the structure of primals ({e})") from None
     for p, t in zip(p_leaves, t_leaves):
         pa, ta = get_aval(p), get_aval(t)
-        if dtypes.is_float(pa.dtype) and (pa.shape != ta.shape or pa.dtype != ta.dtype):
-            raise JxError(f"jvp: tangent {ta} does not match its primal {pa}; tangents "
-                          "need the primal's shape and dtype")
+        if dtypes.is_inexact(pa.dtype) and (pa.shape != ta.shape or pa.dtype != ta.dtype):
+            raise DerivativeTypeError(f"jvp: tangent {ta} does not match its primal {pa}; "
+                                      "tangents need the primal's shape and dtype")
     outs, touts, out_tree = jvp_function(f, primals, t_leaves, known=True)
     return tree.unflatten(out_tree, outs), tree.unflatten(out_tree, touts)
 
@@ -100,10 +139,12 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
                 from None
         for o, c in zip(outs, ct_leaves):
             oa, ca = get_aval(o), get_aval(c)
-            if oa.shape != ca.shape:
-                raise JxError(f"vjp_fn: cotangent {ca} does not match output {oa}")
+            # a real cotangent of a complex output (or back) would drop a component
+            if oa.shape != ca.shape or dtypes.is_complex(oa.dtype) != dtypes.is_complex(ca.dtype):
+                raise DerivativeTypeError(f"vjp_fn: cotangent {ca} does not match output {oa}; "
+                                          "give it the output's shape and dtype")
         cts = pullback(ct_leaves)       # the aux outputs get no cotangent
-        res = [(_float0_zeros(x) if not dtypes.is_float(get_aval(x).dtype)
+        res = [(_float0_zeros(x) if not dtypes.is_inexact(get_aval(x).dtype)
                 else _weak_like(p, zeros_like(x) if c is None else c))
                for x, p, c in zip(leaves, primal_leaves, cts)]
         return tuple(tree.unflatten(in_tree, res))
@@ -120,8 +161,11 @@ def _weak_like(primal, ct):
     return as_weak(ct) if dtype_weak(primal)[1] else ct
 
 
-def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
-    """Function returning (f(*args), gradient of f with respect to args[argnums])."""
+def value_and_grad(f: Callable, argnums=0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable:
+    """Function returning (f(*args), gradient of f with respect to args[argnums]).
+    A real f of complex inputs gets JAX's gradient, the conjugate of df/dz* times 2
+    (grad of |z|**2 is 2 * conj(z)); holomorphic=True: f'(z) of a complex f."""
     nums = _argnums(argnums)
 
     @functools.wraps(f)
@@ -131,10 +175,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                 raise JxError(f"grad: argnums={argnums} but the function got {len(args)} "
                               "positional arguments")
             for leaf in tree.tree_leaves(args[i]):
-                if not dtypes.is_float(get_aval(leaf).dtype):
-                    raise JxError(f"grad requires real-valued (float) inputs; argument {i} "
-                                  f"has {get_aval(leaf)}. Convert it with astype(float32) or "
-                                  "exclude it from argnums.")
+                _check_rev_input("grad", holomorphic, leaf, i)
         diff = tuple(args[i] for i in nums)
 
         def g(*d):
@@ -145,19 +186,21 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         res = vjp(g, *diff, has_aux=has_aux)
         out, vjp_fn = res[0], res[1]
         oa = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
-        if oa is None or oa.shape != () or not dtypes.is_float(oa.dtype):
-            raise JxError(f"grad requires a scalar float output, got "
-                          f"{oa if oa is not None else type(out).__name__}; use jx.vjp or "
-                          "jx.jacrev for non-scalar outputs (or sum the output)")
-        grads = vjp_fn(np.ones((), oa.dtype))
+        if oa is None or oa.shape != ():
+            raise DerivativeTypeError(
+                f"grad requires a scalar output, got "
+                f"{oa if oa is not None else type(out).__name__}; use jx.vjp or "
+                "jx.jacrev for non-scalar outputs (or sum the output)")
+        _check_rev_output("grad", holomorphic, oa)
+        grads = vjp_fn(np.ones((), oa.dtype))       # complex 1 when holomorphic
         grads = grads[0] if isinstance(argnums, int) else grads
         return ((out, res[2]), grads) if has_aux else (out, grads)
     return vg
 
 
-def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def grad(f: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """Gradient of a scalar function with respect to args[argnums] (pytrees allowed)."""
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def g(*args, **kwargs):
@@ -175,8 +218,9 @@ def _std_basis(x):
     return np.eye(n, dtype=a.dtype).reshape((n,) + a.shape)
 
 
-def jacfwd(f: Callable, argnums=0) -> Callable:
-    """Jacobian by forward mode: vmap of jvp over the input basis."""
+def jacfwd(f: Callable, argnums=0, holomorphic: bool = False) -> Callable:
+    """Jacobian by forward mode: vmap of jvp over the input basis. Real inputs, or
+    complex ones with holomorphic=True (then f'(z), and complex outputs)."""
     nums = _argnums(argnums)
 
     def jac(*args):
@@ -193,21 +237,45 @@ def jacfwd(f: Callable, argnums=0) -> Callable:
             if len(x_leaves) != 1:
                 raise JxError("jacfwd: differentiate with respect to one array per argnum")
             x = x_leaves[0]
+            _check_jacfwd_input(holomorphic, x, i)
             basis = _std_basis(x)
             out = vmap(lambda t: jvp(g, (x,), (t,))[1], out_axes=-1)(basis)
+            if holomorphic:     # a tangent has its output's dtype
+                for o in tree.tree_leaves(out):
+                    if not dtypes.is_complex(get_aval(o).dtype):
+                        raise DerivativeTypeError(
+                            "jacfwd with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {get_aval(o).dtype.name}.")
             results.append(tree.tree_map(
                 lambda o: o.reshape(get_aval(o).shape[:-1] + get_aval(x).shape), out))
         return results[0] if isinstance(argnums, int) else tuple(results)
     return jac
 
 
-def jacrev(f: Callable, argnums=0) -> Callable:
-    """Jacobian by reverse mode: vmap of vjp over the output basis."""
+def _check_jacfwd_input(holomorphic, x, i):
+    a = get_aval(x)
+    if holomorphic:
+        if not dtypes.is_complex(a.dtype):
+            raise DerivativeTypeError("jacfwd with holomorphic=True requires inputs with "
+                                      f"complex dtype, but got {a.dtype.name} (argument {i}).")
+    elif not dtypes.is_float(a.dtype):
+        raise DerivativeTypeError(
+            "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+            f"np.floating), but got {a.dtype.name} (argument {i}). "
+            + _HOLOMORPHIC_HINT.format(what="inputs or integer inputs", fn="jvp"))
+
+
+def jacrev(f: Callable, argnums=0, holomorphic: bool = False) -> Callable:
+    """Jacobian by reverse mode: vmap of vjp over the output basis. Real outputs, or
+    complex ones with holomorphic=True (then complex inputs)."""
     nums = _argnums(argnums)
 
     def jac(*args):
         from .vmap import vmap
         args = _canonical(args)
+        for i in nums:
+            for leaf in tree.tree_leaves(args[i]):
+                _check_rev_input("jacrev", holomorphic, leaf, i)
         diff = tuple(args[i] for i in nums)
 
         def g(*d):
@@ -218,6 +286,8 @@ def jacrev(f: Callable, argnums=0) -> Callable:
         out, vjp_fn = vjp(g, *diff)
         out_leaves, out_tree = tree.flatten(out)
         per_leaf = []              # for each output leaf: d leaf / d (each argnum's pytree)
+        for o in out_leaves:
+            _check_rev_output("jacrev", holomorphic, get_aval(o))
         for j, o in enumerate(out_leaves):
             oa = get_aval(o)
 
@@ -233,8 +303,8 @@ def jacrev(f: Callable, argnums=0) -> Callable:
     return jac
 
 
-def hessian(f: Callable, argnums=0) -> Callable:
-    return jacfwd(jacrev(f, argnums), argnums)
+def hessian(f: Callable, argnums=0, holomorphic: bool = False) -> Callable:
+    return jacfwd(jacrev(f, argnums, holomorphic), argnums, holomorphic)
 
 
 # lax's implicit-differentiation solvers (a lower layer) differentiate through these

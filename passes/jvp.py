@@ -2,8 +2,8 @@
 
 `jvp_rules[name](primals, tangents, **params) -> (primal_outs, tangent_outs)`.
 A tangent of None is a symbolic zero: rules skip work for it and it is never
-materialised unless an output needs it. Integer and bool values never carry
-tangents (JAX's float0).
+materialised unless an output needs it. Float and complex values carry tangents
+of their own dtype; integer and bool values never do (JAX's float0).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def jvp_eval(graph: Graph, primals: Sequence, tangents: Sequence) -> tuple:
             outs, touts = rule(ps, ts, **eqn.params)
         for v, x, t in zip(eqn.outputs, outs, touts):
             penv[id(v)] = x
-            tenv[id(v)] = t if dtypes.is_float(v.aval.dtype) else None
+            tenv[id(v)] = t if dtypes.is_inexact(v.aval.dtype) else None
     outs = [read(penv, a) for a in graph.outputs]
     touts = [tenv.get(id(a)) for a in graph.outputs]
     return outs, touts
@@ -71,7 +71,7 @@ def jvp_function(f: Callable, primals: Sequence, tangents: Sequence,
     from .zeros import stage_like, zeros_like
     graph, consts, leaves = trace_function(f, primals, "jvp", known)
     ts = [None] * len(consts) + [stage_like(as_traced(t, get_aval(p)), leaves)
-                                 if dtypes.is_float(get_aval(p).dtype) else None
+                                 if dtypes.is_inexact(get_aval(p).dtype) else None
                                  for p, t in zip(leaves, tangents)]
     outs, touts = jvp_eval(graph, consts + leaves, ts)
     touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]

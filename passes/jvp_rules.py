@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 import jx.numpy as jnp
-from jx.core import PRIMITIVES, bind
+from jx import dtypes
+from jx.core import PRIMITIVES, bind, get_aval
 from jx.prims import elementwise as ew
 from jx.prims import reductions as rd
 
@@ -88,6 +89,28 @@ _UNARY = {
 }
 for _p, _d in _UNARY.items():
     _register_unary(_p, _d)
+# The formulas above are holomorphic, so they serve complex operands unchanged:
+# the tangent is t * f'(z). abs and the complex parts are not holomorphic.
+
+
+def abs_slope(x, y):
+    """conj(z) / |z| (0 at z = 0, as JAX), of z = x's dtype: d|z| = Re(slope * dz)."""
+    safe = jnp.where(jnp.equal(y, 0), jnp.ones_like(y), y)
+    return jnp.divide(_one(ew.conj, x), safe)
+
+
+def _abs_rule(ps, ts):
+    (x,), (t,) = ps, ts
+    y = _one(ew.abs_, x)
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return [y], [jnp.multiply(t, _UNARY[ew.abs_](x, y))]
+    return [y], [_one(ew.real, jnp.multiply(t, abs_slope(x, y)))]
+
+
+jvp_rules["abs"] = _abs_rule
+# real, imag, conj and complex are linear over the reals: each maps the tangents
+for _p in (ew.real, ew.imag, ew.conj, ew.complex_):
+    jvp_rules[_p.name] = linear(_p)
 
 
 def _max_grads(pick_a):

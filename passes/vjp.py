@@ -9,6 +9,9 @@ variables, which the fusion pass can keep or recompute. The cost, two tables
 
 `vjp_rules[name](cts_out, primals_in, primals_out, **params) -> cts_in`
 where any cotangent may be None (a symbolic zero that is never materialised).
+Complex values follow JAX: a cotangent pairs with a tangent through the bilinear
+Re(sum(ct * t)), unconjugated, so a holomorphic f's rule is ct * f'(x) and
+grad of a real function of z returns the conjugate of its steepest ascent.
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ def backward(graph: Graph, env: dict, cts_out: Sequence) -> list:
         outs = [env[id(v)] for v in eqn.outputs]
         cts_in = rule(cts, ins, outs, **eqn.params)
         for a, ct in zip(eqn.inputs, cts_in):
-            if ct is None or hasattr(a, "val") or not dtypes.is_float(a.aval.dtype):
+            if ct is None or hasattr(a, "val") or not dtypes.is_inexact(a.aval.dtype):
                 continue
             ct_env[id(a)] = add_any(ct_env.get(id(a)), ct)
     return [ct_env.get(id(v)) for v in graph.inputs]

@@ -50,9 +50,33 @@ vjp_rules["neg"] = lambda cts, ins, outs: [jnp.negative(cts[0])]
 vjp_rules["mul"] = lambda cts, ins, outs: [_mul(cts[0], ins[1]), _mul(cts[0], ins[0])]
 
 
+def _abs_vjp(cts, ins, outs):
+    (ct,), (x,), (y,) = cts, ins, outs
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return [_mul(ct, J._UNARY[ew.abs_](x, y))]
+    return [_mul(ct, J.abs_slope(x, y))]      # the transpose of t -> Re(slope * t)
+
+
+def _complex_vjp(cts, ins, outs):
+    ct = cts[0]
+    return [_one(ew.real, ct), jnp.negative(_one(ew.imag, ct))]
+
+
+vjp_rules["abs"] = _abs_vjp
+# the transposes under the pairing Re(ct * t): real's is ct + 0j, imag's -ct * 1j
+vjp_rules["real"] = lambda cts, ins, outs: [_one(ew.complex_, cts[0], zeros_like(cts[0]))]
+vjp_rules["imag"] = lambda cts, ins, outs: [
+    _one(ew.complex_, zeros_like(cts[0]), jnp.negative(cts[0]))]
+vjp_rules["conj"] = lambda cts, ins, outs: [_one(ew.conj, cts[0])]
+vjp_rules["complex"] = _complex_vjp
+
+
 def _convert_vjp(cts, ins, outs, new_dtype, weak_type=False):
     dtype = getattr(ins[0], "dtype", None) or jnp.asarray(ins[0]).dtype   # Python scalars too
-    return [jnp.asarray(cts[0], dtype=dtype)]
+    if not dtypes.is_inexact(dtype):
+        return [None]           # an integer or bool input takes no cotangent
+    # complex -> real is the transpose of real -> complex: the real part (as the primitive)
+    return [_one(ew.convert_element_type, cts[0], new_dtype=dtype, weak_type=False)]
 
 
 def _select_vjp(cts, ins, outs):

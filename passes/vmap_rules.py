@@ -39,7 +39,7 @@ _ELEMENTWISE = (
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "logistic", "sin", "cos", "tan",
     "erf", "floor", "ceil", "round", "is_finite", "eq", "ne", "lt", "le", "gt", "ge", "and",
     "or", "xor", "not", "shift_left", "shift_right_logical", "shift_right_arithmetic",
-    "convert_element_type", "bitcast_convert_type")
+    "convert_element_type", "bitcast_convert_type", "real", "imag", "conj", "complex")
 for _name in _ELEMENTWISE:
     batch_rules[_name] = elementwise(PRIMITIVES[_name])
 
