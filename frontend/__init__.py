@@ -15,7 +15,7 @@ from .version import __version__  # noqa: F401
 
 __all__ = ["numpy", "lax", "make_graph", "ShapeDtypeStruct", "export", "eval_graph",
            "verify", "format_graph", "Graph", "ShapedArray", "Primitive", "PRIMITIVES",
-           "Tracer", "f16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool_"]
+           "Tracer", "f16", "f32", "f64", "c64", "c128", "i8", "i32", "i64", "u8", "u32", "bool_"]
 __all__ += ["nn", "random"]
 
 # jx's functions named like the submodule that defines them (jx.jit is the function

@@ -37,6 +37,8 @@ from . import tree_util  # noqa: F401
 f16 = _DTypeSpecMaker("float16")
 f32 = _DTypeSpecMaker("float32")
 f64 = _DTypeSpecMaker("float64")
+c64 = _DTypeSpecMaker("complex64")
+c128 = _DTypeSpecMaker("complex128")
 i8 = _DTypeSpecMaker("int8")
 i32 = _DTypeSpecMaker("int32")
 i64 = _DTypeSpecMaker("int64")

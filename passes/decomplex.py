@@ -29,6 +29,7 @@ from jx.ir import Graph, Literal, map_subgraphs, subgraphs
 from jx.prims import elementwise as ew
 
 from .interpreters import transform_graph
+from .zeros import stage_like
 
 
 class Pair(NamedTuple):
@@ -56,7 +57,7 @@ def decomplex(graph: Graph) -> Graph:
     def walk(*args):
         env = {id(v): (Pair(bind(ew.real, x)[0], bind(ew.imag, x)[0]) if _is_complex(v) else x)
                for v, x in zip(graph.inputs, args)}
-        outs = _run(graph, env)
+        outs = _run(graph, env, args)
         return [bind(ew.complex_, o.re, o.im)[0] if isinstance(o, Pair) else o for o in outs]
 
     out = transform_graph(walk, graph.in_avals, "decomplex")
@@ -75,7 +76,7 @@ def split_body(graph: Graph) -> Graph:
                 env[id(v)], i = Pair(flat[i], flat[i + 1]), i + 2
             else:
                 env[id(v)], i = flat[i], i + 1
-        return flatten(_run(graph, env))
+        return flatten(_run(graph, env, flat))
 
     return transform_graph(walk, flat_in, "decomplex")
 
@@ -104,18 +105,20 @@ def unflatten(flat, like) -> list:
     return out
 
 
-def _read(env, atom):
+def _read(env, atom, like):
+    """An atom's value; literals staged in the trace of `like` (the walk's inputs),
+    so that rules applied to them do not run eagerly into big literal arrays."""
     if isinstance(atom, Literal):
         v = np.asarray(atom.val)
         if dtypes.is_complex(v.dtype):
-            return Pair(np.array(v.real), np.array(v.imag))
-        return atom.val
+            return Pair(stage_like(np.array(v.real), like), stage_like(np.array(v.imag), like))
+        return stage_like(atom.val, like)
     return env[id(atom)]
 
 
-def _run(graph: Graph, env: dict) -> list:
+def _run(graph: Graph, env: dict, like) -> list:
     for eqn in graph.eqns:
-        ins = [_read(env, a) for a in eqn.inputs]
+        ins = [_read(env, a, like) for a in eqn.inputs]
         with attributed(eqn.source):
             if any(isinstance(x, Pair) for x in ins) or any(_is_complex(o) for o in eqn.outputs):
                 rule = RULES.get(eqn.prim.name)
@@ -128,7 +131,7 @@ def _run(graph: Graph, env: dict) -> list:
             else:
                 outs = bind(eqn.prim, *ins, **map_subgraphs(eqn.params, decomplex))
         env.update({id(v): o for v, o in zip(eqn.outputs, outs)})
-    return [_read(env, a) for a in graph.outputs]
+    return [_read(env, a, like) for a in graph.outputs]
 
 
 # ------------------------------------------------------------------ rules
