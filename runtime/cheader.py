@@ -30,7 +30,9 @@ _PREAMBLE = """\
  * shape and dtype, aligned to the element size. Output buffers must not overlap
  * each other or any input (an entry may write an output before it has read all its
  * inputs). bool is one byte holding 0 or 1;
- * float16 and bfloat16 are raw 16-bit patterns. An entry reads only its inputs,
+ * float16 and bfloat16 are raw 16-bit patterns; complex64 and complex128 are C99's
+ * float _Complex and double _Complex (each element its real part, then its
+ * imaginary part: NumPy's layout). An entry reads only its inputs,
  * writes every output in full, keeps no pointer after returning, and returns one
  * of the status codes below."""
 

@@ -151,6 +151,12 @@ def refuse_decompositions(program) -> None:
             for prog in (sub if isinstance(sub, tuple) else (sub,)):
                 refuse_decompositions(prog)
         for eqn in kernel.eqns:
+            if eqn.prim.name in ("real", "imag", "complex"):    # a complex boundary
+                where = f" (from {eqn.source})" if eqn.source else ""
+                raise JxError(f"the CUDA target does not support complex values yet{where}: "
+                              "compile this function for the CPU (--target cpu, or "
+                              "jx.jit(..., backend='cpu')), or pass real and imaginary parts "
+                              "as separate real arrays")
             if eqn.prim.name in NOT_ON_GPU:
                 where = f" (from {eqn.source})" if eqn.source else ""
                 raise JxError(f"the CUDA target has no kernel for {eqn.prim.name}{where} yet: "
