@@ -1,0 +1,133 @@
+"""The CPU FFT kernels of the split-layout primitives (jx.prims.fft_split) against
+np.fft on fresh random data: every radix, odd primes, Bluestein sizes, large
+lengths, batches, float32 and float64, with a relative L2 error bound that grows
+with log2(n); their batching, refused derivatives and shape errors; code for
+other CPUs (other vector widths)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import jx
+from jx.core import bind
+from jx.errors import JxError, ShapeError
+from jx.prims import fft_split as fs
+
+import cpu_matrix
+
+COVERED = {"fft_c2c", "fft_r2c", "fft_c2r"}
+# staged only by the complex lowering pass (after differentiation): batching here,
+# derivatives refused
+TRANSFORM_COVERED = {"fft_c2c", "fft_r2c", "fft_c2r"}
+
+SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 12, 15, 16, 49, 60, 64, 97, 210, 1000, 1024, 4096, 10007]
+LARGE = [1 << 16, 1 << 20]
+C = 2.0          # the error bound: C eps log2(n) (the kernels measure below 0.4)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def _all(n):
+    """Every primitive at length n, in one compiled function."""
+    def f(re, im, hre, him):
+        return (bind(fs.fft_c2c, re, im, inverse=False), bind(fs.fft_c2c, re, im, inverse=True),
+                bind(fs.fft_r2c, re), bind(fs.fft_c2r, hre, him, n=n))
+    return jx.jit(f)
+
+
+def _err(got, ref):
+    return np.linalg.norm(np.asarray(got) - ref) / max(np.linalg.norm(ref), 1e-300)
+
+
+def _check(n, batch, dt, rng):
+    re, im = (rng.standard_normal(batch + (n,)).astype(dt) for _ in range(2))
+    hre, him = (rng.standard_normal(batch + (n // 2 + 1,)).astype(dt) for _ in range(2))
+    (fr, fi), (ir_, ii), (rr, ri), (x,) = _all(n)(re, im, hre, him)
+    assert all(np.asarray(o).dtype == dt for o in (fr, fi, ir_, ii, rr, ri, x))
+    z = re.astype(np.float64) + 1j * im
+    h = hre.astype(np.float64) + 1j * him
+    bound = C * np.finfo(dt).eps * max(1.0, math.log2(n))
+    for got, ref, what in ((np.asarray(fr) + 1j * np.asarray(fi), np.fft.fft(z), "fft"),
+                           (np.asarray(ir_) + 1j * np.asarray(ii), np.fft.ifft(z), "ifft"),
+                           (np.asarray(rr) + 1j * np.asarray(ri), np.fft.rfft(re.astype(
+                               np.float64)), "rfft"),
+                           (np.asarray(x), np.fft.irfft(h, n), "irfft")):
+        assert got.shape == ref.shape, (what, got.shape, ref.shape)
+        err = _err(got, ref)
+        assert err <= bound, f"{what} n={n} {np.dtype(dt).name}: error {err:.3g} > {bound:.3g}"
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_every_size(n, dt, rng):
+    _check(n, (3,), dt, rng)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_batched_over_leading_axes(dt, rng):
+    _check(60, (3, 5), dt, rng)
+    _check(1024, (2, 3), dt, rng)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", LARGE)
+def test_large(n, dt, rng):
+    _check(n, (1,), dt, rng)
+
+
+def test_float32_outputs_keep_float32(rng):
+    re = rng.standard_normal((2, 8)).astype(np.float32)
+    outs = jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False))(re, re)
+    assert all(np.asarray(o).dtype == np.float32 for o in outs)
+    ref = fs.fft_c2c.impl(re, re, inverse=False)
+    assert all(r.dtype == np.float32 for r in ref)
+
+
+def test_vmap_batches_and_derivatives_are_refused(rng):
+    re, im = (rng.standard_normal((4, 3, 16)).astype(np.float32) for _ in range(2))
+    f = jx.jit(jx.vmap(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False), in_axes=(1, 1)))
+    fr, fi = f(re, im)
+    ref = np.fft.fft(np.swapaxes(re + 1j * im, 0, 1))
+    assert _err(np.asarray(fr) + 1j * np.asarray(fi), ref) < 1e-5
+    g = jx.jit(jx.vmap(lambda x: bind(fs.fft_r2c, x)))
+    rr, ri = g(re[0])
+    assert _err(np.asarray(rr) + 1j * np.asarray(ri), np.fft.rfft(re[0])) < 1e-5
+    # an unbatched imaginary part is broadcast
+    h = jx.jit(jx.vmap(lambda a, b: bind(fs.fft_c2r, a, b, n=30)[0], in_axes=(0, None)))
+    x = h(re.reshape(12, 16), im[0, 0])
+    ref = np.fft.irfft(re.reshape(12, 16) + 1j * im[0, 0], 30)
+    assert _err(x, ref) < 1e-5
+    for prim, args, params in ((fs.fft_c2c, (re[0], im[0]), {"inverse": False}),
+                               (fs.fft_r2c, (re[0],), {}),
+                               (fs.fft_c2r, (re[0, :, :9], im[0, :, :9]), {"n": 16})):
+        with pytest.raises(JxError, match="after differentiation"):
+            jx.grad(lambda *a: jx.numpy.sum(bind(prim, *a, **params)[0]))(*args)
+
+
+def test_shape_errors():
+    f32 = np.zeros((2, 0), np.float32)
+    with pytest.raises(ShapeError, match="length 0"):
+        jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False))(f32, f32)
+    with pytest.raises(ShapeError, match="float32 or float64"):
+        jx.jit(lambda a: bind(fs.fft_r2c, a))(np.zeros(4, np.int32))
+    with pytest.raises(ShapeError, match="n//2 \\+ 1"):
+        z = np.zeros(5, np.float32)
+        jx.jit(lambda a, b: bind(fs.fft_c2r, a, b, n=16))(z, z)
+    with pytest.raises(ShapeError, match="one shape"):
+        jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=True))(
+            np.zeros(4, np.float32), np.zeros(5, np.float32))
+
+
+@pytest.mark.parametrize("cpu", ["x86-64", "x86-64-v3", "skylake-avx512"])
+def test_other_cpus(cpu, monkeypatch, rng):
+    """Other vector widths (SSE2: 4 floats, AVX2: 8, AVX-512: 16): the first
+    stages' lane shuffles and the stride loops' tails differ with the width."""
+    cpu_matrix.runnable(cpu)
+    monkeypatch.setenv("JX_CPU", cpu)
+    for n in (24, 97, 1000):
+        _check(n, (2,), np.float32, rng)
