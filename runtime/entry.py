@@ -246,7 +246,7 @@ def _python_value(x, leaf: LeafSpec, what: str) -> np.ndarray:
         return a
     # int -> float can be exact; float -> int and anything -> bool not. Bools stay bools:
     # jx.jit takes a bool list as a bool array (a mask, where an int array would index)
-    allowed = {"b": "b", "i": "iuf", "u": "iuf", "f": "f"}.get(a.dtype.kind, "")
+    allowed = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}.get(a.dtype.kind, "")
     kind = "f" if target.name == "bfloat16" else target.kind
     if a.dtype.kind == "b" and kind != "b":
         raise DtypeMismatchError(
@@ -259,7 +259,7 @@ def _python_value(x, leaf: LeafSpec, what: str) -> np.ndarray:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         b = a.astype(target)
-        if a.dtype.kind == "f":   # float -> float: exact iff it round-trips (NaN included)
+        if a.dtype.kind in "fc":  # float -> float: exact iff it round-trips (NaN included)
             exact = np.array_equal(b.astype(a.dtype), a, equal_nan=True)
         else:                     # ints compare exactly as Python objects (no wrap-around)
             exact = np.array_equal(b.astype(object), a.astype(object))

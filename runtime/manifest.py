@@ -133,9 +133,11 @@ def parse_dtype(name, where: str) -> np.dtype:
         dt = np.dtype(name) if isinstance(name, str) else None
     except TypeError:
         dt = None
-    if dt is None or dt.name != name or not (dt.kind in "biuf" or name == "bfloat16"):
-        raise ManifestError(f"{where}: {name!r} is not a supported dtype name "
-                            "(bool, int8..int64, uint8..uint64, float16/32/64, bfloat16)")
+    if dt is None or dt.name != name or not (dt.kind in "biufc" or name == "bfloat16") \
+            or dt.itemsize > 16:
+        raise ManifestError(f"{where}: {name!r} is not a supported dtype name (bool, "
+                            "int8..int64, uint8..uint64, float16/32/64, bfloat16, "
+                            "complex64/128)")
     return dt
 
 
