@@ -3,6 +3,7 @@ move (each materialised input read once, each output written once) and the
 arithmetic of its equations. Benchmarks divide by time for GB/s and GFLOP/s."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from jx.ir import Var
@@ -31,7 +32,21 @@ def eqn_flops(eqn) -> int:
         return 2 * k * eqn.outputs[0].aval.size
     if name.startswith("reduce_") or name in ("argmax", "argmin"):
         return eqn.inputs[0].aval.size
+    if name in _FFTS and all(isinstance(d, int) for d in eqn.inputs[0].aval.shape):
+        return _fft_flops(eqn)
     return sum(v.aval.size for v in eqn.outputs)
+
+
+_FFTS = frozenset({"fft_c2c", "fft_r2c", "fft_c2r"})
+
+
+def _fft_flops(eqn) -> int:
+    """5 n log2 n per complex transform of the last axis, half that for a real one."""
+    shape = eqn.inputs[0].aval.shape
+    n = eqn.params["n"] if eqn.prim.name == "fft_c2r" else shape[-1]
+    rows = math.prod(shape[:-1])
+    per = 5 * n * math.log2(n) if n > 1 else 0
+    return int(rows * per * (1 if eqn.prim.name == "fft_c2c" else 0.5))
 
 
 def kernel_cost(kernel) -> Cost:
