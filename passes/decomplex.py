@@ -324,3 +324,39 @@ def _register_math() -> None:
 
 
 _register_math()
+
+
+@rule("fft")
+def _fft(eqn, ins):
+    """lax.fft on the split layout: one fft_c2c per transformed axis (in place
+    along it, any stride), real transforms' last axis through fft_r2c/fft_c2r."""
+    from jx.prims import fft_split as fs
+    from jx.prims.fft import FftType
+    (x,), kind = ins, eqn.params["fft_type"]
+    lengths = tuple(eqn.params["fft_lengths"])
+    out = eqn.outputs[0].aval
+    if 0 in out.shape or 0 in eqn.inputs[0].aval.shape:      # nothing to transform
+        part = dtypes.real_dtype(out.dtype)
+        zeros = _const_like_shape(x.re if isinstance(x, Pair) else x, out.shape, part)
+        return [Pair(zeros, zeros) if dtypes.is_complex(out.dtype) else zeros]
+    ndim = len(out.shape)
+    axes = list(range(ndim - len(lengths), ndim))
+
+    def c2c(z, inverse, along):
+        for a in along:
+            z = Pair(*bind(fs.fft_c2c, z.re, z.im, inverse=inverse, axis=a))
+        return z
+
+    if kind == FftType.RFFT:
+        z = Pair(*bind(fs.fft_r2c, x))
+        return [c2c(z, False, axes[:-1])]
+    if kind == FftType.IRFFT:
+        z = c2c(x, True, axes[:-1])
+        return bind(fs.fft_c2r, z.re, z.im, n=lengths[-1])
+    return [c2c(x, kind == FftType.IFFT, axes[::-1])]
+
+
+def _const_like_shape(x, shape, dtype):
+    """Zeros of a shape and dtype, staged in x's trace."""
+    from jx import lax
+    return lax.broadcast_in_dim(lax.full_like(x, 0, dtype=dtype, shape=()), shape, ())
