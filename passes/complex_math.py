@@ -36,12 +36,6 @@ def _log_max(x) -> float:
     return float(np.log(_finfo(x).max)) - 1e-3
 
 
-def _zero_times(u, v):
-    """u * v, but 0 when either is 0 (also 0 * inf): the products of a real number
-    by a complex one, whose missing imaginary part is an exact zero."""
-    return jnp.where((u == 0) | (v == 0), jnp.zeros_like(u), u * v)
-
-
 def _hypot(x, y):
     """sqrt(x^2 + y^2) of x, y scaled by a power of 2 (exact) where the squares
     would overflow or underflow: within 1 ulp (scaling by the larger part, as
@@ -92,8 +86,7 @@ def div(a, b):
     den = big + small * r
     p, q = jnp.where(swap, ai, ar), jnp.where(swap, ar, ai)
     re = (p + q * r) / den
-    im = (q - p * r) / den
-    im = jnp.where(swap, -im, im)          # (a / (i c) = -i a / c: one sign flips)
+    im = jnp.where(swap, p * r - q, q - p * r) / den   # (a / (i c) = -i a / c)
 
     inf = float("inf")
     nan_both = jnp.isnan(re) & jnp.isnan(im)
@@ -137,37 +130,42 @@ def integer_pow(a, *, y: int):
 
 
 def pow_(a, b):
-    """exp(b log a), JAX's complex power: a ** 0 = 1 (even for NaN), 1 ** b = 1,
-    0 ** b = 0 for real b > 0 and NaN for any other b. In b log a a product with
-    an exact zero factor is zero (inf ** -1 = 0, not NaN), as real powers give.
-    Its error grows with |b log a| (the exponent's rounding), as any exp-log power's."""
+    """exp(b log a), with JAX's special values: a ** 0 = 1 (even for NaN),
+    1 ** b = 1, 0 ** b = 0 for real b > 0 and NaN for any other b; otherwise an
+    infinite or NaN part in a or b gives NaN + NaN i, except (inf + 0i) ** real b
+    (inf for b > 0, 0 for b < 0). The error grows with |b log a| (the rounding
+    of the exponent), as for any exp-log power."""
     (ar, ai), (br, bi) = a, b
-    lr, th = log(a)
-    pr = _zero_times(br, lr) - _zero_times(bi, th)
-    pi = _zero_times(br, th) + _zero_times(bi, lr)
-    re, im = exp((pr, pi))
+    re, im = exp(mul(b, log(a)))
+    finite = jnp.isfinite(ar) & jnp.isfinite(ai) & jnp.isfinite(br) & jnp.isfinite(bi)
+    inf_base = (ar == float("inf")) & (ai == 0) & (bi == 0)
+    nan = float("nan")
+    re = jnp.where(finite, re, jnp.where(inf_base & (br > 0), float("inf"),
+                                         jnp.where(inf_base & (br < 0), 0.0, nan)))
+    im = jnp.where(finite, im, jnp.where(inf_base & ((br > 0) | (br < 0)), 0.0, nan))
     b0 = (br == 0) & (bi == 0)
     one = b0 | ((ar == 1) & (ai == 0))
     zero = (ar == 0) & (ai == 0) & ~b0
-    zero_val = jnp.where((bi == 0) & (br > 0), 0.0, float("nan"))
+    zero_val = jnp.where((bi == 0) & (br > 0), 0.0, nan)
     re = jnp.where(one, 1.0, jnp.where(zero, zero_val, re))
     im = jnp.where(one, 0.0, jnp.where(zero, zero_val, im))
     return re, im
 
 
 def abs_(a):
-    """|a| = hypot(re, im) (_hypot: no overflow or underflow, within 1 ulp)."""
+    """|a| = hypot(re, im) (_hypot: no overflow or underflow, within 1 ulp);
+    |inf + nan i| = inf, as C99 and NumPy (differs from JAX: nan)."""
     return _hypot(a[0], a[1])
 
 
 def sign(a):
-    """a / |a|, and 0 at 0 (as JAX). Both parts are divided by the same hypot, so
-    the result has modulus 1 within an ulp or two."""
+    """a / |a|, and a itself at 0 (as JAX). Both parts are divided by one
+    _hypot, within an ulp: the result has modulus 1 within about 2 ulp."""
     x, y = a
     h = _hypot(x, y)
     zero = h == 0
     safe = jnp.where(zero, 1.0, h)
-    return jnp.where(zero, 0.0, x / safe), jnp.where(zero, 0.0, y / safe)
+    return jnp.where(zero, x, x / safe), jnp.where(zero, y, y / safe)
 
 
 def eq(a, b):
@@ -225,12 +223,13 @@ def _log_abs(x, y):
     near_val = 0.5 * jnp.log1p(2.0 * d + (d * d + nn * nn))
     r = n / jnp.where(m == 0, 1.0, m)
     far_val = jnp.log(m) + 0.5 * jnp.log1p(r * r)
-    return jnp.where(near, near_val, jnp.where(jnp.isinf(m), m, far_val))
+    inf = jnp.isinf(ax) | jnp.isinf(ay)
+    return jnp.where(inf, float("inf"), jnp.where(near, near_val, far_val))
 
 
 def log(a):
-    """log|z| + i atan2(y, x), log|z| as _log_abs. log(0) = -inf + i atan2(y, x);
-    log(inf + nan i) = nan + nan i, as JAX (C99 and NumPy give inf + nan i)."""
+    """log|z| + i atan2(y, x), log|z| as _log_abs. log(0) = -inf + i atan2(y, x).
+    log(inf + nan i) = inf + nan i, as C99 and NumPy (differs from JAX: nan + nan i)."""
     x, y = a
     return _log_abs(x, y), jnp.arctan2(y, x)
 
@@ -299,24 +298,48 @@ def rsqrt(a):
     zero = (x == 0) & (y == 0)
     inf = jnp.isinf(x) | jnp.isinf(y)
     re = jnp.where(zero, float("inf"), jnp.where(inf, 0.0, re))
+    re = jnp.where(inf & ~zero, jnp.copysign(0.0, x), re)      # (JAX's sign)
     im = jnp.where(zero, float("nan"), jnp.where(inf, jnp.copysign(0.0, -y), im))
     return re, im
 
 
 # ------------------------------------------------------------ trigonometric
 
+def _taylor(x2, first: int, eps: float):
+    """sum of x^(2k) / (first + 2k)! for k >= 0, to relative precision eps (for
+    x^2 <= 1): Horner in x^2 from the smallest term."""
+    coefs, k, f = [], first, float(math.factorial(first))
+    while 1.0 / f > eps / 16:
+        coefs.append(1.0 / f)
+        f *= (k + 1) * (k + 2)
+        k += 2
+    acc = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        acc = c + x2 * acc
+    return acc
+
+
+def _sinh_cosh(x):
+    """(sinh x, cosh x) for |x| <= 1 by their Taylor series, x (1 + x^2/6 + ...)
+    and 1 + x^2 (1/2 + ...): within about an ulp (through expm1 and exp they
+    gather 2-3)."""
+    eps = float(_finfo(x).eps)
+    x2 = x * x
+    return x + x * (x2 * _taylor(x2, 3, eps)), 1.0 + x2 * _taylor(x2, 2, eps)
+
+
 def _mul_cosh_sinh(p, q, y):
-    """(p cosh y, q sinh y) for |p|, |q| <= 1. cosh = (E + 1/E) / 2 with E = e^|y|;
-    sinh from expm1 for |y| < 1 (no cancellation of E against 1/E); past exp's
+    """(p cosh y, q sinh y) for |p|, |q| <= 1: their Taylor series for |y| <= 1
+    (_sinh_cosh), (E +- 1/E) / 2 with E = e^|y| beyond; past exp's
     overflow threshold, e^|y| / 2 as (e^(|y|/2) / 2) e^(|y|/2), finite wherever
     the products are."""
     ay = jnp.abs(y)
     big = ay > _log_max(y)
-    e = jnp.exp(jnp.where(big, 0.0, ay))
-    ch = 0.5 * e + 0.5 / e
-    em = jnp.expm1(jnp.where(ay < 1.0, ay, 0.0))
-    sh = jnp.where(ay < 1.0, 0.5 * (em + em / (em + 1.0)), 0.5 * e - 0.5 / e)
-    sh = jnp.copysign(sh, y)
+    small = ay <= 1.0
+    e = jnp.exp(jnp.where(big | small, 0.0, ay))
+    sh_s, ch_s = _sinh_cosh(jnp.where(small, y, 0.0))
+    ch = jnp.where(small, ch_s, 0.5 * e + 0.5 / e)
+    sh = jnp.where(small, sh_s, jnp.copysign(0.5 * e - 0.5 / e, y))
     h = jnp.exp(jnp.where(big, 0.5 * ay, 0.0))
     hs = jnp.copysign(h, y)
     cp = jnp.where(big, ((0.5 * p) * h) * h, p * ch)
@@ -341,35 +364,35 @@ def cos(a):
 
 
 def tanh(a):
-    """(sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): the usual
-    (sinh 2x + i sin 2y) / (cosh 2x + cos 2y) with the denominator as a sum of
-    squares, so nothing cancels near the poles. Once tanh x rounds to +-1 (|x|
-    past T), the parts are +-1 and 4 sin y cos y e^(-2|x|): no inf / inf.
+    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| >= 1 from E = e^(2|x|):
+    the denominator cancels at most 2x there, and E's rounding mostly cancels
+    out of the real part. For |x| < 1 the denominator is written as the sum of
+    squares 2 (sinh^2 x + cos^2 y), so nothing cancels near the poles. Once tanh x
+    rounds to +-1 the parts are +-1 and 4 sin y cos y e^(-2|x|): no inf / inf.
     tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument gives a real
     result whose zero keeps y's sign (differs from JAX: +0)."""
     x, y = a
     fi = _finfo(x)
     ax = jnp.abs(x)
     far = ax > float((int(fi.nmant) + 4) * math.log(2) / 2 + 1)
-    xs = jnp.where(far, 0.0, x)
-    s, c = _sinh_cosh(xs)
+    near = ax < 1.0
     cy, sy = jnp.cos(y), jnp.sin(y)
+    # |x| < 1
+    xn = jnp.where(near, x, 0.0)
+    s, c = _sinh_cosh(xn)
     den = s * s + cy * cy
-    re, im = (s * c) / den, (sy * cy) / den
+    re_n, im_n = (s * c) / den, (sy * cy) / den
+    # 1 <= |x| <= far
+    e = jnp.exp(jnp.where(near | far, 2.0, 2.0 * ax))
+    ie = 1.0 / e
+    den2 = (e + ie) + 2.0 * jnp.cos(2.0 * y)
+    re_m = jnp.copysign((e - ie) / den2, x)
+    im_m = (2.0 * jnp.sin(2.0 * y)) / den2
+    # past far
     tail = (4.0 * (sy * cy)) * jnp.exp(-2.0 * ax)
-    re = jnp.where(far, jnp.copysign(1.0, x), re)
-    im = jnp.where(far, jnp.where(jnp.isfinite(y), tail, 0.0), im)
+    re = jnp.where(far, jnp.copysign(1.0, x), jnp.where(near, re_n, re_m))
+    im = jnp.where(far, jnp.where(jnp.isfinite(y), tail, 0.0), jnp.where(near, im_n, im_m))
     return re, jnp.where(y == 0, y, im)
-
-
-def _sinh_cosh(x):
-    """(sinh x, cosh x) for moderate x (no overflow handling): sinh from expm1
-    for |x| < 1, (E - 1/E) / 2 beyond; cosh = (E + 1/E) / 2."""
-    ax = jnp.abs(x)
-    e = jnp.exp(ax)
-    em = jnp.expm1(jnp.where(ax < 1.0, ax, 0.0))
-    sh = jnp.where(ax < 1.0, 0.5 * (em + em / (em + 1.0)), 0.5 * e - 0.5 / e)
-    return jnp.copysign(sh, x), 0.5 * e + 0.5 / e
 
 
 def tan(a):
