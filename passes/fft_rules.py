@@ -1,8 +1,9 @@
 """Batching rules of the split-layout FFT primitives (jx.prims.fft_split).
 
 They are staged by the complex lowering pass, after every user transformation has
-run, so differentiating them is an error; they transform the last axis and batch
-over the leading ones, so batching moves the batch axis to the front and binds.
+run, so differentiating them is an error; they transform one axis (the last, or
+fft_c2c's `axis`) and batch over the others, so batching moves the batch axis to
+the front and binds.
 """
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ def _derivative(name):
     return rule
 
 
+def _c2c_batch(xs, ds, axis_size, *, inverse, axis=-1):
+    # the batch axis goes in front: a counted-from-the-front axis moves by one
+    return _front_rule(fs.fft_c2c)(xs, ds, axis_size, inverse=inverse,
+                                   axis=axis + 1 if axis >= 0 else axis)
+
+
 for _prim in (fs.fft_c2c, fs.fft_r2c, fs.fft_c2r):
     jvp_rules[_prim.name] = vjp_rules[_prim.name] = _derivative(_prim.name)
-    batch_rules[_prim.name] = _front_rule(_prim)
+batch_rules["fft_c2c"] = _c2c_batch
+batch_rules["fft_r2c"] = _front_rule(fs.fft_r2c)
+batch_rules["fft_c2r"] = _front_rule(fs.fft_c2r)

@@ -80,6 +80,21 @@ def test_large(n, dt, rng):
     _check(n, (1,), dt, rng)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis", [((3, 8, 5), 1), ((16, 3), 0), ((2, 97, 32), 1),
+                                         ((1000, 20), 0), ((4, 1, 7), 1), ((5, 6, 7), -2),
+                                         ((64, 128), 0)])
+def test_c2c_along_other_axes(shape, axis, dt, rng):
+    """Columns side by side (direct plans) or one at a time (Bluestein's, n = 97)."""
+    re, im = (rng.standard_normal(shape).astype(dt) for _ in range(2))
+    z = re.astype(np.float64) + 1j * im
+    bound = C * np.finfo(dt).eps * max(1.0, math.log2(shape[axis]))
+    for inverse in (False, True):
+        fr, fi = jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=inverse, axis=axis))(re, im)
+        ref = np.fft.ifft(z, axis=axis) if inverse else np.fft.fft(z, axis=axis)
+        assert _err(np.asarray(fr) + 1j * np.asarray(fi), ref) <= bound
+
+
 def test_float32_outputs_keep_float32(rng):
     re = rng.standard_normal((2, 8)).astype(np.float32)
     outs = jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False))(re, re)
@@ -102,6 +117,10 @@ def test_vmap_batches_and_derivatives_are_refused(rng):
     x = h(re.reshape(12, 16), im[0, 0])
     ref = np.fft.irfft(re.reshape(12, 16) + 1j * im[0, 0], 30)
     assert _err(x, ref) < 1e-5
+    # a counted-from-the-front axis moves with the batch axis
+    f0 = jx.jit(jx.vmap(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False, axis=0)))
+    fr, fi = f0(re, im)
+    assert _err(np.asarray(fr) + 1j * np.asarray(fi), np.fft.fft(re + 1j * im, axis=1)) < 1e-5
     for prim, args, params in ((fs.fft_c2c, (re[0], im[0]), {"inverse": False}),
                                (fs.fft_r2c, (re[0],), {}),
                                (fs.fft_c2r, (re[0, :, :9], im[0, :, :9]), {"n": 16})):
@@ -118,6 +137,9 @@ def test_shape_errors():
     with pytest.raises(ShapeError, match="n//2 \\+ 1"):
         z = np.zeros(5, np.float32)
         jx.jit(lambda a, b: bind(fs.fft_c2r, a, b, n=16))(z, z)
+    with pytest.raises(ShapeError, match="axis"):
+        jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=False, axis=2))(
+            np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32))
     with pytest.raises(ShapeError, match="one shape"):
         jx.jit(lambda a, b: bind(fs.fft_c2c, a, b, inverse=True))(
             np.zeros(4, np.float32), np.zeros(5, np.float32))

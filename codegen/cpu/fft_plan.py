@@ -38,6 +38,7 @@ class Plan:
     n: int
     stages: tuple = ()          # Stockham stages (direct plans)
     blue: "Plan | None" = None  # the length-M plan of a Bluestein plan
+    cols: int = 1               # transforms side by side: element (i, c) at i cols + c
 
     @property
     def table(self) -> int:
@@ -51,11 +52,20 @@ class Plan:
         """Complex entries of scratch one transform needs (besides in and out)."""
         if self.blue is not None:
             return 2 * self.blue.n + self.blue.work
-        return self.n if len(self.stages) > 1 else 0
+        return self.n * self.cols if len(self.stages) > 1 else 0
 
     @property
     def key(self) -> str:
-        return f"b{self.n}" if self.blue is not None else f"d{self.n}"
+        if self.blue is not None:
+            return f"b{self.n}"
+        return f"d{self.n}" + (f"x{self.cols}" if self.cols > 1 else "")
+
+    def side_by_side(self, cols: int) -> "Plan":
+        """cols transforms interleaved element by element: the stages' strides times
+        cols, so each pass runs along whole rows of cols (no shuffles); same table."""
+        assert self.blue is None, "Bluestein plans transform one row at a time"
+        stages = tuple(Stage(st.r, st.s * cols, st.m, st.tw) for st in self.stages)
+        return Plan(self.n, stages, None, self.cols * cols)
 
 
 def factors(n: int) -> list | None:

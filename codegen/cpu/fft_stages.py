@@ -167,8 +167,9 @@ def fft_function(module, plan: Plan, dt, width: int) -> ir.Function:
     if plan.blue is not None:
         _bluestein(b, module, plan, dt, width, fn.args)
     elif not plan.stages:                      # n = 1
-        for src, dst in ((xr, yr), (xi, yi)):
-            b.store(b.load(_gep(b, src, 0, elem), typ=elem), _gep(b, dst, 0, elem))
+        with U.for_range(b, plan.cols, "fft.one") as c:
+            for src, dst in ((xr, yr), (xi, yi)):
+                b.store(b.load(_gep(b, src, c, elem), typ=elem), _gep(b, dst, c, elem))
     else:
         count = len(plan.stages)
         src = (xr, xi)

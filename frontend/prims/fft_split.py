@@ -5,8 +5,11 @@ transformation (complex values become pairs of real arrays there), so they have
 batching rules but no derivatives (passes/fft_rules.py). Each transforms the LAST
 axis and batches over the leading ones; operands are float32 or float64.
 
-    fft_c2c(re, im, inverse)  -> (re, im)  X_k = sum_j x_j exp(-+2 pi i jk/n),
-                                           the inverse scaled by 1/n (np.fft.ifft)
+    fft_c2c(re, im, inverse, axis=-1)
+                              -> (re, im)  X_k = sum_j x_j exp(-+2 pi i jk/n),
+                                           the inverse scaled by 1/n (np.fft.ifft);
+                                           along `axis` (the last by default: fft2's
+                                           second pass needs no transposes)
     fft_r2c(x)                -> (re, im)  np.fft.rfft: n//2 + 1 outputs
     fft_c2r(re, im, n)        -> x         np.fft.irfft to length n from n//2 + 1
                                            inputs (the imaginary parts of the DC and,
@@ -63,15 +66,23 @@ def _split(z, dt):
 
 # ------------------------------------------------------------------ fft_c2c
 
-def _c2c_rule(re, im, *, inverse):
+def _c2c_rule(re, im, *, inverse, axis=-1):
     _pair(re, im, "fft_c2c's operand")
-    _nonempty(re.shape[-1], "fft_c2c")
+    if not isinstance(axis, (int, np.integer)) or not -re.ndim <= axis < re.ndim:
+        raise ShapeError(f"fft_c2c's axis must be an int in [-{re.ndim}, {re.ndim}) for "
+                         f"{re}, got {axis!r}")
+    n = re.shape[axis]
+    if not isinstance(n, (int, np.integer)):
+        raise NotImplementedError(f"the FFT length (axis {axis} of {re}) must be static; "
+                                  "give it as a number")
+    _nonempty(n, "fft_c2c")
     return [ShapedArray(re.shape, re.dtype), ShapedArray(re.shape, re.dtype)]
 
 
-def _c2c(re, im, *, inverse):
+def _c2c(re, im, *, inverse, axis=-1):
     z = _complex(re, im)
-    return _split(np.fft.ifft(z) if inverse else np.fft.fft(z), re.dtype)
+    return _split(np.fft.ifft(z, axis=axis) if inverse else np.fft.fft(z, axis=axis),
+                  re.dtype)
 
 
 fft_c2c = declare("fft_c2c", _c2c_rule, _c2c, multiple_results=True)
