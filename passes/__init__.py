@@ -17,4 +17,5 @@ from . import linalg_rules  # noqa: F401
 from . import conv_rules  # noqa: F401
 from . import windowed_rules  # noqa: F401
 from . import fft_rules  # noqa: F401
+from . import fft_lax_rules  # noqa: F401
 from . import expand_windowed  # noqa: F401  (registers into expand.EXPANSIONS)

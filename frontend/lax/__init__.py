@@ -15,6 +15,7 @@ from .scans import *  # noqa: F401,F403
 from .solvers import custom_linear_solve, custom_root  # noqa: F401
 from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 
 
@@ -25,10 +26,10 @@ _JAX_ONLY = frozenset("""
     ragged_all_to_all ragged_dot_general random_gamma_grad
     scaled_dot stage AccuracyMode
     DotAlgorithm DotAlgorithmPreset
-    DotDimensionNumbers FftType GatherScatterMode PrecisionLike
+    DotDimensionNumbers GatherScatterMode PrecisionLike
     RaggedDotDimensionNumbers RandomAlgorithm RoundingMethod Tolerance approx_max_k
     approx_min_k broadcast_like composite
-    create_token dtype fft
+    create_token dtype
     platform_dependent psum_scatter pswapaxes ragged_dot
     rng_bit_generator rng_uniform scatter_apply scatter_sub
     with_sharding_constraint

@@ -11,3 +11,4 @@ from . import decompositions  # noqa: F401
 from . import convolution  # noqa: F401
 from . import windowed  # noqa: F401
 from . import fft_split  # noqa: F401
+from . import fft  # noqa: F401
