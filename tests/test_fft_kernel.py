@@ -153,3 +153,29 @@ def test_other_cpus(cpu, monkeypatch, rng):
     monkeypatch.setenv("JX_CPU", cpu)
     for n in (24, 97, 1000):
         _check(n, (2,), np.float32, rng)
+
+
+MODEL = '''
+import jx
+from jx.core import bind
+from jx.prims import fft_split as fs
+
+@jx.export(re=jx.f32[4, 97], im=jx.f32[4, 97], x=jx.f32[3, 1024])
+def spectra(re, im, x):
+    return bind(fs.fft_c2c, re, im, inverse=False), bind(fs.fft_r2c, x)
+'''
+
+
+@pytest.mark.skipif(__import__("shutil").which("cc") is None, reason="needs a C compiler (cc)")
+def test_artifact(tmp_path, rng):
+    """In a shared object the tables are made at the first call as in jx.jit."""
+    from jx import runtime as rt
+    from jx.cli.compile import compile_model
+    (tmp_path / "spectra.py").write_text(MODEL)
+    lib = compile_model(str(tmp_path / "spectra.py"), str(tmp_path / "out"), (), (), "cpu",
+                        None, None)["library"]
+    re, im = (rng.standard_normal((4, 97)).astype(np.float32) for _ in range(2))
+    x = rng.standard_normal((3, 1024)).astype(np.float32)
+    (fr, fi), (rr, ri) = rt.load(lib).spectra(re, im, x)
+    assert _err(fr + 1j * fi, np.fft.fft(re + 1j * im.astype(np.float64))) < 1e-6
+    assert _err(rr + 1j * ri, np.fft.rfft(x.astype(np.float64))) < 1e-6
