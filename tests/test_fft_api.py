@@ -44,16 +44,6 @@ def _close(got, want, rtol=2e-5):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
 
 
-def _compiled(f, *args):
-    """jx.jit(f)(*args), skipped while the complex lowering has no rule for fft."""
-    try:
-        return jx.jit(f)(*args)
-    except NotImplementedError as e:
-        if str(e).startswith("fft of complex values is not supported by jx's compiled code"):
-            pytest.skip("the complex lowering has no rule for the fft primitive yet")
-        raise
-
-
 # ------------------------------------------------------------------ the primitive
 # (fft type, operand shape, fft_lengths)
 PRIM_CASES = [
@@ -217,7 +207,7 @@ def test_transforms_compiled_match_numpy(name, norm, rng):
     family = CASES_1D if name in ONE_D else CASES_2D if name in TWO_D else CASES_ND
     for shape, kw in family[1:4]:
         x = _numpy_input(rng, name, shape, F32)
-        got = _compiled(lambda v: getattr(jnp.fft, name)(v, norm=norm, **kw), x)
+        got = jx.jit(lambda v: getattr(jnp.fft, name)(v, norm=norm, **kw))(x)
         assert got.dtype == _out_dtype(name, kw)
         _close(got, _want(name, x, kw, norm))
 
@@ -388,11 +378,11 @@ def test_grad_compiled_matches_jax(name, rng):
     jax = _jax()
     f, shape, dt = _losses(jnp)[name]
     x = _rand(rng, shape, dt)
-    got = _compiled(jx.grad(f), x)
+    got = jx.jit(jx.grad(f))(x)
     _close(got, jax.grad(_losses(jax.numpy)[name][0])(x), 1e-4)
 
 
 def test_vmap_compiled_matches_loop(rng):
     xs = _rand(rng, (3, 4, 6), F32)
-    got = _compiled(jx.vmap(lambda x: jnp.fft.rfft2(x, s=(4, 5)), in_axes=2), xs)
+    got = jx.jit(jx.vmap(lambda x: jnp.fft.rfft2(x, s=(4, 5)), in_axes=2))(xs)
     _close(got, np.stack([np.fft.rfft2(xs[:, :, i], s=(4, 5)) for i in range(6)]))

@@ -3,10 +3,7 @@ compiled), dtypes against JAX, and the fft primitive's jvp/vjp/vmap rules throug
 shared harness (finite differences in float64, <vjp(u), v> == <u, jvp(v)>, loops),
 on real functions of real inputs: complex operands are built with lax.complex and
 complex results split into their parts. Finite differences of complex losses
-against jax.grad too.
-
-The compiled (jx.jit) checks skip while the complex lowering has no rule for the fft
-primitive, and only for that error."""
+against jax.grad too."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +12,7 @@ import pytest
 import jx
 import jx.lax as L
 import jx.numpy as jnp
-from test_fft_api import _close, _compiled, _jax
+from test_fft_api import _close, _jax
 from transform_harness import Case, case_tests
 
 pytestmark = pytest.mark.x64
@@ -76,7 +73,7 @@ def test_double_precision_matches_numpy(name, shape, kw, rng):
     got = getattr(jnp.fft, name)(x, **kw)
     assert got.dtype == want.dtype
     _close(got, want, 1e-12)
-    got = _compiled(lambda v: getattr(jnp.fft, name)(v, **kw), x)
+    got = jx.jit(lambda v: getattr(jnp.fft, name)(v, **kw))(x)
     assert got.dtype == want.dtype
     _close(got, want, 1e-12)
 
