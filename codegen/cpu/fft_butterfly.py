@@ -140,3 +140,39 @@ def pick(b, vecs: list, picks: list):
         mask = [lanes + ln if v == src else i for i, (v, ln) in enumerate(picks)]
         acc = b.shuffle_vector(acc, vecs[src], ir.Constant(mt, mask))
     return acc
+
+
+def interleave(b, vecs: list, block: int, lanes: int) -> list:
+    """The vectors' blocks of `block` lanes interleaved (block 0 of each vector in
+    turn, then block 1, ...), as len(vecs) vectors; for a power-of-two count and
+    block: a perfect-shuffle network, log2(r) rounds of r two-input shuffles."""
+    streams = [[v] for v in vecs]
+    size = block
+    while len(streams) > 1:
+        streams = [_zip(b, streams[i], streams[i + 1], size, lanes)
+                   for i in range(0, len(streams), 2)]
+        size *= 2
+    return streams[0]
+
+
+def _zip(b, xs: list, ys: list, size: int, lanes: int) -> list:
+    """Two equal streams of vectors with their blocks of `size` alternating."""
+    if size >= lanes:                     # whole vectors: a reordering, no shuffles
+        k = size // lanes
+        out = []
+        for i in range(0, len(xs), k):
+            out += xs[i:i + k] + ys[i:i + k]
+        return out
+    blocks = lanes // size
+    mt = ir.VectorType(ir.IntType(32), lanes)
+    masks = []
+    for half in (0, blocks // 2):
+        mask = []
+        for blk in range(blocks):
+            src = (lanes if blk % 2 else 0) + (half + blk // 2) * size
+            mask += range(src, src + size)
+        masks.append(ir.Constant(mt, mask))
+    out = []
+    for x, y in zip(xs, ys):
+        out += [b.shuffle_vector(x, y, m) for m in masks]
+    return out

@@ -147,8 +147,11 @@ def _stage_t(b, st, src, dst, tw, elem, width, split):
         base = _mul(b, p0, s * r)
         for part in (0, 1):
             vecs = [y[j][part] for j in range(r)]
-            for c in range(r):
-                out = B.pick(b, vecs, picks[c * width:(c + 1) * width])
+            if r & (r - 1) == 0:
+                outs = B.interleave(b, vecs, s, width)
+            else:
+                outs = [B.pick(b, vecs, picks[c * width:(c + 1) * width]) for c in range(r)]
+            for c, out in enumerate(outs):
                 _vstore(b, out, dst[part], _add(b, base, c * width), elem)
 
 
