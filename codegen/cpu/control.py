@@ -27,7 +27,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import irutil as U
-from .opaque import opaque_rule
+from . import scan_tiles
+from .opaque import PARALLEL_OPAQUE, opaque_rule
 
 _ALIGN = 64
 
@@ -70,13 +71,14 @@ class _Scratch:
         self.ctx.module.free(self.ctx.b, self.base)
 
 
-def _stop_if_cancelled(ctx, scratch) -> None:
-    """At a loop's back-edge: leave through the scratch's failure path when the call
-    was cancelled (the entry then returns STATUS_CANCELLED), so a long loop can be
-    interrupted. One load of a flag per iteration."""
+def _stop_if_cancelled(ctx, leave) -> None:
+    """At a loop's back-edge: branch to `leave` (a block that frees what the loop
+    holds and returns) when the call was cancelled (the entry then returns
+    STATUS_CANCELLED), so a long loop can be interrupted. One load of a flag per
+    iteration."""
     b = ctx.b
     go_on = b.function.append_basic_block("loop.go_on")
-    b.cbranch(ctx.module.cancelled(b), scratch.fail, go_on)
+    b.cbranch(ctx.module.cancelled(b), leave, go_on)
     b.position_at_end(go_on)
 
 
@@ -140,7 +142,7 @@ def _while(ctx, kernel):
     b.position_at_end(body)
     ctx.module.emit_program(b, body_prog, bconsts + carry, nxt, scratch.fail)
     _copy(ctx, carry, nxt, eqn.outputs)
-    _stop_if_cancelled(ctx, scratch)
+    _stop_if_cancelled(ctx, scratch.fail)
     b.branch(head)
     b.position_at_end(end)
     scratch.release()
@@ -166,22 +168,130 @@ def _scan(ctx, kernel):
     elif length == 0:
         _copy(ctx, carry, init, carry_vars)
         return
+    tiles = scan_tiles.plan(eqn)
+    if tiles is not None:
+        _tiled_scan(ctx, eqn, tiles, consts, init, carry)
+        return
     x_step = [_slice_bytes(a) for a in eqn.inputs[nk + nc:]]
     y_step = [_slice_bytes(v) for v in ys_vars]
     scratch = _Scratch(ctx, [_nbytes(v) for v in carry_vars])
+    _steps(ctx, prog, p, consts, init, carry, scratch.pieces, scratch.fail, scratch.fail,
+           list(zip(xs, x_step)), list(zip(ys, y_step)))
+    scratch.release()
+
+
+def _steps(ctx, prog, p, consts, init, carry, spare, fail, stop, xs=(), ys=()) -> None:
+    """The scan's steps: the body program reading the carry from one buffer and
+    writing the next into the other. The carry ping-pongs between `carry` (the
+    outputs) and `spare`, the last step writing the outputs, and the first reads
+    the initial carry where it is: no copy of a large carry (a stencil's grid) per
+    step, nor before or after. `fail` is where a failed allocation leaves to,
+    `stop` where a cancelled call does."""
+    b, length = ctx.b, p["length"]
     with U.for_range(b, length, "scan") as i:
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i
-        x_slices = [_byte_offset(b, x, t, s) for x, s in zip(xs, x_step)]
-        y_slices = [_byte_offset(b, y, t, s) for y, s in zip(ys, y_step)]
-        # the carry ping-pongs between the outputs and the scratch, the last step
-        # writing the outputs, and the first reads the initial carry where it is:
-        # no copy of a large carry (a stencil's grid) per step, nor before or after
+        x_slices = [_byte_offset(b, x, t, s) for x, s in xs]
+        y_slices = [_byte_offset(b, y, t, s) for y, s in ys]
         to_scratch = b.trunc(b.sub(U.i64(length - 1), i), ir.IntType(1))
         first = b.icmp_unsigned("==", i, U.i64(0))
-        dst = [b.select(to_scratch, s_, c) for s_, c in zip(scratch.pieces, carry)]
+        dst = [b.select(to_scratch, s_, c) for s_, c in zip(spare, carry)]
         src = [b.select(first, x0, b.select(to_scratch, c, s_))
-               for x0, s_, c in zip(init, scratch.pieces, carry)]
-        ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices,
-                                scratch.fail)
-        _stop_if_cancelled(ctx, scratch)
-    scratch.release()
+               for x0, s_, c in zip(init, spare, carry)]
+        ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices, fail)
+        _stop_if_cancelled(ctx, stop)
+
+
+def _tiled_scan(ctx, eqn, tiles, consts, init, carry) -> None:
+    """An elementwise scan tile by tile (codegen/cpu/scan_tiles.py): all steps on
+    n elements of every array before the next n; the tiles split over threads
+    (ctx.outer) when the kernel runs in parallel. Scalar carries (a step counter)
+    come out the same from every tile; each tile steps its own copy. Its buffers
+    live on the stack (a tile's carry is a fraction of L2): a worker thread has
+    nothing to free, and leaves its tiles when the call is cancelled."""
+    b = ctx.b
+    shape, n = tiles
+    total = int(np.prod(shape, dtype=np.int64))
+    nk = eqn.params["num_consts"]
+    carry_vars = eqn.outputs
+    wide = [a.aval.shape == shape for a in eqn.inputs]
+    item = [np.dtype(a.aval.dtype).itemsize for a in eqn.inputs]
+    isz_c = item[nk:]
+    scalar_c = [not w for w in wide[nk:]]
+    sizes = [s if sc else n * s for s, sc in zip(isz_c, scalar_c)] + \
+        [s for s, sc in zip(isz_c, scalar_c) if sc]
+    pieces = _stack_pieces(b, sizes)
+    spare, own = pieces[:len(carry_vars)], iter(pieces[len(carry_vars):])
+    outs = [next(own) if sc else c for c, sc in zip(carry, scalar_c)]
+    if ctx.outer is None:
+        lo, hi, fail, stop = U.i64(0), U.i64(_tile_count(tiles)), ctx.fail_block, ctx.fail_block
+    else:
+        (lo, hi), fail, stop = ctx.outer, _trap_block(b), b.function.append_basic_block("stop")
+        with b.goto_block(stop):
+            b.ret_void()
+    full, rest = divmod(total, n)
+    prog = scan_tiles.program(eqn, n)
+    with U.for_between(b, lo, b.select(b.icmp_signed("<", hi, U.i64(full)), hi, U.i64(full)),
+                       "tile") as t:
+        _tile_steps(ctx, eqn, prog, b.mul(t, U.i64(n)), consts, init, outs, spare, fail, stop,
+                    wide, item)
+    if rest:     # the last, shorter tile: its own program
+        with b.if_then(b.and_(b.icmp_signed("<=", lo, U.i64(full)),
+                              b.icmp_signed(">", hi, U.i64(full)))):
+            _tile_steps(ctx, eqn, scan_tiles.program(eqn, rest), U.i64(full * n), consts, init,
+                        outs, spare, fail, stop, wide, item)
+    with b.if_then(b.icmp_signed("==", lo, U.i64(0))):       # one tile's scalars suffice
+        _copy(ctx, [c for c, sc in zip(carry, scalar_c) if sc],
+              [o for o, sc in zip(outs, scalar_c) if sc],
+              [v for v, sc in zip(carry_vars, scalar_c) if sc])
+
+
+def _tile_steps(ctx, eqn, prog, start, consts, init, outs, spare, fail, stop, wide, item):
+    b, nk = ctx.b, eqn.params["num_consts"]
+
+    def at(ptrs, flags, sizes):
+        return [_byte_offset(b, ptr, start, s) if w else ptr
+                for ptr, w, s in zip(ptrs, flags, sizes)]
+    _steps(ctx, prog, eqn.params, at(consts, wide[:nk], item[:nk]),
+           at(init, wide[nk:], item[nk:]), at(outs, wide[nk:], item[nk:]), spare, fail, stop)
+
+
+def _tile_count(tiles) -> int:
+    shape, n = tiles
+    return -(-int(np.prod(shape, dtype=np.int64)) // n)
+
+
+def _stack_pieces(b, sizes) -> list:
+    """Aligned pieces of one stack buffer in the function's entry block."""
+    offsets, total = [], 0
+    for n in sizes:
+        offsets.append(total)
+        total += U.aligned_size(n, _ALIGN)
+    with b.goto_block(b.function.entry_basic_block):
+        b.position_at_start(b.function.entry_basic_block)
+        base = b.alloca(ir.ArrayType(U.I8, max(total, 1)))
+        base.align = _ALIGN
+    # (an alloca's pointer is typed, buffer pointers are opaque: one type for select)
+    base = b.inttoptr(b.ptrtoint(base, U.I64), U.PTR)
+    return [U.aligned_pointer(b, base, o, _ALIGN) for o in offsets]
+
+
+def _trap_block(b):
+    """Where a worker thread's failed allocation goes: it cannot return a status."""
+    blk = b.function.append_basic_block("trap")
+    with b.goto_block(blk):
+        b.call(b.module.declare_intrinsic("llvm.trap", [], ir.FunctionType(U.VOID, [])), [])
+        b.unreachable()
+    return blk
+
+
+def _scan_extent(kernel):
+    """Threads split an elementwise scan's tiles (None: the scan runs serially)."""
+    tiles = scan_tiles.plan(kernel.root)
+    if tiles is None:
+        return None
+    p = kernel.root.params
+    work = int(np.prod(tiles[0], dtype=np.int64)) * p["length"] * len(p["body"].eqns)
+    return (_tile_count(tiles),), work
+
+
+PARALLEL_OPAQUE["scan"] = _scan_extent
