@@ -71,31 +71,35 @@ def _function(module, name, args, ret=U.VOID):
 
 # ------------------------------------------------------------------ stages
 
-def _stage(b, st: Stage, src, dst, tw, elem, width: int):
-    """One Stockham pass src -> dst (each an (re, im) pointer pair)."""
+def _stage(b, st: Stage, src, dst, tw, elem, width: int, scale: float = 1.0):
+    """One Stockham pass src -> dst (each an (re, im) pointer pair), its results
+    times `scale` (the inverse's 1/n, in the last pass: no pass of its own)."""
     s, m = st.s, st.m
     if s < width and width % s == 0 and s * m >= width:
         per = width // s                   # twiddle groups p in one vector
         split = m // per * per
-        _stage_t(b, st, src, dst, tw, elem, width, split)
+        _stage_t(b, st, src, dst, tw, elem, width, split, scale)
         if split < m:
-            _stage_q(b, st, src, dst, tw, elem, 1, split, m)
+            _stage_q(b, st, src, dst, tw, elem, 1, split, m, scale)
     else:
         lanes = width if s >= width else math.gcd(s, width)
-        _stage_q(b, st, src, dst, tw, elem, lanes, 0, m)
+        _stage_q(b, st, src, dst, tw, elem, lanes, 0, m, scale)
 
 
-def _butterfly(b, st, src, dst, twiddles, elem, lanes, in_base, out_base, out_step):
+def _butterfly(b, st, src, twiddles, elem, lanes, in_base, scale):
     r, s, m = st.r, st.s, st.m
     x = [(_vload(b, src[0], _add(b, in_base, s * k * m), elem, lanes),
           _vload(b, src[1], _add(b, in_base, s * k * m), elem, lanes)) for k in range(r)]
     y = B.dft(b, x, elem, lanes)
     if twiddles is not None:
         y = [y[0]] + [B.mul(b, y[j], twiddles[j - 1]) for j in range(1, r)]
+    if scale != 1.0:
+        k = B.vconst(elem, scale, lanes)
+        y = [B.scale(b, v, k) for v in y]
     return y
 
 
-def _stage_q(b, st, src, dst, tw, elem, lanes, p_lo, p_hi):
+def _stage_q(b, st, src, dst, tw, elem, lanes, p_lo, p_hi, scale):
     """Loops p in [p_lo, p_hi), then q along the stride in vectors of `lanes`
     (whatever of s they leave one lane at a time); one twiddle per p, broadcast."""
     r, s, m = st.r, st.s, st.m
@@ -113,14 +117,14 @@ def _stage_q(b, st, src, dst, tw, elem, lanes, p_lo, p_hi):
             splat = None if tws is None else \
                 [(B.splat(b, c, v), B.splat(b, d, v)) for c, d in tws]
             with U.for_step(b, lo, hi, v, "fft.q") as q:
-                y = _butterfly(b, st, src, dst, splat, elem, v, _add(b, q, pin), None, None)
+                y = _butterfly(b, st, src, splat, elem, v, _add(b, q, pin), scale)
                 base = _add(b, q, pout)
                 for j in range(r):
                     _vstore(b, y[j][0], dst[0], _add(b, base, s * j), elem)
                     _vstore(b, y[j][1], dst[1], _add(b, base, s * j), elem)
 
 
-def _stage_t(b, st, src, dst, tw, elem, width, split):
+def _stage_t(b, st, src, dst, tw, elem, width, split, scale):
     """The first stages (s < width, s | width): one vector runs along t = q + s p over
     width / s groups p; its r results are interleaved back in blocks of s."""
     r, s, m = st.r, st.s, st.m
@@ -143,7 +147,7 @@ def _stage_t(b, st, src, dst, tw, elem, width, split):
                     v = _vload(b, part, off, elem, per)
                     pair.append(b.shuffle_vector(v, v, repeat))
                 tws.append(tuple(pair))
-        y = _butterfly(b, st, src, dst, tws, elem, width, _mul(b, p0, s), None, None)
+        y = _butterfly(b, st, src, tws, elem, width, _mul(b, p0, s), scale)
         base = _mul(b, p0, s * r)
         for part in (0, 1):
             vecs = [y[j][part] for j in range(r)]
@@ -157,9 +161,10 @@ def _stage_t(b, st, src, dst, tw, elem, width, split):
 
 # ------------------------------------------------------------------ transforms
 
-def fft_function(module, plan: Plan, dt, width: int) -> ir.Function:
-    """The forward transform of plan (see the module doc), emitted once a module."""
-    name = f"jx.fft.{_name(dt)}.v{width}.{plan.key}"
+def fft_function(module, plan: Plan, dt, width: int, scale: float = 1.0) -> ir.Function:
+    """The forward transform of plan (see the module doc) times `scale`, emitted
+    once a module."""
+    name = f"jx.fft.{_name(dt)}.v{width}.{plan.key}" + ("" if scale == 1.0 else f".s{scale!r}")
     if name in module.globals:
         return module.globals[name]
     elem = _elem(dt)
@@ -168,23 +173,24 @@ def fft_function(module, plan: Plan, dt, width: int) -> ir.Function:
         a.add_attribute("noalias")
     xr, xi, yr, yi, wr, wi, tr, ti = fn.args
     if plan.blue is not None:
-        _bluestein(b, module, plan, dt, width, fn.args)
+        _bluestein(b, module, plan, dt, width, fn.args, scale)
     elif not plan.stages:                      # n = 1
         with U.for_range(b, plan.cols, "fft.one") as c:
             for src, dst in ((xr, yr), (xi, yi)):
-                b.store(b.load(_gep(b, src, c, elem), typ=elem), _gep(b, dst, c, elem))
+                v = b.load(_gep(b, src, c, elem), typ=elem)
+                b.store(b.fmul(v, ir.Constant(elem, scale)), _gep(b, dst, c, elem))
     else:
         count = len(plan.stages)
         src = (xr, xi)
         for i, st in enumerate(plan.stages):
             dst = (yr, yi) if (count - 1 - i) % 2 == 0 else (wr, wi)
-            _stage(b, st, src, dst, (tr, ti), elem, width)
+            _stage(b, st, src, dst, (tr, ti), elem, width, scale if i == count - 1 else 1.0)
             src = dst
     b.ret_void()
     return fn
 
 
-def _bluestein(b, module, plan, dt, width, args):
+def _bluestein(b, module, plan, dt, width, args, scale):
     """X_k = c_k sum_j (x_j c_j) conj(c_{k-j}), c_j = exp(-pi i j^2 / n): a cyclic
     convolution of length M by two length-M transforms and the table's scaled
     transform of conj(c)."""
@@ -219,8 +225,9 @@ def _bluestein(b, module, plan, dt, width, args):
         st_(re, qr, k)
         st_(im, qi, k)
     b.call(sub_fn, [qi, qr, pi_, pr, swr, swi, str_, sti])       # the inverse: swapped
+    k_out = ir.Constant(elem, scale)
     with U.for_range(b, n, "blue.out") as k:
-        re, im = B.mul(b, (ld(pr, k), ld(pi_, k)), (ld(tr, k), ld(ti, k)))
+        re, im = B.scale(b, B.mul(b, (ld(pr, k), ld(pi_, k)), (ld(tr, k), ld(ti, k))), k_out)
         st_(re, yr, k)
         st_(im, yi, k)
 

@@ -2,7 +2,8 @@
 kernels: each row of the last axis is one call of fft_stages' transform, the rows
 split over threads (PARALLEL_OPAQUE), each chunk with its own scratch.
 
-- fft_c2c: the forward transform; the inverse is it on swapped parts, scaled 1/n.
+- fft_c2c: the forward transform; the inverse is it on swapped parts, its last
+  pass scaled by 1/n. Along a non-last axis, blocks of columns side by side.
 - fft_r2c, even n = 2h: x's even and odd elements as the real and imaginary parts
   of one length-h transform Z, then X_k = E + F, X_{h-k} = conj(E - F) with
   E = (Z_k + conj Z_{h-k}) / 2, F = -i w^k (Z_k - conj Z_{h-k}) / 2, w = exp(-2 pi i/n):
@@ -103,19 +104,12 @@ def _trap(module):
         ir.Function(module, ir.FunctionType(U.VOID, []), "llvm.trap")
 
 
-def _transform(ctx, row, plan):
-    """(fft function, tr, ti) of plan."""
+def _transform(ctx, row, plan, scale=1.0):
+    """(fft function, tr, ti) of plan, its results times scale."""
     module = ctx.module.module
-    fn = S.fft_function(module, plan, row.dt, row.width)
+    fn = S.fft_function(module, plan, row.dt, row.width, scale)
     tr, ti = S.table(ctx.b, module, plan, row.dt, row.width)
     return fn, tr, ti
-
-
-def _scale(row, ptrs, n: int, count: int):
-    inv = ir.Constant(row.elem, 1.0 / n)
-    with U.for_range(row.b, count, "fft.scale") as k:
-        for p in ptrs:
-            row.st(row.b.fmul(row.ld(p, k), inv), p, k)
 
 
 # ------------------------------------------------------------------ complex
@@ -151,16 +145,15 @@ def _c2c(ctx, kernel):
         return
     plan = P.plan(n)
     row = _Row(ctx, kernel, plan.work)
-    fn, tr, ti = _transform(ctx, row, plan)
+    inverse = kernel.root.params["inverse"]
+    fn, tr, ti = _transform(ctx, row, plan, 1.0 / n if inverse else 1.0)
     wr, wi = (row.scratch(0), row.scratch(plan.work)) if plan.work else (tr, ti)
     ptrs = [ctx.ptr(a) for a in (re, im, ore, oim)]
-    inverse = kernel.root.params["inverse"]
 
     def one(t):
         xr, xi, yr, yi = (row.at(p, ctx.b.mul(t, U.i64(n))) for p in ptrs)
         if inverse:
             ctx.b.call(fn, [xi, xr, yi, yr, wr, wi, tr, ti])
-            _scale(row, (yr, yi), n, n)
         else:
             ctx.b.call(fn, [xr, xi, yr, yi, wr, wi, tr, ti])
     row.each(rows, one)
