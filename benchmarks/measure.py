@@ -181,6 +181,8 @@ def compare(engine: str, got, ref, tolerance: tuple | None = None) -> list:
         if x.shape != r.shape:
             problems.append(Mismatch(engine, path, f"shape {x.shape} != {r.shape}"))
             continue
+        if r.dtype.kind == "c" or x.dtype.kind == "c":     # both components compared
+            x, r = (np.stack([np.real(v), np.imag(v)], -1) for v in (x, r))
         if r.dtype.kind in "fc":
             rtol, atol = tolerance or TOLERANCES.get(r.dtype.itemsize, TOLERANCES[4])
             x64, r64 = x.astype(np.float64), r.astype(np.float64)

@@ -299,7 +299,8 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
                    "eager": ("eager_control", "results-eager.md", ("steps", "min_time")),
                    "symbolic": ("symbolic", "results-symbolic.md", ("min_time", "only")),
                    "linalg": ("linalg", "results-linalg.md", ("min_time", "only")),
-                   "conv": ("conv", "results-conv.md", ("min_time", "only"))}
+                   "conv": ("conv", "results-conv.md", ("min_time", "only")),
+                   "fft": ("fft", "results-fft.md", ("min_time", "only"))}
 
 
 def _run_program_suite(suite: str, entries, min_time, steps, out_dir) -> None:
@@ -357,7 +358,8 @@ def register(main: click.Group, reports_errors) -> None:
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
                                                 "corpus", "patterns", "array-api",
-                                                "compile", "symbolic", "linalg", "conv"]),
+                                                "compile", "symbolic", "linalg", "conv",
+                                                "fft"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
@@ -371,7 +373,9 @@ def register(main: click.Group, reports_errors) -> None:
                        "fresh process), symbolic (one artifact with a symbolic batch against "
                        "one compiled per size), linalg (decompositions and solvers, jx vs "
                        "NumPy/SciPy and JAX, with GFLOP/s), conv (convolutions, pooling and "
-                       "a LeNet training step, jx vs JAX and NumPy, with GFLOP/s and GB/s).")
+                       "a LeNet training step, jx vs JAX and NumPy, with GFLOP/s and GB/s), "
+                       "fft (FFTs and a complex Mandelbrot loop, jx vs NumPy and JAX, with "
+                       "GFLOP/s and accuracy).")
     @click.option("--compile-breakdown", is_flag=True,
                   help="The compile suite (--suite compile), whose report ends with where "
                        "each jx first call's time went: import, trace, passes, fuse, LLVM "
