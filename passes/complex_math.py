@@ -75,16 +75,22 @@ def mul(a, b):
 
 def div(a, b):
     """Smith's algorithm: divides by the larger component of b and multiplies by
-    the ratio of the smaller to it (<= 1), so |b|^2 is never formed and b near
-    overflow or underflow does not overflow. Where that gives NaN + NaN i, the
-    C99 Annex G recoveries that XLA applies: x / 0 = inf with x's signs,
-    inf / finite = inf, finite / inf = 0."""
+    the ratio of the smaller to it (<= 1), so |b|^2 is never formed. Both
+    operands are first scaled by a power of 2 where b is within 8x of overflow
+    (the denominator big + small r reaches 2 big) or subnormal (its bits would
+    be lost). Where that gives NaN + NaN i, the C99 Annex G recoveries that XLA
+    applies: x / 0 = inf with x's signs, inf / finite = inf, finite / inf = 0."""
     (ar, ai), (br, bi) = a, b
-    swap = jnp.abs(br) < jnp.abs(bi)
-    big, small = jnp.where(swap, bi, br), jnp.where(swap, br, bi)
+    fi = _finfo(br)
+    m = jnp.maximum(jnp.abs(br), jnp.abs(bi))
+    scale = jnp.where(m > float(2.0 ** (int(fi.maxexp) - 3)), 0.125,
+                      jnp.where(m < float(fi.tiny), float(2.0 ** (int(fi.nmant) + 1)), 1.0))
+    sr, si, tr, ti = ar * scale, ai * scale, br * scale, bi * scale
+    swap = jnp.abs(tr) < jnp.abs(ti)
+    big, small = jnp.where(swap, ti, tr), jnp.where(swap, tr, ti)
     r = small / big
     den = big + small * r
-    p, q = jnp.where(swap, ai, ar), jnp.where(swap, ar, ai)
+    p, q = jnp.where(swap, si, sr), jnp.where(swap, sr, si)
     re = (p + q * r) / den
     im = jnp.where(swap, p * r - q, q - p * r) / den   # (a / (i c) = -i a / c)
 
@@ -298,7 +304,7 @@ def rsqrt(a):
     zero = (x == 0) & (y == 0)
     inf = jnp.isinf(x) | jnp.isinf(y)
     re = jnp.where(zero, float("inf"), jnp.where(inf, 0.0, re))
-    re = jnp.where(inf & ~zero, jnp.copysign(0.0, x), re)      # (JAX's sign)
+    re = jnp.where(inf & ~zero, jnp.where(x == -float("inf"), -0.0, 0.0), re)   # (JAX's signs)
     im = jnp.where(zero, float("nan"), jnp.where(inf, jnp.copysign(0.0, -y), im))
     return re, im
 
@@ -357,10 +363,11 @@ def sin(a):
 
 def cos(a):
     """cos x cosh y - i sin x sinh y; Im = 0 when x = 0 (no 0 * inf), with the
-    sign -sin x sinh y has (differs from JAX, which gives +0)."""
+    sign -sin x sinh y has (differs from JAX, which gives +0; +0 for a NaN y)."""
     x, y = a
     re, im = _mul_cosh_sinh(jnp.cos(x), jnp.sin(x), y)
-    return re, jnp.where(x == 0, -(x * jnp.copysign(1.0, y)), -im)
+    im0 = jnp.where(jnp.isnan(y), 0.0, -(x * jnp.copysign(1.0, y)))
+    return re, jnp.where(x == 0, im0, -im)
 
 
 def tanh(a):
@@ -403,15 +410,18 @@ def tan(a):
 
 
 def logistic(a):
-    """1 / (1 + e^-z), as e^-z / ... never overflowing: with v = e^(-|x| - i sy)
-    (s = +-1, so |v| <= 1), 1 / (1 + v) for x >= 0 and v / (1 + v) for x < 0, as
-    the real logistic."""
+    """1 / (1 + e^-z) without overflow: with v = e^(-|x| -+ i y) (|v| <= 1), it is
+    1 / (1 + v) for x >= 0 and v / (1 + v) for x < 0, as for the real logistic;
+    both over D = |1 + v|^2 = (1 + Re v)^2 + (Im v)^2 in [0, 4], one division
+    per part (no complex division)."""
     x, y = a
     pos = x >= 0
     vr, vi = exp((-jnp.abs(x), jnp.where(pos, -y, y)))
-    qr, qi = div(_one(a), (1.0 + vr, vi))
-    pr, pi = mul((vr, vi), (qr, qi))
-    return jnp.where(pos, qr, pr), jnp.where(pos, qi, pi)
+    s = 1.0 + vr
+    d = s * s + vi * vi
+    re = jnp.where(pos, s, vr + (vr * vr + vi * vi)) / d
+    im = jnp.where(pos, 0.0 - vi, vi) / d            # (0 - vi: NumPy's and JAX's zero signs)
+    return re, jnp.where((y == 0) & ~jnp.isnan(x), 0.0, im)     # (+0 for real z, as they)
 
 
 COMPLEX_MATH = {
