@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 
-import jx.numpy as jnp
 from jx import dtypes
 from jx.core import bind, get_aval
 from jx.prims import elementwise as ew
