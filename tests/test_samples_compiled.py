@@ -23,6 +23,7 @@ import elementwise  # noqa: E402
 import gp  # noqa: E402
 import mlp  # noqa: E402
 import ode  # noqa: E402
+import spectral  # noqa: E402
 import train  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -158,7 +159,8 @@ def test_cnn_artifact(tmp_path):
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 @pytest.mark.parametrize("sample,entry", [("elementwise", "sum_of_squares"),
                                           ("attention", "layernorm"), ("ode", "integrate"),
-                                          ("gp", "nll_and_grad")])
+                                          ("gp", "nll_and_grad"), ("spectral", "heat"),
+                                          ("spectral", "spectrum")])
 def test_compiled_artifacts_match_eager(sample, entry, tmp_path):
     from jx.cli.compile import compile_model
     import jx.runtime as rt
@@ -180,3 +182,27 @@ def test_compiled_artifacts_match_eager(sample, entry, tmp_path):
             del calls[1]          # its blocks go back to the pool for the third call
     for got, want in calls:
         _close(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_spectral_entries():
+    """The FFT sample against NumPy: the heat equation's decay of each Fourier mode,
+    Welch's spectrum of white noise (flat at the variance), the escape counts."""
+    u0 = f32(spectral.N)
+    t = np.float32(2.5)
+    k = 2 * np.pi * np.fft.rfftfreq(spectral.N, d=1.0 / spectral.N)
+    want = np.fft.irfft(np.fft.rfft(u0.astype(np.float64))
+                        * np.exp(-spectral.NU * k * k * 2.5 / spectral.N ** 2), n=spectral.N)
+    _close(jx.jit(spectral.heat)(u0, t), want, rtol=1e-4, atol=1e-5)
+    x = f32(64 * spectral.SEGMENT)
+    psd = np.asarray(jx.jit(spectral.spectrum)(x))
+    _close(psd, spectral.spectrum(x), rtol=1e-4, atol=1e-5)
+    assert psd.shape == (spectral.SEGMENT // 2 + 1,) and abs(psd[1:-1].mean() - 1) < 0.05
+    side = np.linspace(-1.5, 1.5, 96, dtype=np.float32)
+    c = (side[None, :] - 0.5 + 1j * side[:, None]).astype(np.complex64)
+    z, n = np.zeros_like(c), np.zeros(c.shape, np.int32)
+    with np.errstate(all="ignore"):
+        for _ in range(64):
+            z = z * z + c
+            n += np.abs(z) <= 2
+    got = np.asarray(jx.jit(spectral.mandelbrot, static_argnums=1)(c, 64))
+    assert (got == n).mean() > 0.995
