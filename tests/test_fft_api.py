@@ -386,3 +386,17 @@ def test_vmap_compiled_matches_loop(rng):
     xs = _rand(rng, (3, 4, 6), F32)
     got = jx.jit(jx.vmap(lambda x: jnp.fft.rfft2(x, s=(4, 5)), in_axes=2))(xs)
     _close(got, np.stack([np.fft.rfft2(xs[:, :, i], s=(4, 5)) for i in range(6)]))
+
+
+def test_higher_order_and_holomorphic_match_jax(rng):
+    jax = _jax()
+
+    def loss(m):
+        return lambda x: m.sum(m.abs(m.fft.rfft(m.sin(x))) ** 3)
+    x = _rand(rng, (4, 8), F32)
+    _close(jx.hessian(loss(jnp))(x[0]), jax.hessian(loss(jax.numpy))(x[0]), 1e-4)
+    _close(jx.jit(jx.vmap(jx.grad(loss(jnp))))(x), jax.vmap(jax.grad(loss(jax.numpy)))(x), 1e-4)
+    z = _rand(rng, (6,), C64)
+    for jx_jac, jax_jac in ((jx.jacfwd, jax.jacfwd), (jx.jacrev, jax.jacrev)):
+        got = jx_jac(jnp.fft.ifft, holomorphic=True)(z)
+        _close(got, jax_jac(jax.numpy.fft.ifft, holomorphic=True)(z))
