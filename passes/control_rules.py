@@ -31,8 +31,9 @@ from .zeros import add_any, stage_like, zeros, zeros_like
 # ---------------------------------------------------------------- helpers
 
 
-def _is_float(x) -> bool:
-    return dtypes.is_float(get_aval(x).dtype)
+def _inexact(x) -> bool:
+    """Whether x carries a derivative: float or complex (integers never do)."""
+    return dtypes.is_inexact(get_aval(x).dtype)
 
 
 def _split(seq: Sequence, *sizes) -> list:
@@ -107,10 +108,10 @@ def _jvp_sub(graph: Graph, nonzero: Sequence[bool], instantiate=False) -> tuple:
     outputs (primals, tangents of the outputs that can be nonzero or are to be
     instantiated). Returns (graph, tangent-output mask)."""
     n, n_out = len(graph.inputs), len(graph.outputs)
-    nonzero = [nz and dtypes.is_float(v.aval.dtype) for nz, v in zip(nonzero, graph.inputs)]
+    nonzero = [nz and dtypes.is_inexact(v.aval.dtype) for nz, v in zip(nonzero, graph.inputs)]
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * n_out
-    instantiate = [i and dtypes.is_float(a.dtype) for i, a in zip(instantiate, graph.out_avals)]
+    instantiate = [i and dtypes.is_inexact(a.dtype) for i, a in zip(instantiate, graph.out_avals)]
     t_avals = _strip(graph.in_avals, nonzero)
 
     def walk(*args):
@@ -166,7 +167,7 @@ def _select(pred, on_true, on_false):
 
 def _cond_jvp(primals, tangents, branches):
     index, ops = primals[0], primals[1:]
-    nz = [t is not None and _is_float(x) for x, t in zip(ops, tangents[1:])]
+    nz = [t is not None and _inexact(x) for x, t in zip(ops, tangents[1:])]
     # every branch must output the same tangents: the union of what each can make nonzero
     out_nz = _union([_jvp_sub(b, nz)[1] for b in branches])
     new = tuple(_jvp_sub(b, nz, out_nz)[0] for b in branches)
@@ -178,7 +179,7 @@ def _cond_jvp(primals, tangents, branches):
 def _cond_vjp(cts, ins, outs, branches):
     index, ops = ins[0], ins[1:]
     n = len(ops)
-    ct_mask = [c is not None and dtypes.is_float(a.dtype)
+    ct_mask = [c is not None and dtypes.is_inexact(a.dtype)
                for c, a in zip(cts, branches[0].out_avals)]
     in_avals = branches[0].in_avals
     ct_avals = _strip(branches[0].out_avals, ct_mask)
@@ -235,8 +236,8 @@ def _while_jvp(primals, tangents, cond_graph, body_graph, cond_nconsts, body_nco
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = _split(primals, nc, nb)
     _, bts, cts = _split(tangents, nc, nb)
-    bnz = [t is not None and _is_float(x) for x, t in zip(bconsts, bts)]
-    cnz = [t is not None and _is_float(x) for x, t in zip(carry, cts)]
+    bnz = [t is not None and _inexact(x) for x, t in zip(bconsts, bts)]
+    cnz = [t is not None and _inexact(x) for x, t in zip(carry, cts)]
     while True:  # a carry tangent is nonzero if it enters so or the body makes it so
         _, out_nz = _jvp_sub(body_graph, bnz + cnz)
         new = _or(cnz, out_nz)
@@ -330,9 +331,9 @@ def _scan_jvp(primals, tangents, body, num_consts, num_carry, length, reverse):
     nk, nc = num_consts, num_carry
     consts, carry, xs = _split(primals, nk, nc)
     kts, cts, xts = _split(tangents, nk, nc)
-    knz = [t is not None and _is_float(x) for x, t in zip(consts, kts)]
-    cnz = [t is not None and _is_float(x) for x, t in zip(carry, cts)]
-    xnz = [t is not None and _is_float(x) for x, t in zip(xs, xts)]
+    knz = [t is not None and _inexact(x) for x, t in zip(consts, kts)]
+    cnz = [t is not None and _inexact(x) for x, t in zip(carry, cts)]
+    xnz = [t is not None and _inexact(x) for x, t in zip(xs, xts)]
     while True:  # fixpoint on the carries whose tangents can be nonzero
         _, out_nz = _jvp_sub(body, knz + cnz + xnz)
         new = _or(cnz, out_nz[:nc])
@@ -367,11 +368,11 @@ def _scan_vjp(cts, ins, outs, body, num_consts, num_carry, length, reverse):
     stacked = res[nc + n_ys:]
     # 2. Run backwards over the iterations: the carry holds the const cotangents
     #    accumulated so far and the carry cotangent; xs cotangents are the ys.
-    kf = [_is_float(k) for k in consts]
-    cf = [_is_float(c) for c in carry]
-    xf = [_is_float(x) for x in xs]
+    kf = [_inexact(k) for k in consts]
+    cf = [_inexact(c) for c in carry]
+    xf = [_inexact(x) for x in xs]
     y_avals = body.out_avals[nc:]
-    ymask = [c is not None and dtypes.is_float(a.dtype) for c, a in zip(ct_ys, y_avals)]
+    ymask = [c is not None and dtypes.is_inexact(a.dtype) for c, a in zip(ct_ys, y_avals)]
     k_avals, c_avals, x_avals = _split(body.in_avals, nk, nc)
     in_avals = (k_avals + _strip(k_avals, kf) + _strip(c_avals, cf) + c_avals + x_avals
                 + _strip(y_avals, ymask))

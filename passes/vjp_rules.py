@@ -231,7 +231,7 @@ def _cumulative_vjp(name):
             lambda v: J.doubling_scan(v, axis, reverse, name), (ins[0],))
         (ct,) = pullback([cts[0]])
         # an integer input takes no cotangent: backward drops whatever comes back
-        return [zeros_like(x) if ct is None and dtypes.is_float(get_aval(x).dtype) else ct]
+        return [zeros_like(x) if ct is None and dtypes.is_inexact(get_aval(x).dtype) else ct]
     return rule
 
 

@@ -300,6 +300,40 @@ def test_real_to_complex_conversion_transposes_to_the_real_part():
     close(g, 2 * np.real(z) + 0j)
 
 
+# ---------------------------------------------------------------- control flow
+# complex carries take tangents and cotangents through loops and branches
+CONTROL = {
+    "fori_loop": lambda o, z: o.lax.fori_loop(0, 3, lambda i, c: c * c * 0.5 + z, z),
+    "scan": lambda o, z: o.np.sum(o.lax.scan(lambda c, x: (c * x, c * c), z[0], z)[1]),
+    "cond": lambda o, z: o.lax.cond(o.real(z[0]) > 0, lambda c: o.np.exp(c), lambda c: c, z),
+    "while_loop": lambda o, z: o.lax.while_loop(
+        lambda c: c[1] < 3, lambda c: (c[0] * z + 1j, c[1] + 1), (z, 0))[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL))
+def test_control_flow_carries_complex_derivatives(name):
+    rng = _rng(name, 10)
+    z, t = points(rng), crandn(rng, 4)
+    f = _jx(CONTROL[name])
+    y, ty = jx.jvp(f, (z,), (t,))
+    ct = crandn(rng, np.shape(y))
+
+    reverse = name != "while_loop"      # JAX has no reverse mode of while_loop
+
+    def run(jax):
+        jf = lambda v: CONTROL[name](jax_ops(), v)   # noqa: E731
+        if not reverse:
+            return jax.jvp(jf, (z,), (t,))[1], None, None
+        return (jax.jvp(jf, (z,), (t,))[1], jax.vjp(jf, z)[1](ct)[0],
+                jax.grad(lambda v: jax.numpy.sum(jax.numpy.abs(jf(v)) ** 2))(z))
+    want_t, want_ct, want_g = with_jax(run)
+    close(ty, want_t)
+    if reverse:
+        close(jx.vjp(f, z)[1](ct)[0], want_ct)
+        close(jx.grad(lambda v: jnp.sum(jnp.abs(f(v)) ** 2))(z), want_g)
+
+
 # ---------------------------------------------------------------- vmap
 
 @pytest.mark.parametrize("name", sorted(ALL))
