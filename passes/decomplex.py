@@ -262,6 +262,18 @@ def _reduce_prod(eqn, ins):
     return [Pair(*(lax.reshape(p, shape) for p in parts))]
 
 
+@rule("cumprod")
+def _cumprod(eqn, ins):
+    """A running complex product: an associative scan of complex multiplication
+    over (re, im) pairs, log2(n) steps."""
+    from jx import lax
+    (z,), p = ins, eqn.params
+    mul = COMPLEX_MATH()["mul"]
+    re, im = lax.associative_scan(lambda a, b: mul(a, b), (z.re, z.im),
+                                  reverse=p.get("reverse", False), axis=p["axis"])
+    return [Pair(re, im)]
+
+
 @rule("sort")
 def _sort(eqn, ins):
     """Complex keys sort lexicographically (real part, then imaginary), as XLA:

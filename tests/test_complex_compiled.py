@@ -109,6 +109,9 @@ def test_reductions(dt, rng):
         close(jx.jit(lambda z: jnp.mean(z, axis=axes))(z), np.mean(z, axis=axes), dt, 8)
         close(jx.jit(lambda z: jnp.prod(z, axis=axes))(z), np.prod(z, axis=axes), dt, 64)
     close(jx.jit(lambda z: jnp.cumsum(z, axis=1))(z), np.cumsum(z, axis=1), dt, 8)
+    close(jx.jit(lambda z: jnp.cumprod(z, axis=2))(z), np.cumprod(z, axis=2), dt, 64)
+    close(jx.jit(lambda z: lax.cumprod(z, axis=0, reverse=True))(z),
+          np.flip(np.cumprod(np.flip(z, 0), axis=0), 0), dt, 64)
     empty = np.zeros((3, 0), dt)
     np.testing.assert_array_equal(jx.jit(lambda z: jnp.prod(z, axis=1))(empty), np.ones(3, dt))
 
@@ -219,8 +222,9 @@ def test_mandelbrot_matches_numpy():
 
 def test_complex_primitive_without_lowering_names_it():
     z = np.ones(4, np.complex64)
-    with pytest.raises(NotImplementedError, match="cumprod of complex values"):
-        jx.jit(lambda z: jnp.cumprod(z))(z)
+    idx = np.array([0, 2])
+    with pytest.raises(NotImplementedError, match="scatter_mul of complex values"):
+        jx.jit(lambda z: z.at[idx].multiply(2j))(z)
 
 
 @pytest.mark.parametrize("cpu", cpu_matrix.MATRIX)
