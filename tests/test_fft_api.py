@@ -85,6 +85,18 @@ def test_primitive_eager_and_traced(typ, shape, lengths, rng):
     assert f"fft_type={typ.name}" in str(graph)
 
 
+def test_empty_transforms_as_jax():
+    jax = _jax()
+    for norm in (None, "ortho", "forward"):
+        got = jnp.fft.irfft(np.ones(1, C64), norm=norm)
+        want = jax.numpy.fft.irfft(np.ones(1, C64), norm=norm)
+        assert got.shape == want.shape == (0,) and got.dtype == want.dtype
+    for v in (2.0, 2j):
+        got, want = jnp.fft.fftn(v, axes=()), jax.numpy.fft.fftn(v, axes=())
+        assert got.dtype == want.dtype and got.weak_type == want.weak_type
+        assert got.shape == () and complex(got) == v
+
+
 def test_primitive_empty_transforms_as_jax():
     # irfft of a single bin is an empty signal (JAX: f32[0]); empty batches stay empty
     out = core.bind(fp.fft, np.ones((3, 1), C64), fft_type=FftType.IRFFT, fft_lengths=(0,))[0]
@@ -250,6 +262,7 @@ ERRORS = [
     ("multiple axes", lambda m: m.fft.fft(np.ones((4, 4), F32), axis=(0, 1))),
     ("s and axes", lambda m: m.fft.fftn(np.ones((4, 4), F32), s=(3,), axes=(0, 1))),
     ("0-d", lambda m: m.fft.fft(np.ones((), F32))),
+    ("scalar", lambda m: m.fft.rfftn(3.0, axes=(0,))),
     ("axis out of bounds", lambda m: m.fft.ifft(np.ones((4, 4), F32), axis=2)),
     ("list", lambda m: m.fft.fft([1.0, 2.0])),
     ("complex rfft", lambda m: m.fft.rfft(np.ones(4, C64))),

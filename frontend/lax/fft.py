@@ -5,8 +5,9 @@ from __future__ import annotations
 import operator
 
 from .. import dtypes
-from ..numpy._util import as_value, bind1, convert
+from ..numpy._util import as_value, bind1, dtype_weak
 from ..numpy.creation import _wrap_public
+from ..prims import elementwise as ew
 from ..prims import fft as _fp
 from ..prims.fft import FftType
 
@@ -28,12 +29,15 @@ def fft(x, fft_type, fft_lengths):
     """The FFT of x over its trailing len(fft_lengths) axes (jax.lax.fft)."""
     typ = _fft_type(fft_type)
     x = as_value(x)
+    dt, weak = dtype_weak(x)
     if typ == FftType.RFFT:
-        if dtypes.is_complex(x.dtype):
+        if dtypes.is_complex(dt):
             raise ValueError("only real valued inputs supported for rfft")
-        x = convert(x, dtypes.inexact(x.dtype))
+        want = dtypes.inexact(dt)
     else:
-        x = convert(x, dtypes.complex_dtype(x.dtype))
+        want = dtypes.complex_dtype(dt)
+    if want != dt or weak:          # (the result is strongly typed, as JAX's)
+        x = bind1(ew.convert_element_type, x, new_dtype=want)
     lengths = tuple(operator.index(n) for n in fft_lengths)
     if not lengths:
         return x

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from ..prims import structural as st
 from ..prims.fft import FftType
-from ._util import as_value, bind1, has_tracer
+from ._util import bind1, has_tracer
 from .creation import _wrap_public, arange, asarray
 from .manipulation import moveaxis, pad, roll
 from ._standard import conj
@@ -30,7 +30,7 @@ def _operand(a, full_name: str):
     if isinstance(a, (list, tuple)):     # jax.numpy.fft takes arrays only, as JAX
         raise TypeError(f"{full_name} requires ndarray or scalar arguments, got "
                         f"{type(a)} at position 0.")
-    return as_value(a)
+    return asarray(a)
 
 
 def _static_ints(values, what: str, full_name: str) -> tuple:
@@ -57,9 +57,9 @@ def _scale(func_name: str, norm, lengths) -> float | None:
     if norm not in _NORMS:
         raise ValueError(f'Invalid norm value {norm}; should be "backward","ortho" or '
                          '"forward".')
-    if norm in (None, "backward"):
-        return None
     size = math.prod(lengths)
+    if norm in (None, "backward") or size == 0:      # (an empty result needs no scaling)
+        return None
     inverse = func_name.startswith("i")
     if norm == "ortho":
         return math.sqrt(size) if inverse else 1 / math.sqrt(size)
