@@ -17,6 +17,13 @@ Mandelbrot case 8 flops per point and step (a complex square-and-add, 6, and |z|
 2, whatever an engine computes). Its counts are checked against NumPy's allowing
 0.1% of the points to differ: rounding differences (|z| computed by another
 formula, a fused multiply-add) move points at the set's boundary by a step.
+
+The complex chain (an elementwise expression on 2^22 complex64 values) is rated
+in GB/s against the measured bandwidth: it measures the split layout's loops
+(decomplex.py), which read the interleaved inputs and write the interleaved
+output once. Its flop count (34 per element:
+two complex products, a sum, and exp(1j t) as a sine and a cosine at ~10 each)
+is nominal.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 NUMPY = {
     "fft": "numpy.fft (pocketfft, C), the same call",
+    "chain": "the same expression on NumPy complex64 arrays (a temporary per operation)",
     "mandelbrot": "the same iteration on NumPy complex64 arrays, step by step",
 }
 
@@ -98,6 +106,14 @@ def cases(small: bool = False) -> list:
             _fft_case(f"rfft 2^{powers[-2]}", "rfft", (1 << powers[-2],), (0,), real=True),
             _fft_case(f"fft2 {side}x{side}", "fft2", (side, side), (0, 1)),
             _fft_case(f"fft {prime} (prime)", "fft", (prime,), (0,))]
+    m = 1 << (12 if small else 22)
+    out.append(Case(f"complex chain 2^{m.bit_length() - 1}", "chain",
+                    f"{m} complex64: z * w + conj(z) * exp(1j * t)",
+                    lambda rng: (_cplx(rng, (m,)), _cplx(rng, (m,)),
+                                 rng.standard_normal(m, dtype=np.float32)),
+                    lambda L: lambda z, w, t: z * w + L.np.conj(z) * L.np.exp(1j * t),
+                    lambda z, w, t: z * w + np.conj(z) * np.exp(1j * t),
+                    flops=m * (6 + 6 + 2 + 20), bytes=m * (8 + 8 + 4 + 8), rate="bytes"))
     grid, steps = (48, 10) if small else (1000, 100)
     out.append(Case(f"mandelbrot {grid}x{grid}x{steps}", "mandelbrot",
                     f"{grid}x{grid} complex64, {steps} steps",
