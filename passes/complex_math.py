@@ -55,14 +55,17 @@ def _hypot(x, y):
 # ------------------------------------------------------------------ arithmetic
 
 def neg(a):
+    """-a, part by part (exact)."""
     return -a[0], -a[1]
 
 
 def add(a, b):
+    """a + b, part by part (exact rounding of each part)."""
     return a[0] + b[0], a[1] + b[1]
 
 
 def sub(a, b):
+    """a - b, part by part."""
     return a[0] - b[0], a[1] - b[1]
 
 
@@ -175,10 +178,12 @@ def sign(a):
 
 
 def eq(a, b):
+    """Both parts equal (a NaN part is unequal, as JAX and NumPy)."""
     return (a[0] == b[0]) & (a[1] == b[1])
 
 
 def ne(a, b):
+    """Either part unequal: not eq."""
     return (a[0] != b[0]) | (a[1] != b[1])
 
 
@@ -303,22 +308,23 @@ def rsqrt(a):
     re, im = (re / h) * up, (-im / h) * up
     zero = (x == 0) & (y == 0)
     inf = jnp.isinf(x) | jnp.isinf(y)
-    re = jnp.where(zero, float("inf"), jnp.where(inf, 0.0, re))
-    re = jnp.where(inf & ~zero, jnp.where(x == -float("inf"), -0.0, 0.0), re)   # (JAX's signs)
+    zero_re = jnp.where(x == -float("inf"), -0.0, 0.0)          # (JAX's zero signs)
+    re = jnp.where(zero, float("inf"), jnp.where(inf, zero_re, re))
     im = jnp.where(zero, float("nan"), jnp.where(inf, jnp.copysign(0.0, -y), im))
     return re, im
 
 
 # ------------------------------------------------------------ trigonometric
 
-def _taylor(x2, first: int, eps: float):
-    """sum of x^(2k) / (first + 2k)! for k >= 0, to relative precision eps (for
-    x^2 <= 1): Horner in x^2 from the smallest term."""
-    coefs, k, f = [], first, float(math.factorial(first))
-    while 1.0 / f > eps / 16:
+def _taylor(x2, first: int, eps: float, bound: float = 1.0):
+    """sum of x^(2k) / (first + 2k)! for k >= 0, to relative precision eps for
+    x^2 <= bound: Horner in x^2 from the smallest term."""
+    coefs, k, f, p = [], first, float(math.factorial(first)), 1.0
+    while p / f > eps / 16:
         coefs.append(1.0 / f)
         f *= (k + 1) * (k + 2)
         k += 2
+        p *= bound
     acc = coefs[-1]
     for c in reversed(coefs[:-1]):
         acc = c + x2 * acc
@@ -371,32 +377,37 @@ def cos(a):
 
 
 def tanh(a):
-    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| >= 1 from E = e^(2|x|):
-    the denominator cancels at most 2x there, and E's rounding mostly cancels
-    out of the real part. For |x| < 1 the denominator is written as the sum of
-    squares 2 (sinh^2 x + cos^2 y), so nothing cancels near the poles. Once tanh x
-    rounds to +-1 the parts are +-1 and 4 sin y cos y e^(-2|x|): no inf / inf.
-    tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument gives a real
-    result whose zero keeps y's sign (differs from JAX: +0)."""
+    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| < 1 the denominator is
+    2 sinh^2 x + (1 + cos 2y), with 2 cos^2 y for the last term where that
+    cancels, so nothing cancels near the poles; sinh 2x and sinh x by their Taylor
+    series. For |x| >= 1 from E = e^(2|x|) (cosh 2x >= 3.7 > |cos 2y|), the real
+    part as 1 - 2 (1/E + cos 2y) / den, E's rounding mostly cancelling. Once
+    tanh x rounds to +-1 the parts are +-1 and 2 sin 2y e^(-2|x|): no
+    inf / inf. tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument
+    gives a real result whose zero keeps y's sign (differs from JAX: +0)."""
     x, y = a
     fi = _finfo(x)
     ax = jnp.abs(x)
     far = ax > float((int(fi.nmant) + 4) * math.log(2) / 2 + 1)
     near = ax < 1.0
-    cy, sy = jnp.cos(y), jnp.sin(y)
-    # |x| < 1
+    cy = jnp.cos(y)
+    c2y, s2y = jnp.cos(2.0 * y), jnp.sin(2.0 * y)
+    # |x| < 1: 2 sinh^2 x + (1 + cos 2y), or 2 cos^2 y where that cancels
     xn = jnp.where(near, x, 0.0)
-    s, c = _sinh_cosh(xn)
-    den = s * s + cy * cy
-    re_n, im_n = (s * c) / den, (sy * cy) / den
+    x2, tx = xn * xn, 2.0 * xn
+    eps = float(fi.eps)
+    s2x = tx + tx * ((tx * tx) * _taylor(tx * tx, 3, eps, 4.0))         # sinh 2x
+    sh = xn + xn * (x2 * _taylor(x2, 3, eps))                          # sinh x
+    den = 2.0 * (sh * sh) + jnp.where(jnp.abs(cy) > 0.6, 1.0 + c2y, 2.0 * (cy * cy))
+    re_n, im_n = s2x / den, s2y / den
     # 1 <= |x| <= far
     e = jnp.exp(jnp.where(near | far, 2.0, 2.0 * ax))
     ie = 1.0 / e
-    den2 = (e + ie) + 2.0 * jnp.cos(2.0 * y)
-    re_m = jnp.copysign((e - ie) / den2, x)
-    im_m = (2.0 * jnp.sin(2.0 * y)) / den2
+    den2 = (e + ie) + 2.0 * c2y
+    re_m = jnp.copysign(1.0 - (2.0 * (ie + c2y)) / den2, x)         # (e - ie) / den2
+    im_m = (2.0 * s2y) / den2
     # past far
-    tail = (4.0 * (sy * cy)) * jnp.exp(-2.0 * ax)
+    tail = (2.0 * s2y) * jnp.exp(-2.0 * ax)
     re = jnp.where(far, jnp.copysign(1.0, x), jnp.where(near, re_n, re_m))
     im = jnp.where(far, jnp.where(jnp.isfinite(y), tail, 0.0), jnp.where(near, im_n, im_m))
     return re, jnp.where(y == 0, y, im)
