@@ -18,10 +18,10 @@ import numpy as np
 from .. import dtypes
 from ..prims import structural as st
 from ..prims.fft import FftType
+from ._standard import conj
 from ._util import bind1, has_tracer
 from .creation import _wrap_public, arange, asarray
 from .manipulation import moveaxis, pad, roll
-from ._standard import conj
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -122,8 +122,8 @@ def _core(func_name: str, fft_type: FftType, a, s, axes, norm):
         lengths = tuple(shape[ax] for ax in trailing)
         if fft_type == FftType.IRFFT and lengths:
             lengths = lengths[:-1] + (max(0, 2 * (lengths[-1] - 1)),)
-    out = _transform(arr, fft_type, lengths)
     factor = _scale(func_name, norm, lengths)
+    out = _transform(arr, fft_type, lengths)
     if factor is not None:
         out = out * factor
     if axes != trailing:
