@@ -22,8 +22,10 @@ COVERED = {"fft_c2c", "fft_r2c", "fft_c2r"}
 # derivatives refused
 TRANSFORM_COVERED = {"fft_c2c", "fft_r2c", "fft_c2r"}
 
-SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 12, 15, 16, 49, 60, 64, 97, 210, 1000, 1024, 4096, 10007]
-LARGE = [1 << 16, 1 << 20]
+SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 12, 15, 16, 49, 60, 64, 97, 210, 1000, 1024, 1331, 4096,
+         10007]
+# 100000 = 8 4 5^5: a pass's leftover groups and strides, split over threads
+LARGE = [1 << 16, 100000, 1 << 20]
 C = 2.0          # the error bound: C eps log2(n) (the kernels measure below 0.4)
 
 
@@ -72,6 +74,7 @@ def test_every_size(n, dt, rng):
 def test_batched_over_leading_axes(dt, rng):
     _check(60, (3, 5), dt, rng)
     _check(1024, (2, 3), dt, rng)
+    _check(1 << 17, (2,), dt, rng)      # threaded passes inside the rows' parallel chunks
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

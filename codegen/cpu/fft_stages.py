@@ -15,6 +15,7 @@ with compare-and-swap, so concurrent first calls agree on one table.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import llvmlite.ir as ir
@@ -25,6 +26,10 @@ from . import irutil as U
 from .fft_plan import Plan, Stage
 
 _CIS = "jx.fft.cis"
+# A transform of THREAD_FROM elements or more runs each pass as TASKS tasks over the
+# thread pool (serially inside another parallel region: a batch's rows are split).
+THREAD_FROM = 1 << 17
+TASKS = 16
 
 
 def _name(dt) -> str:
@@ -53,7 +58,10 @@ def _size(elem) -> int:
 
 
 def _mul(b, x, k):
-    return b.mul(x, k if isinstance(k, ir.Value) else U.i64(k), flags=["nuw", "nsw"])
+    if isinstance(x, int) and isinstance(k, int):
+        return x * k
+    x, k = (v if isinstance(v, ir.Value) else U.i64(v) for v in (x, k))
+    return b.mul(x, k, flags=["nuw", "nsw"])
 
 
 def _add(b, *xs):
@@ -71,19 +79,46 @@ def _function(module, name, args, ret=U.VOID):
 
 # ------------------------------------------------------------------ stages
 
-def _stage(b, st: Stage, src, dst, tw, elem, width: int, scale: float = 1.0):
+def _stage(b, st: Stage, src, dst, tw, elem, width: int, scale: float = 1.0, task=None):
     """One Stockham pass src -> dst (each an (re, im) pointer pair), its results
-    times `scale` (the inverse's 1/n, in the last pass: no pass of its own)."""
+    times `scale` (the inverse's 1/n, in the last pass: no pass of its own); with
+    task = (t, tasks) (i64 t) only task t's share of it."""
     s, m = st.s, st.m
     if s < width and width % s == 0 and s * m >= width:
         per = width // s                   # twiddle groups p in one vector
-        split = m // per * per
-        _stage_t(b, st, src, dst, tw, elem, width, split, scale)
-        if split < m:
-            _stage_q(b, st, src, dst, tw, elem, 1, split, m, scale)
-    else:
-        lanes = width if s >= width else math.gcd(s, width)
-        _stage_q(b, st, src, dst, tw, elem, lanes, 0, m, scale)
+        units = m // per
+        lo, hi = _share(b, units, task)
+        _stage_t(b, st, src, dst, tw, elem, width, (_mul(b, lo, per), _mul(b, hi, per)), scale)
+        if units * per < m:                # the groups past whole vectors: the last task's
+            with _last_task(b, task):
+                _stage_q(b, st, src, dst, tw, elem, 1, (units * per, m), (0, s), scale)
+        return
+    lanes = width if s >= width else math.gcd(s, width)
+    if task is None or m >= task[1]:
+        _stage_q(b, st, src, dst, tw, elem, lanes, _share(b, m, task), (0, s), scale)
+    else:                                  # few groups of long strides: the tasks split q
+        lo, hi = _share(b, s // lanes, task)
+        last = b.icmp_unsigned("==", task[0], U.i64(task[1] - 1))
+        q_hi = b.select(last, U.i64(s), _mul(b, hi, lanes))
+        _stage_q(b, st, src, dst, tw, elem, lanes, (0, m), (_mul(b, lo, lanes), q_hi), scale)
+
+
+def _share(b, count: int, task):
+    """[lo, hi) of count units for task (t, tasks); all of them without a task."""
+    if task is None:
+        return 0, count
+    t, tasks = task
+    lo = b.udiv(b.mul(t, U.i64(count)), U.i64(tasks))
+    return lo, b.udiv(b.mul(b.add(t, U.i64(1)), U.i64(count)), U.i64(tasks))
+
+
+@contextlib.contextmanager
+def _last_task(b, task):
+    if task is None:
+        yield
+        return
+    with b.if_then(b.icmp_unsigned("==", task[0], U.i64(task[1] - 1))):
+        yield
 
 
 def _butterfly(b, st, src, twiddles, elem, lanes, in_base, scale):
@@ -99,20 +134,26 @@ def _butterfly(b, st, src, twiddles, elem, lanes, in_base, scale):
     return y
 
 
-def _stage_q(b, st, src, dst, tw, elem, lanes, p_lo, p_hi, scale):
-    """Loops p in [p_lo, p_hi), then q along the stride in vectors of `lanes`
-    (whatever of s they leave one lane at a time); one twiddle per p, broadcast."""
+def _stage_q(b, st, src, dst, tw, elem, lanes, prange, qrange, scale):
+    """Loops p over prange, then q over qrange (lanes-aligned but for its end at s) in
+    vectors of `lanes`, what they leave of s one lane at a time; one twiddle per p,
+    broadcast."""
     r, s, m = st.r, st.s, st.m
     main = s - s % lanes
-    with U.for_step(b, p_lo, p_hi, 1, "fft.p") as p:
+    q_lo, q_hi = qrange
+    static = isinstance(q_hi, int)
+    parts = ((q_lo, min(q_hi, main) if static else _min(b, q_hi, main), lanes),
+             (main, q_hi, 1))
+    with U.for_step(b, prange[0], prange[1], 1, "fft.p") as p:
         tws = None
         if m > 1:
             offs = [_add(b, st.tw + (j - 1) * m, p) for j in range(1, r)]
             tws = [tuple(b.load(_gep(b, part, off, elem), typ=elem) for part in tw)
                    for off in offs]
         pin, pout = _mul(b, p, s), _mul(b, p, s * r)
-        for lo, hi, v in ((0, main, lanes), (main, s, 1)):
-            if lo >= hi:
+        for k, (lo, hi, v) in enumerate(parts):
+            if (isinstance(hi, int) and isinstance(lo, int) and lo >= hi) or \
+                    (k == 1 and main == s):
                 continue
             splat = None if tws is None else \
                 [(B.splat(b, c, v), B.splat(b, d, v)) for c, d in tws]
@@ -124,7 +165,11 @@ def _stage_q(b, st, src, dst, tw, elem, lanes, p_lo, p_hi, scale):
                     _vstore(b, y[j][1], dst[1], _add(b, base, s * j), elem)
 
 
-def _stage_t(b, st, src, dst, tw, elem, width, split, scale):
+def _min(b, x, y: int):
+    return b.select(b.icmp_signed("<", x, U.i64(y)), x, U.i64(y))
+
+
+def _stage_t(b, st, src, dst, tw, elem, width, prange, scale):
     """The first stages (s < width, s | width): one vector runs along t = q + s p over
     width / s groups p; its r results are interleaved back in blocks of s."""
     r, s, m = st.r, st.s, st.m
@@ -136,7 +181,7 @@ def _stage_t(b, st, src, dst, tw, elem, width, split, scale):
         pp, rem = divmod(o, s * r)
         j, q = divmod(rem, s)
         picks.append((j, pp * s + q))
-    with U.for_step(b, 0, split, per, "fft.t") as p0:
+    with U.for_step(b, prange[0], prange[1], per, "fft.t") as p0:
         tws = None
         if m > 1:
             tws = []
@@ -181,13 +226,44 @@ def fft_function(module, plan: Plan, dt, width: int, scale: float = 1.0) -> ir.F
                 b.store(b.fmul(v, ir.Constant(elem, scale)), _gep(b, dst, c, elem))
     else:
         count = len(plan.stages)
+        pool = module.globals.get("jx_parallel_for")
+        threaded = pool is not None and plan.n * plan.cols >= THREAD_FROM
         src = (xr, xi)
         for i, st in enumerate(plan.stages):
             dst = (yr, yi) if (count - 1 - i) % 2 == 0 else (wr, wi)
-            _stage(b, st, src, dst, (tr, ti), elem, width, scale if i == count - 1 else 1.0)
+            k = scale if i == count - 1 else 1.0
+            if threaded:
+                ptrs = [*src, *dst, tr, ti]
+                ctx = b.alloca(U.PTR, U.i64(len(ptrs)))
+                for slot, ptr in enumerate(ptrs):
+                    b.store(ptr, b.gep(ctx, [U.i64(slot)], source_etype=U.PTR))
+                body = _stage_function(module, f"{name}.pass{i}", st, elem, width, k)
+                b.call(pool, [body, ctx, U.i64(TASKS)])
+            else:
+                _stage(b, st, src, dst, (tr, ti), elem, width, k)
             src = dst
     b.ret_void()
     return fn
+
+
+def _stage_function(module, name, st, elem, width, scale) -> ir.Function:
+    """body(ctx, lo, hi) for jx_parallel_for: tasks [lo, hi) of TASKS of a pass; ctx
+    holds src, dst and table pointers. The pass itself is a noalias function (LLVM
+    inlines it) so its loads and stores may be reordered."""
+    inner, ib = _function(module, f"{name}.run", [U.PTR] * 6 + [U.I64, U.I64])
+    for a in inner.args[:6]:
+        a.add_attribute("noalias")
+    *ptrs, lo, hi = inner.args
+    with U.for_step(ib, lo, hi, 1, "fft.task") as t:
+        _stage(ib, st, tuple(ptrs[0:2]), tuple(ptrs[2:4]), tuple(ptrs[4:6]), elem, width,
+               scale, (t, TASKS))
+    ib.ret_void()
+    body, bb = _function(module, name, [U.PTR, U.I64, U.I64])
+    ctx, lo, hi = body.args
+    loaded = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR) for i in range(6)]
+    bb.call(inner, loaded + [lo, hi])
+    bb.ret_void()
+    return body
 
 
 def _bluestein(b, module, plan, dt, width, args, scale):
