@@ -219,8 +219,12 @@ def _bilinear(eqn, ins):
     products, (ar br - ai bi) + i (ar bi + ai br)."""
     a, b = ins
 
+    params = dict(eqn.params)
+    if params.get("preferred_element_type") is not None:       # the parts accumulate
+        params["preferred_element_type"] = dtypes.real_dtype(params["preferred_element_type"])
+
     def prod(x, y):
-        return bind(eqn.prim, x, y, **eqn.params)[0]
+        return bind(eqn.prim, x, y, **params)[0]
     if not isinstance(a, Pair):
         return [Pair(prod(a, b.re), prod(a, b.im))]
     if not isinstance(b, Pair):
@@ -260,6 +264,16 @@ def _reduce_prod(eqn, ins):
         hi = tuple(lax.slice_in_dim(p, h, m, axis=-1) for p in parts)
         parts = list(mul(lo, hi))
     return [Pair(*(lax.reshape(p, shape) for p in parts))]
+
+
+@rule("iota")
+def _iota(eqn, ins):
+    """A complex iota (jnp.arange(n, dtype=complex64)): real counts, zero imaginary."""
+    from jx import lax
+    p = eqn.params
+    re = bind(eqn.prim, dtype=dtypes.real_dtype(p["dtype"]), shape=p["shape"],
+              dimension=p["dimension"])[0]
+    return [Pair(re, lax.full_like(re, 0))]
 
 
 @rule("cumprod")

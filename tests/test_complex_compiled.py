@@ -124,6 +124,7 @@ def test_products(dt, rng):
     close(jx.jit(jnp.matmul)(a, b), a @ b, dt, 64)
     close(jx.jit(lambda a, r: a @ r.T)(a, r), a @ r.T.astype(dt), dt, 64)
     close(jx.jit(jnp.vdot)(a[0], a[1]), np.vdot(a[0], a[1]), dt, 64)
+    close(jx.jit(lambda a, b: lax.dot(a, b, preferred_element_type=dt))(a, b), a @ b, dt, 64)
     x = crand(rng, (4, 6, 5), dt)
     y = crand(rng, (4, 5, 3), dt)
     close(jx.jit(lambda x, y: jnp.einsum("bij,bjk->bik", x, y))(x, y),
