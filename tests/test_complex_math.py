@@ -27,7 +27,9 @@ F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 DTYPES = [F32, F64]
 N = 3000          # random points per range
 
-# name -> (ranges, measure of (re, im), limit in ulp)
+# name -> (ranges, measure of (re, im), limit in ulp). The limits hold with
+# margin at 10x the points (tan, tanh, logistic: 4-5.3 ulp there, through
+# cos^2 y or exp's 2-3 ulp; every other function <= 4.3).
 UNARY = {
     "neg": (["unit", "wide"], ("comp", "comp"), 0),
     "abs": (["unit", "small", "wide", "huge"], ("comp", None), 1.5),
@@ -37,12 +39,12 @@ UNARY = {
     "log": (["unit", "small", "wide", "huge", "cut", "circle"], ("norm", "comp"), 3),
     "log1p": (["unit", "small", "wide", "huge", "cut1", "circle1"], ("norm", "comp"), 3),
     "sqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 3),
-    "rsqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 4),
+    "rsqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 4.5),
     "sin": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
     "cos": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
-    "tan": (["unit", "small", "wide", "trig", "exp_t"], ("comp", "comp"), 5),
-    "tanh": (["unit", "small", "wide", "trig", "exp"], ("comp", "comp"), 5),
-    "logistic": (["unit", "small", "exp_y2"], ("norm", "comp"), 4),
+    "tan": (["unit", "small", "wide", "trig", "exp_t"], ("comp", "comp"), 6),
+    "tanh": (["unit", "small", "wide", "trig", "exp"], ("comp", "comp"), 6),
+    "logistic": (["unit", "small", "exp_y2"], ("norm", "comp"), 5.5),
 }
 BINARY = {
     "add": (["unit", "wide"], ("norm", "norm"), 1),
