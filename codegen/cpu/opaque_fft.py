@@ -23,6 +23,7 @@ import numpy as np
 from . import fft_butterfly as B
 from . import fft_plan as P
 from . import fft_stages as S
+from . import fft_tables as T
 from . import irutil as U
 from . import target
 from .opaque import PARALLEL_OPAQUE, opaque_rule
@@ -65,14 +66,14 @@ class _Row:
                                 likely=False):
                 self.b.call(_trap(mod.module), [])             # a chunk cannot report it
             return mem
-        return S.checked_malloc(self.b, mod.module, nbytes)
+        return T.checked_malloc(self.b, mod.module, nbytes)
 
     def release(self):
         if self.mem is None:
             return
         mod = self.ctx.module
         put = mod.runtime_function("jx_scratch_put", U.VOID, [U.PTR]) if mod.parallel \
-            else S._free(mod.module)
+            else T.libc_free(mod.module)
         self.b.call(put, [self.mem])
 
     def scratch(self, offset: int):
@@ -108,7 +109,7 @@ def _transform(ctx, row, plan, scale=1.0):
     """(fft function, tr, ti) of plan, its results times scale."""
     module = ctx.module.module
     fn = S.fft_function(module, plan, row.dt, row.width, scale)
-    tr, ti = S.table(ctx.b, module, plan, row.dt, row.width)
+    tr, ti = T.table(ctx.b, module, plan, row.dt, row.width)
     return fn, tr, ti
 
 
@@ -175,7 +176,7 @@ def _c2c_strided(ctx, kernel):
     row = _Row(ctx, kernel, span)
     b = ctx.b
     fn = S.fft_function(ctx.module.module, plan, row.dt, row.width)
-    tr, ti = S.table(b, ctx.module.module, base_plan, row.dt, row.width)
+    tr, ti = T.table(b, ctx.module.module, base_plan, row.dt, row.width)
     inr, ini, outr, outi = row.scratch(0), row.scratch(span), row.scratch(block), \
         row.scratch(span + block)
     wr, wi = row.scratch(2 * block), row.scratch(span + 2 * block)
@@ -230,7 +231,7 @@ def _r2c(ctx, kernel):
     zr, zi = row.scratch(0), row.scratch(h + plan.work)
     wr, wi = row.scratch(h), row.scratch(2 * h + plan.work)
     half = h // 2 + 1
-    cr, ci = S.twiddles(b, ctx.module.module, half, n, row.dt)
+    cr, ci = T.twiddles(b, ctx.module.module, half, n, row.dt)
     xp, rp, ip = ctx.ptr(x), ctx.ptr(ore), ctx.ptr(oim)
     two = ir.Constant(row.elem, 0.5)
 
@@ -305,7 +306,7 @@ def _c2r(ctx, kernel):
         row.scratch(span + h)
     wr, wi = row.scratch(2 * h), row.scratch(span + 2 * h)
     half = h // 2 + 1
-    cr, ci = S.twiddles(b, ctx.module.module, half, n, row.dt)
+    cr, ci = T.twiddles(b, ctx.module.module, half, n, row.dt)
     (re, im), (x,) = kernel.root.inputs, kernel.root.outputs
     rp, ip, xp = ctx.ptr(re), ctx.ptr(im), ctx.ptr(x)
     inv = ir.Constant(row.elem, 1.0 / n)
