@@ -45,10 +45,11 @@ def _hypot(x, y):
     ax, ay = jnp.abs(x), jnp.abs(y)
     m = jnp.maximum(ax, ay)
     big, tiny = m > float(2.0 ** (half - 4)), m < float(2.0 ** -(half - 4))
-    s = jnp.where(big, float(2.0 ** -(half + 6)),
-                  jnp.where(tiny, float(2.0 ** (int(fi.nmant) + half)), 1.0))
+    up, down = half + 6, int(fi.nmant) + half
+    s = jnp.where(big, float(2.0 ** -up), jnp.where(tiny, float(2.0 ** down), 1.0))
+    unscale = jnp.where(big, float(2.0 ** up), jnp.where(tiny, float(2.0 ** -down), 1.0))
     xs, ys = ax * s, ay * s
-    h = jnp.sqrt(xs * xs + ys * ys) / s
+    h = jnp.sqrt(xs * xs + ys * ys) * unscale
     return jnp.where(jnp.isinf(ax) | jnp.isinf(ay), float("inf"), h)
 
 
