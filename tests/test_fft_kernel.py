@@ -156,6 +156,8 @@ def test_other_cpus(cpu, monkeypatch, rng):
     monkeypatch.setenv("JX_CPU", cpu)
     for n in (24, 97, 1000):
         _check(n, (2,), np.float32, rng)
+    with jx.flags.enable_x64(True):
+        _check(1000, (2,), np.float64, rng)
 
 
 MODEL = '''
