@@ -115,6 +115,11 @@ def _transform(ctx, row, plan, scale=1.0):
 
 # ------------------------------------------------------------------ complex
 
+# elements of a block of columns transformed side by side (three such blocks of
+# scratch, re and im, per chunk of units)
+BLOCK_LIMIT = 1 << 18
+
+
 def _axis(kernel) -> int:
     return kernel.root.params.get("axis", -1) % kernel.root.inputs[0].aval.ndim
 
@@ -132,6 +137,8 @@ def _columns(kernel) -> tuple:
     n, inner = shape[axis], math.prod(shape[axis + 1:])
     run = 256 // kernel.root.inputs[0].aval.dtype.itemsize
     cols = math.gcd(inner, run) if P.plan(n).blue is None else 1
+    while cols > 1 and n * cols > BLOCK_LIMIT:      # (powers of two: still divisors)
+        cols //= 2
     return n, math.prod(shape[:axis]) * (inner // cols), inner, cols
 
 
@@ -148,7 +155,8 @@ def _c2c(ctx, kernel):
     row = _Row(ctx, kernel, plan.work)
     inverse = kernel.root.params["inverse"]
     fn, tr, ti = _transform(ctx, row, plan, 1.0 / n if inverse else 1.0)
-    wr, wi = (row.scratch(0), row.scratch(plan.work)) if plan.work else (tr, ti)
+    null = ir.Constant(U.PTR, None)
+    wr, wi = (row.scratch(0), row.scratch(plan.work)) if plan.work else (null, null)
     ptrs = [ctx.ptr(a) for a in (re, im, ore, oim)]
 
     def one(t):
