@@ -251,6 +251,20 @@ def test_holomorphic_derivatives_are_f_prime():
         close(jx.vmap(jx.grad(f, holomorphic=True))(z), df(z))
 
 
+def test_value_and_grad_with_aux_and_linearize():
+    z = points(_rng("aux"))
+    (val, aux), g = jx.value_and_grad(lambda v: (jnp.sum(v ** 3), v[0]), has_aux=True,
+                                      holomorphic=True)(z)
+    close(val, np.sum(z ** 3))
+    close(aux, z[0])
+    close(g, 3 * z ** 2)
+    t = crandn(_rng("aux", 1), 4)
+    f = _jx(NON_HOLOMORPHIC["abs"])
+    y, f_jvp = jx.linearize(f, z)
+    close(y, f(z))
+    close(f_jvp(t), jx.jvp(f, (z,), (t,))[1])
+
+
 def test_holomorphic_second_derivatives():
     z = points(_rng("second"))
     f = lambda v: jnp.sum(v ** 4 + jnp.exp(v))   # noqa: E731
