@@ -41,10 +41,12 @@ _FFTS = frozenset({"fft_c2c", "fft_r2c", "fft_c2r"})
 
 
 def _fft_flops(eqn) -> int:
-    """5 n log2 n per complex transform of the last axis, half that for a real one."""
+    """5 n log2 n per complex transform (along the last axis, or fft_c2c's `axis`),
+    half that for a real one."""
     shape = eqn.inputs[0].aval.shape
-    n = eqn.params["n"] if eqn.prim.name == "fft_c2r" else shape[-1]
-    rows = math.prod(shape[:-1])
+    axis = eqn.params.get("axis", -1)
+    n = eqn.params["n"] if eqn.prim.name == "fft_c2r" else shape[axis]
+    rows = math.prod(shape) // max(shape[axis], 1)
     per = 5 * n * math.log2(n) if n > 1 else 0
     return int(rows * per * (1 if eqn.prim.name == "fft_c2c" else 0.5))
 
