@@ -157,7 +157,7 @@ def trace_pytree(f: Callable, args: Sequence, kwargs: dict | None = None,
     kwargs = kwargs or {}
     static, dynamic = split_static(args, static_argnums)
     leaves, in_tree = tree.flatten((tuple(dynamic), kwargs))
-    if not flags.STATE.x64 and any(isinstance(x, ShapeDtypeStruct) and x.dtype.itemsize == 8
+    if not flags.STATE.x64 and any(isinstance(x, ShapeDtypeStruct) and dtypes.is_wide(x.dtype)
                                    for x in leaves):
         # a declared 64-bit input makes a 64-bit program: traced as JAX would need
         # (64-bit mode on), so the library's defaults inside are 64-bit too

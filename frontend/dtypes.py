@@ -264,17 +264,18 @@ def result_type(*avals) -> tuple:
             "available implicit dtype promotion path when jax_numpy_dtype_promotion="
             "strict; cast the inputs explicitly (x.astype(...)) or set "
             "jax_numpy_dtype_promotion to 'standard'")
-    if not weak and _wide(dt) and not flags.STATE.x64 and \
-            not any(_wide(d) for d in strong):
+    if not weak and is_wide(dt) and not flags.STATE.x64 and \
+            not any(is_wide(d) for d in strong):
         # int32 with uint32 joins at int64, which 32-bit mode narrows back to int32:
         # there a 64-bit type appears only where a traced 64-bit value brought one
         dt = _NARROW[dt]
     return dt, weak
 
 
-def _wide(dt) -> bool:
-    """A 64-bit type (complex128: two 64-bit floats), one 32-bit mode narrows."""
-    return dt in _NARROW
+def is_wide(dt) -> bool:
+    """A 64-bit type (complex128: two 64-bit floats), one 32-bit mode narrows;
+    complex64, 8 bytes of two 32-bit floats, is not."""
+    return np.dtype(dt) in _NARROW
 
 
 def _lattice_result(avals) -> tuple:

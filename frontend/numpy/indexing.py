@@ -197,7 +197,7 @@ def _index_dtype(values, shape) -> np.dtype:
     """int32 unless a dim, a constant index or a traced index's dtype needs int64."""
     def wide(v):
         if isinstance(v, Tracer):
-            return v.dtype.itemsize == 8 or v.dtype == np.uint32
+            return dtypes.is_wide(v.dtype) or v.dtype == np.uint32
         v = np.asarray(v)
         return v.size > 0 and (v.min() < -2**31 or v.max() >= 2**31)
     big = any(s >= 2**31 for s in shape) or any(wide(v) for v in values)

@@ -59,6 +59,8 @@ def _binary(name, fn, kinds=NUMERIC + (COMPLEX,), result_dtype=None):
 
 
 def _logistic(x):
+    if dtypes.is_complex(x.dtype):      # no sign to split on: the definition
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
@@ -193,8 +195,16 @@ def _complex_rule(re, im):
     return out.update(dtype=dtypes.complex_dtype(out.dtype))
 
 
-complex_ = declare("complex", _complex_rule,
-                   lambda re, im: (re + np.asarray(1j, dtypes.complex_dtype(re.dtype)) * im))
+def _make_complex(re, im):
+    """re + i*im from the parts themselves (re + 1j * im would turn an imaginary
+    -0.0 into +0.0, which moves values across branch cuts)."""
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)),
+                   dtypes.complex_dtype(np.asarray(re).dtype))
+    out.real, out.imag = re, im
+    return out
+
+
+complex_ = declare("complex", _complex_rule, _make_complex)
 
 # transcendental and rounding (float only)
 exp = _unary("exp", np.exp)
