@@ -2,8 +2,9 @@
 
 Internal primitives: the complex lowering pass stages them after every user
 transformation (complex values become pairs of real arrays there), so they have
-batching rules but no derivatives (passes/fft_rules.py). Each transforms the LAST
-axis and batches over the leading ones; operands are float32 or float64.
+batching rules but no derivatives (passes/fft_rules.py). Each transforms one axis
+(the last, or fft_c2c's `axis`) and batches over the others; operands are float32
+or float64, the transformed length static and at least 1.
 
     fft_c2c(re, im, inverse, axis=-1)
                               -> (re, im)  X_k = sum_j x_j exp(-+2 pi i jk/n),
