@@ -50,10 +50,10 @@ def _pair(re, im, what: str):
                          f"dtype, got {re} and {im}")
 
 
-def _nonempty(n: int, what: str):
+def _nonempty(n: int):
     if n == 0:
-        raise ShapeError(f"{what}: an FFT of length 0 is undefined; give the transformed "
-                         "axis at least 1 element")
+        raise ShapeError("an FFT of length 0 is undefined; give the transformed axis at "
+                         "least 1 element")
 
 
 def _complex(re, im):
@@ -76,7 +76,7 @@ def _c2c_rule(re, im, *, inverse, axis=-1):
     if not isinstance(n, (int, np.integer)):
         raise NotImplementedError(f"the FFT length (axis {axis} of {re}) must be static; "
                                   "give it as a number")
-    _nonempty(n, "fft_c2c")
+    _nonempty(n)
     return [ShapedArray(re.shape, re.dtype), ShapedArray(re.shape, re.dtype)]
 
 
@@ -93,7 +93,7 @@ fft_c2c = declare("fft_c2c", _c2c_rule, _c2c, multiple_results=True)
 
 def _r2c_rule(x):
     _operand(x, "fft_r2c's operand")
-    _nonempty(x.shape[-1], "fft_r2c")
+    _nonempty(x.shape[-1])
     out = x.shape[:-1] + (x.shape[-1] // 2 + 1,)
     return [ShapedArray(out, x.dtype), ShapedArray(out, x.dtype)]
 
@@ -111,7 +111,7 @@ def _c2r_rule(re, im, *, n):
     _pair(re, im, "fft_c2r's operand")
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise ShapeError(f"fft_c2r's output length n must be a static int >= 1, got {n!r}")
-    _nonempty(n, "fft_c2r")
+    _nonempty(n)
     if re.shape[-1] != n // 2 + 1:
         raise ShapeError(f"fft_c2r to length {n} takes n//2 + 1 = {n // 2 + 1} inputs along "
                          f"the last axis, got {re}")
