@@ -20,7 +20,7 @@ from .reductions import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, round  # noqa: F401
 from .indexing import IndexUpdateHelper, getitem, take, take_along_axis  # noqa: F401
-from .sorting import argsort, lexsort, sort  # noqa: F401
+from .sorting import argsort, lexsort, sort, sort_complex  # noqa: F401
 from ._standard import *  # noqa: F401,F403  (the array API's spellings and additions)
 from ._sets import *  # noqa: F401,F403  (nonzero, unique, searchsorted)
 from ._quantiles import *  # noqa: F401,F403  (quantile, percentile, median, nan- variants)

@@ -844,18 +844,23 @@ def _bool_like(x, value: bool):
 
 
 def isreal(x):
-    """True everywhere: jx has no complex dtypes, so every element is real."""
+    """Whether each element's imaginary part is 0 (True everywhere for a real dtype)."""
+    if dtypes.is_complex(dtype_weak(x)[0]):
+        from ._standard import imag
+        return uf.equal(imag(x), 0)
     return _bool_like(x, True)
 
 
 def iscomplex(x):
-    """False everywhere: jx has no complex dtypes."""
+    """Whether each element's imaginary part is nonzero (False for a real dtype)."""
+    if dtypes.is_complex(dtype_weak(x)[0]):
+        from ._standard import imag
+        return uf.not_equal(imag(x), 0)
     return _bool_like(x, False)
 
 
 def iscomplexobj(x) -> bool:
-    """Whether x has a complex type (only NumPy values or Python complex can:
-    jx arrays never do)."""
+    """Whether x has a complex dtype (whatever its values), or is a Python complex."""
     if isinstance(x, (complex, np.complexfloating)):
         return True
     if x is None or isinstance(x, (bool, int, float, str, np.generic)):

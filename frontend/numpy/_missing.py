@@ -12,7 +12,7 @@ JAX_ONLY = frozenset("""
     float8_e3m4 float8_e4m3 float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2
     float8_e5m2fnuz float8_e8m0fnu frombuffer fromfile fromiter fromstring
     get_printoptions int1 int2 int4 load mask_indices object_ place polyfit printoptions
-    put put_along_axis roots save savez set_printoptions sort_complex ufunc uint1 uint2
+    put put_along_axis roots save savez set_printoptions ufunc uint1 uint2
     uint4
 """.split())
 

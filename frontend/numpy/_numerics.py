@@ -267,8 +267,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         (m,) = _inexact(m)
     if len(shape_of(m)) > 2:
         raise ShapeError(f"cov: m has more than 2 dimensions (shape {shape_of(m)})")
-    if dtype is not None and not dtypes.is_float(np.dtype(dtype)):
-        raise ValueError(f"cov: dtype must be a float dtype, got {dtype!r}")
+    if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+        raise ValueError(f"cov: dtype must be a float or complex dtype, got {dtype!r}")
     X = atleast_2d(m)
     if not rowvar and len(shape_of(m)) != 1:
         X = mp.transpose(X)
@@ -320,20 +320,22 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         else:
             f = w_sum - ddof * rd.sum(w * aweights) / w_sum
     X = X - avg[:, None]
-    XT = mp.transpose(X if w is None else X * w)
+    XT = mp.transpose(X if w is None else X * w).conj()    # X X^H for complex data
     return mp.squeeze(uf.true_divide(dot(X, XT), f))
 
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (cov normalised by the std devs, clipped
-    to [-1, 1])."""
-    if dtype is not None and not dtypes.is_float(np.dtype(dtype)):
-        raise ValueError(f"corrcoef: dtype must be a float dtype, got {dtype!r}")
+    to [-1, 1]; complex ones part by part, as JAX)."""
+    if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+        raise ValueError(f"corrcoef: dtype must be a float or complex dtype, got {dtype!r}")
     c = cov(x, y, rowvar, dtype=dtype)
     if len(shape_of(c)) == 0:
         return uf.divide(c, c)
-    sd = uf.sqrt(mp.diagonal(c))
+    sd = uf.sqrt(c.real.diagonal()).astype(c.dtype)
     c = c / sd[:, None] / sd[None, :]
+    if dtypes.is_complex(c.dtype):
+        return uf._complex(uf.clip(c.real, -1, 1), uf.clip(c.imag, -1, 1))
     return uf.clip(c, -1, 1)
 
 

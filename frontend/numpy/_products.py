@@ -112,7 +112,9 @@ def inner(a, b):
 
 @_with_preferred
 def vdot(a, b):
-    return dot(ravel(a), ravel(b))
+    """The dot product of the flattened arrays, a conjugated first (as NumPy)."""
+    from ._standard import conjugate
+    return dot(ravel(conjugate(a)), ravel(b))
 
 
 @_with_preferred

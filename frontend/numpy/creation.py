@@ -380,7 +380,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     else:
         delta = bind1(ew.convert_element_type, np.nan, new_dtype=ct)
         out = broadcast_to(np.zeros((), ct), bshape[:ax] + (0,) + bshape[ax:], like)
-    if not dtypes.is_float(dt):
+    if not dtypes.is_inexact(dt):
         out = floor(out)
     out = convert(out, dt)
     out = _materialize(out)

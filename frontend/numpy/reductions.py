@@ -14,8 +14,8 @@ from ..prims import structural as st
 from ..prims import symbolic
 from ..errors import EmptyReductionError, ShapeError, user_location
 from .creation import _wrap_public
-from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, promote_dtypes, \
-    shape_of
+from ._util import as_value, bind1, canonical_axes, canonical_axis, convert, dtype_weak, \
+    promote_dtypes, shape_of
 
 
 def _restore(out, axes, keepdims):
@@ -58,7 +58,8 @@ def _reducer(prim, sum_like: bool):
         axes = canonical_axes(axis, len(shape_of(x)))
         if not sum_like and initial is None:
             _check_nonempty(prim, shape_of(x), axes)
-        out = bind1(prim, x, axes=axes)
+        out = _complex_extremum(prim, x, axes) if dtypes.is_complex(x.dtype) and \
+            prim in (rd.reduce_max, rd.reduce_min) else bind1(prim, x, axes=axes)
         if initial is not None:
             from .ufuncs import add, maximum, minimum, multiply
             combine = {rd.reduce_sum: add, rd.reduce_prod: multiply,
@@ -67,6 +68,17 @@ def _reducer(prim, sum_like: bool):
         return _restore(out, axes, keepdims)
     fn.__name__ = prim.name.replace("reduce_", "")
     return fn
+
+
+def _complex_extremum(prim, x, axes):
+    """max/min of complex numbers in their lexicographic order (as JAX): the extreme
+    real part, then the extreme imaginary part among the elements that have it."""
+    from .ufuncs import equal, where
+    re, im = bind1(ew.real, x), bind1(ew.imag, x)
+    best = bind1(prim, re, axes=axes)
+    tie = equal(re, _restore(best, axes, True))
+    fill = -np.inf if prim is rd.reduce_max else np.inf
+    return bind1(ew.complex_, best, bind1(prim, where(tie, im, fill), axes=axes))
 
 
 def _masked(prim, x, where, identity, initial):
@@ -149,16 +161,21 @@ def _ddof(ddof, correction, where):
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
-    from .ufuncs import divide, square, subtract
+    from .ufuncs import add, divide, square, subtract
     ddof = _ddof(ddof, correction, "var")
     (x,) = promote_dtypes(a, to_float=True)
     result = dtypes.canonicalize(dtype, "var") if dtype is not None else x.dtype
     x = convert(x, _computation(result))
     axes = canonical_axes(axis, len(shape_of(x)))
     centered = subtract(x, mean(x, axes, keepdims=True))
+    if dtypes.is_complex(centered.dtype):       # |x - mean|^2: real, as JAX
+        from ._standard import imag, real
+        squares = add(square(real(centered)), square(imag(centered)))
+        result = dtypes.real_dtype(result)
+    else:
+        squares = square(centered)
     n = _count(shape_of(x), axes) - ddof
-    return convert(divide(sum(square(centered), axes, keepdims=keepdims),
-                          _count_value(n, x)), result)
+    return convert(divide(sum(squares, axes, keepdims=keepdims), _count_value(n, x)), result)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
@@ -184,6 +201,9 @@ def all(a, axis=None, keepdims=False):
 def _arg(prim):
     def fn(a, axis=None, keepdims=False):
         x = as_value(a)
+        if dtypes.is_complex(dtype_weak(x)[0]):
+            raise TypeError(f"{prim.name} does not support complex-valued inputs (JAX "
+                            "rejects them); compare their real parts or absolute values")
         ndim = len(shape_of(x))
         _check_arg_nonempty(prim.name, shape_of(x), axis)
         if axis is None:

@@ -10,10 +10,11 @@ import numpy as np
 from .. import dtypes
 from ..core import bind_like
 from ..errors import ShapeError
+from ..prims import elementwise as ew
 from ..prims import sorting as so
 from ..prims import structural as st
 from .creation import _wrap_public
-from ._util import as_value, broadcast_shapes, broadcast_to, canonical_axis, shape_of
+from ._util import as_value, broadcast_shapes, broadcast_to, canonical_axis, convert, shape_of
 
 
 def _check_kind(kind, order):
@@ -51,6 +52,14 @@ def sort_along(operands, axis: int, num_keys: int = 1, stable: bool = True) -> l
                      num_keys=num_keys)
 
 
+def _keys(x) -> list:
+    """The sort keys of x: complex numbers order by real part, then imaginary part
+    (as NumPy and JAX), sorted as two real keys."""
+    if not dtypes.is_complex(x.dtype):
+        return [x]
+    return [bind_like([x], ew.real, x)[0], bind_like([x], ew.imag, x)[0]]
+
+
 def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     """Sorted copy of a along axis (flattened when axis is None); NaNs last."""
     _check_kind(kind, order)
@@ -58,8 +67,16 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     if len(shape_of(x)) == 0:
         raise ShapeError("cannot sort a 0-d array along an axis; use axis=None")
     ax = canonical_axis(axis, len(shape_of(x)))
-    (out,) = sort_along([x], ax, 1, stable)
+    keys = _keys(x)
+    out = sort_along(keys + [x], ax, len(keys), stable)[-1] if len(keys) > 1 else \
+        sort_along([x], ax, 1, stable)[0]
     return _rev(out, ax) if descending else out
+
+
+def sort_complex(a):
+    """a sorted along its last axis, as a complex array (as JAX)."""
+    out = sort(a)
+    return convert(out, dtypes.complex_dtype(out.dtype))
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
@@ -74,7 +91,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     if descending:
         # reverse first so that reversing the result keeps ties in their original order
         x = _rev(x, ax)
-    _, idx = sort_along([x, _iota_like(x, idt, ax)], ax, 1, stable)
+    keys = _keys(x)
+    idx = sort_along(keys + [_iota_like(x, idt, ax)], ax, len(keys), stable)[-1]
     if descending:
         from .ufuncs import subtract
         idx = subtract(np.asarray(n - 1, idt), _rev(idx, ax))
@@ -92,9 +110,10 @@ def lexsort(keys, axis=-1):
     ks = [broadcast_to(k, shape, ks) for k in ks]
     ax = canonical_axis(axis, len(shape))
     iota = _iota_like(ks[0], _index_dtype(shape[ax]), ax)
-    outs = sort_along(ks[::-1] + [iota], ax, len(ks))
+    primary_first = [part for k in ks[::-1] for part in _keys(k)]
+    outs = sort_along(primary_first + [iota], ax, len(primary_first))
     return outs[-1]
 
 
-__all__ = ["sort", "argsort", "lexsort"]
+__all__ = ["sort", "argsort", "lexsort", "sort_complex"]
 _wrap_public(globals(), __all__)
