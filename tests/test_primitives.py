@@ -23,14 +23,16 @@ pytestmark = pytest.mark.x64
 
 F16, F32, F64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 I32, I64, U32, BOOL = np.dtype("int32"), np.dtype("int64"), np.dtype("uint32"), np.dtype(bool)
-DTYPES = [F16, F32, F64, I32, I64, U32, BOOL]
+C64, C128 = np.dtype("complex64"), np.dtype("complex128")
+DTYPES = [F16, F32, F64, I32, I64, U32, BOOL, C64, C128]
 SHAPES = [(), (7,), (3, 5), (2, 3, 4)]
-TOL = {F16: 4e-3, F32: 3e-6, F64: 1e-12}
+TOL = {F16: 4e-3, F32: 3e-6, F64: 1e-12, C64: 3e-6, C128: 1e-12}
+PARTS = {C64: F32, C128: F64}       # a complex dtype's real and imaginary parts
 
 
 def kind(dt) -> str:
     dt = np.dtype(dt)
-    return "b" if dt == BOOL else ("f" if dt.kind == "f" else "i")
+    return "b" if dt == BOOL else ("f" if dt.kind == "f" else "c" if dt.kind == "c" else "i")
 
 
 # ---------------------------------------------------------------- inputs
@@ -43,6 +45,8 @@ def rand(rng, shape, dt, domain="any"):
 
 def _rand(rng, shape, dt, domain):
     k = kind(dt)
+    if k == "c":
+        return _rand_complex(rng, shape, dt, domain)
     if k == "b":
         return rng.random(shape) < 0.5
     if k == "f":
@@ -81,12 +85,33 @@ def _rand(rng, shape, dt, domain):
     return np.asarray(x, dtype=dt)
 
 
+def _rand_complex(rng, shape, dt, domain):
+    """Complex values from two draws of the parts' dtype. "near1": modulus near 1
+    (long products stay in range); "pos": both parts positive; the integer-valued
+    "small" and "nonzero" domains draw small integer parts, a nonzero real part."""
+    part = PARTS[dt]
+    if domain == "near1":
+        z = rng.uniform(0.8, 1.2, shape) * np.exp(1j * rng.uniform(-np.pi, np.pi, shape))
+        return np.asarray(z, dt)
+    if domain == "small":
+        re, im = (rng.integers(-4, 5, shape) for _ in range(2))
+    else:
+        re, im = (_rand(rng, shape, part, domain) for _ in range(2))
+        if domain == "nonzero":
+            re = np.where(re == 0, part.type(1.5), re)
+    out = np.empty(shape, dt)
+    out.real, out.imag = re, im     # (re + 1j * im would lose a -0.0 imaginary part)
+    return out
+
+
 # ---------------------------------------------------------------- oracle helpers
 
 def up(x):
-    """float64 for floats, int64 for ints: oracles compute wide, then cast."""
+    """float64 for floats, complex128 for complex, int64 for ints: oracles compute
+    wide, then cast."""
     k = kind(x.dtype)
-    return x.astype(F64) if k == "f" else (x.astype(I64) if k == "i" else x)
+    return x.astype(F64) if k == "f" else x.astype(C128) if k == "c" else \
+        (x.astype(I64) if k == "i" else x)
 
 
 def wrap(v: int, dt) -> int:
@@ -172,11 +197,12 @@ def convert_one(v, dt):
 @dataclass
 class Row:
     name: str
-    kinds: str                      # dtype kinds accepted: f(loat), i(nt), b(ool)
+    kinds: str                      # dtype kinds accepted: f(loat), i(nt), b(ool), c(omplex)
     cases: Callable                 # (rng, shape, dtype) -> [(args, params)]
     oracle: Callable                # (args, params) -> expected array, dtype included
     tol: float = 1.0                # times TOL[dtype]
     label: str = ""
+    rejects: tuple = ()             # dtypes of an accepted kind the primitive refuses
 
     @property
     def prim(self):
@@ -186,7 +212,8 @@ class Row:
         return self.label or self.name
 
 
-def ew(name, kinds, oracle, domains=("any",), params=None, tol=1.0, label="", int_oracle=None):
+def ew(name, kinds, oracle, domains=("any",), params=None, tol=1.0, label="", int_oracle=None,
+       rejects=()):
     """An elementwise row; `int_oracle` (Python ints) replaces `oracle` for int dtypes."""
     def cases(rng, shape, dt):
         return [([rand(rng, shape, dt, d) for d in domains], dict(params or {}))]
@@ -195,7 +222,7 @@ def ew(name, kinds, oracle, domains=("any",), params=None, tol=1.0, label="", in
         if int_oracle is not None and kind(args[0].dtype) == "i":
             return pymap(int_oracle, args[0].dtype, *args)
         return oracle(*args)
-    return Row(name, kinds, cases, run, tol, label)
+    return Row(name, kinds, cases, run, tol, label, rejects)
 
 
 def _logistic(x):
@@ -243,37 +270,61 @@ def _convert_cases(rng, shape, dt):
 
 def _convert_oracle(args, p):
     (x,), to = args, np.dtype(p["new_dtype"])
+    if kind(to) == "c":
+        return x.astype(to)
+    if kind(x.dtype) == "c":     # to a real type: the real part, as XLA (bool: x != 0)
+        x = (x != 0) if to == BOOL else x.real
     if kind(to) == "f":   # rounding to the nearest float is NumPy's cast, the definition
         return (x.astype(F64) if x.dtype == BOOL else x).astype(to)
     return pymap(lambda v: convert_one(v, to), to, x)
 
 
+def _real_result(fn):
+    """Oracle of a complex -> real function (abs, real, imag): the parts' dtype."""
+    return lambda x: np.asarray(fn(up(x))).astype(PARTS.get(x.dtype, x.dtype))
+
+
+def _complex_sign(x):
+    """x / |x|, 0 at 0, for complex x (np.sign's complex meaning changed in NumPy 2)."""
+    if kind(x.dtype) != "c":
+        return same(np.sign)(x)
+    z = up(x)
+    m = np.abs(z)
+    return np.where(m == 0, 0, z / np.where(m == 0, 1, m)).astype(x.dtype)
+
+
+def _complex_oracle(re, im):
+    out = np.empty(re.shape, np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
 ELEMENTWISE = [
-    ew("neg", "fi", same(np.negative)),
-    ew("abs", "fi", same(np.abs)),
-    ew("sign", "fi", same(np.sign)),
-    ew("add", "fi", same(np.add), ("any", "any")),
-    ew("sub", "fi", same(np.subtract), ("any", "any")),
-    ew("mul", "fi", same(np.multiply), ("any", "any")),
-    ew("div", "fi", same(np.divide), ("any", "nonzero"), int_oracle=c_div),
+    ew("neg", "fic", same(np.negative)),
+    ew("abs", "fic", _real_result(np.abs)),
+    ew("sign", "fic", _complex_sign),
+    ew("add", "fic", same(np.add), ("any", "any")),
+    ew("sub", "fic", same(np.subtract), ("any", "any")),
+    ew("mul", "fic", same(np.multiply), ("any", "any")),
+    ew("div", "fic", same(np.divide), ("any", "nonzero"), int_oracle=c_div),
     ew("rem", "fi", same(np.vectorize(math.fmod)), ("any", "nonzero"), int_oracle=c_rem),
-    ew("pow", "fi", same(np.power), ("pos", "any"), int_oracle=int_pow, tol=3,
+    ew("pow", "fic", same(np.power), ("pos", "any"), int_oracle=int_pow, tol=3,
        label="pow"),
     ew("pow", "i", None, ("small", "small"), int_oracle=int_pow, label="pow-negexp"),
     ew("max", "fib", same(np.maximum), ("ties", "ties")),
     ew("min", "fib", same(np.minimum), ("ties", "ties")),
     ew("atan2", "f", same(np.arctan2), ("any", "any")),
-    ew("exp", "f", same(np.exp)),
-    ew("log", "f", same(np.log), ("pos",)),
-    ew("log1p", "f", same(np.log1p), ("pos",)),
-    ew("expm1", "f", same(np.expm1)),
-    ew("sqrt", "f", same(np.sqrt), ("pos",)),
-    ew("rsqrt", "f", same(lambda x: 1 / np.sqrt(x)), ("pos",)),
-    ew("tanh", "f", same(np.tanh)),
-    ew("logistic", "f", same(_logistic)),
-    ew("sin", "f", same(np.sin)),
-    ew("cos", "f", same(np.cos)),
-    ew("tan", "f", same(np.tan), tol=3),
+    ew("exp", "fc", same(np.exp)),
+    ew("log", "fc", same(np.log), ("pos",)),
+    ew("log1p", "fc", same(np.log1p), ("pos",)),
+    ew("expm1", "fc", same(np.expm1)),
+    ew("sqrt", "fc", same(np.sqrt), ("pos",)),
+    ew("rsqrt", "fc", same(lambda x: 1 / np.sqrt(x)), ("pos",)),
+    ew("tanh", "fc", same(np.tanh)),
+    ew("logistic", "fc", same(_logistic)),
+    ew("sin", "fc", same(np.sin)),
+    ew("cos", "fc", same(np.cos)),
+    ew("tan", "fc", same(np.tan), tol=3),
     ew("erf", "f", same(np.vectorize(math.erf))),
     ew("floor", "f", same(np.vectorize(math.floor, otypes=[F64])), ("halves",)),
     ew("ceil", "f", same(np.vectorize(math.ceil, otypes=[F64])), ("halves",)),
@@ -282,8 +333,8 @@ ELEMENTWISE = [
     ew("round", "f", same(np.vectorize(half_away, otypes=[F64])), ("halves",),
        dict(rounding_method="away_from_zero"), label="round-away"),
     ew("is_finite", "f", to_bool(np.vectorize(math.isfinite)), ("special",)),
-    ew("eq", "fib", to_bool(np.equal), ("ties", "ties")),
-    ew("ne", "fib", to_bool(np.not_equal), ("ties", "ties")),
+    ew("eq", "fibc", to_bool(np.equal), ("ties", "ties")),
+    ew("ne", "fibc", to_bool(np.not_equal), ("ties", "ties")),
     ew("lt", "fib", to_bool(np.less), ("ties", "ties")),
     ew("le", "fib", to_bool(np.less_equal), ("ties", "ties")),
     ew("gt", "fib", to_bool(np.greater), ("ties", "ties")),
@@ -295,8 +346,12 @@ ELEMENTWISE = [
     _shift_row("shift_left", "left"),
     _shift_row("shift_right_logical", "logical"),
     _shift_row("shift_right_arithmetic", "arithmetic"),
-    Row("select", "fib", _select_cases, _select_oracle),
-    Row("convert_element_type", "fib", _convert_cases, _convert_oracle),
+    Row("select", "fibc", _select_cases, _select_oracle),
+    Row("convert_element_type", "fibc", _convert_cases, _convert_oracle),
+    ew("real", "c", _real_result(np.real)),
+    ew("imag", "c", _real_result(np.imag)),
+    ew("conj", "c", same(np.conj)),
+    ew("complex", "f", _complex_oracle, ("any", "any"), rejects=(F16,)),
 ]
 
 
@@ -469,16 +524,16 @@ def _iota_oracle(args, p):
 
 
 STRUCTURAL = [
-    Row("broadcast_in_dim", "fib", _bcast_cases, _bcast_oracle),
-    Row("reshape", "fib", _reshape_cases, _reshape_oracle),
-    Row("transpose", "fib", _transpose_cases, _transpose_oracle),
-    Row("squeeze", "fib", _squeeze_cases, _squeeze_oracle),
-    Row("expand_dims", "fib", _expand_cases, _expand_oracle),
-    Row("slice", "fib", _slice_cases, _slice_oracle),
-    Row("pad", "fib", _pad_cases, _pad_oracle),
-    Row("concatenate", "fib", _concat_cases, _concat_oracle),
-    Row("rev", "fib", _rev_cases, _rev_oracle),
-    Row("iota", "fi", _iota_cases, _iota_oracle),
+    Row("broadcast_in_dim", "fibc", _bcast_cases, _bcast_oracle),
+    Row("reshape", "fibc", _reshape_cases, _reshape_oracle),
+    Row("transpose", "fibc", _transpose_cases, _transpose_oracle),
+    Row("squeeze", "fibc", _squeeze_cases, _squeeze_oracle),
+    Row("expand_dims", "fibc", _expand_cases, _expand_oracle),
+    Row("slice", "fibc", _slice_cases, _slice_oracle),
+    Row("pad", "fibc", _pad_cases, _pad_oracle),
+    Row("concatenate", "fibc", _concat_cases, _concat_oracle),
+    Row("rev", "fibc", _rev_cases, _rev_oracle),
+    Row("iota", "fic", _iota_cases, _iota_oracle),
 ]
 
 
@@ -524,7 +579,7 @@ def _arg_row(name, better):
     return Row(name, "fib", cases, oracle)
 
 
-def _cum_row(name, combine, domain="any", tol=1.0):
+def _cum_row(name, combine, domain="any", tol=1.0, kinds="fic"):
     def cases(rng, shape, dt):
         x = rand(rng, shape, dt, domain)
         return [([x], dict(axis=a, reverse=r)) for a in range(len(shape)) for r in (False, True)]
@@ -540,12 +595,12 @@ def _cum_row(name, combine, domain="any", tol=1.0):
         if p["reverse"]:
             acc = acc[::-1]
         return np.stack(acc, axis=axis).astype(args[0].dtype)
-    return Row(name, "fi", cases, oracle, tol)
+    return Row(name, kinds, cases, oracle, tol)
 
 
 REDUCTIONS = [
-    _reduce_row("reduce_sum", "fi", np.sum, tol=10),
-    _reduce_row("reduce_prod", "fi", np.prod, "near1", tol=10),
+    _reduce_row("reduce_sum", "fic", np.sum, tol=10),
+    _reduce_row("reduce_prod", "fic", np.prod, "near1", tol=10),
     _reduce_row("reduce_max", "fib", np.max),
     _reduce_row("reduce_min", "fib", np.min),
     _arg_row("argmax", np.greater),
@@ -574,7 +629,7 @@ def _dot_cases(rng, shape, dt):
         out.append(([x, y], dict(dimension_numbers=(((n - 1,), (2,)), ((0,), (0,))))))
         y = rand(rng, shape[-2:] + (3,), dt, "small")           # two contracting dims
         out.append(([x, y], dict(dimension_numbers=(((n - 2, n - 1), (0, 1)), none))))
-    wide = F32 if kind(dt) == "f" and dt != F64 else (F64 if kind(dt) == "f" else I64)
+    wide = {"f": F32 if dt != F64 else F64, "c": C128}.get(kind(dt), I64)
     args, p = out[0]
     out.append((args, dict(p, preferred_element_type=wide)))
     return out
@@ -596,7 +651,7 @@ def _dot_oracle(args, p):
     return np.einsum(spec, up(x), up(y)).astype(dt)
 
 
-LINALG = [Row("dot_general", "fi", _dot_cases, _dot_oracle)]
+LINALG = [Row("dot_general", "fic", _dot_cases, _dot_oracle)]
 
 ROWS = ELEMENTWISE + STRUCTURAL + REDUCTIONS + LINALG
 COVERED = {r.name for r in ROWS}
@@ -628,7 +683,7 @@ def run_traced(prim, args, params):
 def check_close(got, want, tol=1.0):
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert got.shape == want.shape, (got.shape, want.shape)
-    if kind(want.dtype) == "f":
+    if kind(want.dtype) in "fc":
         r = TOL[want.dtype] * tol
         np.testing.assert_allclose(got.astype(F64), want.astype(F64), rtol=r, atol=r,
                                    equal_nan=True)
@@ -639,8 +694,9 @@ def check_close(got, want, tol=1.0):
 ACCEPTS = {}     # a primitive's dtype kinds: the union over its rows
 for _r in ROWS:
     ACCEPTS[_r.name] = ACCEPTS.get(_r.name, "") + _r.kinds
-VALID = [(r, d) for r in ROWS for d in DTYPES if kind(d) in r.kinds]
-INVALID = [(r, d) for r in ROWS for d in DTYPES if kind(d) not in ACCEPTS[r.name]]
+VALID = [(r, d) for r in ROWS for d in DTYPES if kind(d) in r.kinds and d not in r.rejects]
+INVALID = [(r, d) for r in ROWS for d in DTYPES
+           if kind(d) not in ACCEPTS[r.name] or d in r.rejects]
 
 
 def _id(pair):
@@ -760,6 +816,12 @@ ERRORS = [
     ("dot_general", [S(F32, 2, 3), S(F32, 3, 5)],
      dict(dimension_numbers=(((1,), (0,)), ((), ())), preferred_element_type=I32),
      "preferred_element_type"),
+    ("dot_general", [S(C64, 2, 3), S(C64, 3, 5)],
+     dict(dimension_numbers=(((1,), (0,)), ((), ())), preferred_element_type=F64),
+     "preferred_element_type"),
+    ("complex", [S(F32, 3), S(F64, 3)], {}, "one dtype"),
+    ("reduce_max", [S(C64, 2, 3)], dict(axes=(0,)), "complex"),
+    ("argmax", [S(C64, 2, 3)], dict(axis=0, index_dtype=I32), "complex"),
 ]
 
 

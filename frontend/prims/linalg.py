@@ -39,19 +39,23 @@ def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type=None):
     return ShapedArray(shape, preferred_result(lhs, preferred_element_type))
 
 
+def _kind_rank(dt) -> int:
+    return 2 if dtypes.is_complex(dt) else 1 if dtypes.is_float(dt) else 0
+
+
 def preferred_result(lhs, preferred_element_type):
     """The result dtype of a product of lhs's dtype accumulated in preferred_element_type
-    (None: lhs's own). As in JAX: ints may accumulate into floats; never narrower,
-    never float -> int."""
+    (None: lhs's own). As in JAX: ints may accumulate into floats, reals into complex;
+    never narrower, never float -> int nor complex -> real."""
     if preferred_element_type is None:
         return lhs.dtype
     out = dtypes.check_supported(preferred_element_type)
-    same_kind = dtypes.is_float(lhs.dtype) == dtypes.is_float(out)
-    if out == dtypes.bool_ or (dtypes.is_float(lhs.dtype) and not dtypes.is_float(out)) \
-            or (same_kind and out.itemsize < lhs.dtype.itemsize):
+    rank_in, rank_out = _kind_rank(lhs.dtype), _kind_rank(out)
+    if out == dtypes.bool_ or rank_out < rank_in \
+            or (rank_out == rank_in and out.itemsize < lhs.dtype.itemsize):
         raise ShapeError(f"preferred_element_type {out} does not fit operands {lhs}: "
                          "use a type of the same kind at least as wide (or a float "
-                         "for integer operands)")
+                         "for integer operands, a complex type for real ones)")
     return out
 
 

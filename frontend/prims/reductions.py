@@ -71,6 +71,9 @@ def _arg_rule(x, axis, index_dtype):
     _check_axes(x, (axis,))
     if not dtypes.is_int(index_dtype):
         raise ShapeError(f"index_dtype must be an integer dtype, got {index_dtype}")
+    if dtypes.is_complex(x.dtype):      # as lax's: complex numbers have no order here
+        raise ShapeError(f"arg-reductions do not take complex operands, got {x}; reduce "
+                         "their real parts or absolute values")
     if x.shape[axis] == 0:
         raise ShapeError(f"arg-reduction over an empty axis {axis} of {x}")
     shape = tuple(s for i, s in enumerate(x.shape) if i != axis)

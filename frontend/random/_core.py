@@ -21,6 +21,7 @@ from ..core import Tracer, bind_like
 from ..errors import ShapeError
 from ..numpy import _util as u
 from ..numpy.creation import _wrap_public
+from ..prims import elementwise as ew
 from ..prims import random_bits as rb
 from ..prims import structural as st
 
@@ -260,8 +261,17 @@ def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
 
 
 def normal(key, shape=(), dtype=float):
-    """Standard normal samples: sqrt(2) * erfinv(u), u uniform in (-1, 1)."""
-    _check_key(key, "normal")
+    """Standard normal samples: sqrt(2) * erfinv(u), u uniform in (-1, 1). A complex
+    dtype draws the real and imaginary parts from the two halves of split(key),
+    each of variance 1/2, as JAX."""
+    k = _check_key(key, "normal")
+    dt = dtypes.canonicalize(dtype)
+    if dtypes.is_complex(dt):
+        rt = dtypes.real_dtype(dt)
+        re, im = (normal(half, shape, rt) for half in _split2(k))
+        scale = np.asarray(np.sqrt(0.5), rt)
+        return bind_like([re, im], ew.complex_, *(_jnp().multiply(p, scale)
+                                                  for p in (re, im)))[0]
     dt = _float_dtype(dtype, "normal")
     lo = np.nextafter(np.asarray(-1.0, dt), np.asarray(0.0, dt))
     v = uniform(key, shape, dt, lo, 1.0)
