@@ -1,4 +1,4 @@
-"""jx.numpy as an array-API namespace (2024.12, complex and FFT excepted).
+"""jx.numpy as an array-API namespace (2024.12, FFT excepted).
 
 A fast subset of the vendored conformance suite (shared/vendor/array-api-tests)
 runs in a subprocess; the names the standard adds to NumPy's are checked
@@ -25,8 +25,9 @@ SUITE = next((p for p in (ROOT / "shared/vendor/array-api-tests",
 MODULES = ["test_data_type_functions.py", "test_statistical_functions.py",
            "test_set_functions.py", "test_searching_functions.py"]
 # failed by jax.numpy too, kept as JAX has it: finfo(float32).eps is a np.float32, not a
-# float; searchsorted gives int32 indices in 64-bit mode, not the default int64
+# float (complex64's too); searchsorted gives int32 indices in 64-bit mode, not int64
 DESELECT = ["test_data_type_functions.py::test_finfo[float32]",
+            "test_data_type_functions.py::test_finfo[complex64]",
             "test_searching_functions.py::test_searchsorted"]
 RNG = np.random.default_rng(0)
 
@@ -39,8 +40,7 @@ def test_conformance_subset(tmp_path):
     report = tmp_path / "report.json"
     # 64-bit mode: the suite draws int64/float64 values (JAX too fails it in 32-bit mode)
     env = dict(os.environ, JAX_ENABLE_X64="1", ARRAY_API_TESTS_MODULE="jx.numpy",
-               ARRAY_API_TESTS_VERSION="2024.12",
-               ARRAY_API_TESTS_SKIP_DTYPES="complex64,complex128")
+               ARRAY_API_TESTS_VERSION="2024.12")
     try:
         import pytest_jsonreport  # noqa: F401
         extra = ["--json-report", f"--json-report-file={report}"]
@@ -125,9 +125,13 @@ def test_namespace_info():
     assert None in info.devices() and info.default_device() is None
     assert info.default_dtypes()["integral"] == jx.numpy.int32.dtype
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32"}
+    assert set(info.dtypes(kind="complex floating")) == {"complex64"}
+    assert info.default_dtypes()["complex floating"] == np.complex64
     with jx.enable_x64():
         assert info.default_dtypes()["real floating"] == np.float64
+        assert info.default_dtypes()["complex floating"] == np.complex128
         assert "uint64" in info.dtypes(kind="integral")
+        assert "complex128" in info.dtypes(kind="numeric")
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
@@ -268,7 +272,7 @@ def test_linalg_public_names():
     public = [n for n in dir(jnp.linalg) if not n.startswith("_")]
     assert "bind1" not in public and "matmul" in public and "norm" in public
     np.testing.assert_allclose(jnp.linalg.inv(2 * np.eye(2)), 0.5 * np.eye(2))
-    for name in ("eig", "eigvals"):         # complex results: jx has no complex dtypes
+    for name in ("eig", "eigvals"):         # complex results: no non-symmetric eigensolver
         with pytest.raises(NotImplementedError, match=f"linalg.{name}.*complex"):
             getattr(jnp.linalg, name)(np.eye(2))
 

@@ -10,10 +10,11 @@ _KIND_NAMES = {
     "signed integer": ("int8", "int16", "int32", "int64"),
     "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
     "real floating": ("float32", "float64"),
-    "complex floating": (),          # jx has no complex dtypes yet
+    "complex floating": ("complex64", "complex128"),
 }
 _KIND_NAMES["integral"] = _KIND_NAMES["signed integer"] + _KIND_NAMES["unsigned integer"]
-_KIND_NAMES["numeric"] = _KIND_NAMES["integral"] + _KIND_NAMES["real floating"]
+_KIND_NAMES["numeric"] = (_KIND_NAMES["integral"] + _KIND_NAMES["real floating"]
+                          + _KIND_NAMES["complex floating"])
 
 
 class Info:
@@ -33,7 +34,8 @@ class Info:
         return [None, DEFAULT_DEVICE[0]()]
 
     def default_dtypes(self, *, device=None) -> dict:
-        return {"real floating": dtypes.default_float(), "complex floating": None,
+        return {"real floating": dtypes.default_float(),
+                "complex floating": dtypes.default_complex(),
                 "integral": dtypes.default_int(), "indexing": dtypes.default_int()}
 
     def dtypes(self, *, device=None, kind=None) -> dict:

@@ -1,6 +1,6 @@
 """convolve, correlate and jax.numpy's polynomial helpers over jx.numpy
 (coefficient arrays, highest power first). polyfit and roots need a
-least-squares solver and (complex) eigenvalues, which jx does not have yet."""
+least-squares solver and a non-symmetric eigensolver, which jx does not have yet."""
 from __future__ import annotations
 
 import operator

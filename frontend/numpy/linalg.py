@@ -5,8 +5,8 @@ reductions; the decompositions and solvers on jx.lax.linalg's primitives
 (cholesky, triangular_solve, lu, qr, eigh, svd), so they trace, differentiate
 through those primitives' rules and compile. Everything acts on the last two
 axes with any leading batch axes; integers promote to the default float (float32,
-float64 with x64), as in JAX. Only real dtypes exist in jx, so eig/eigvals (whose
-results are complex in general) raise.
+float64 with x64), as in JAX. The decompositions take real matrices; eig/eigvals
+(a non-symmetric eigensolver, complex results) are not implemented yet.
 """
 from __future__ import annotations
 
@@ -398,7 +398,7 @@ def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
 def _complex_results(name: str):
     raise NotImplementedError(
         f"jx.numpy.linalg.{name}: the eigenvalues of a non-symmetric matrix are complex in "
-        "general, and jx has no complex dtypes; for symmetric matrices use "
+        "general, and jx has no non-symmetric eigensolver yet; for symmetric matrices use "
         f"jx.numpy.linalg.{'eigh' if name == 'eig' else 'eigvalsh'}")
 
 
