@@ -116,7 +116,20 @@ def _read(env, atom, like):
     return env[id(atom)]
 
 
+# (producers, env) of the graphs being split, innermost last: rules that look
+# through an operand's producer (_fft) read them
+_WALKS: list = []
+
+
 def _run(graph: Graph, env: dict, like) -> list:
+    _WALKS.append(({id(v): e for e in graph.eqns for v in e.outputs}, env))
+    try:
+        return _run_eqns(graph, env, like)
+    finally:
+        _WALKS.pop()
+
+
+def _run_eqns(graph: Graph, env: dict, like) -> list:
     for eqn in graph.eqns:
         ins = [_read(env, a, like) for a in eqn.inputs]
         with attributed(eqn.source):
@@ -379,7 +392,31 @@ def _fft(eqn, ins):
     if kind == FftType.IRFFT:
         z = c2c(x, True, axes[:-1])
         return bind(fs.fft_c2r, z.re, z.im, n=lengths[-1])
+    moved = _transposed(eqn.inputs[0])
+    if moved is not None:
+        # jnp.fft moves the axes it transforms last (transposes around lax.fft); the
+        # kernel transforms any axis in place, so transform x where it is and move
+        # the result instead: simplify cancels that against the move back
+        source, perm = moved
+        z = c2c(source, kind == FftType.IFFT, [perm[a] for a in axes[::-1]])
+        return [Pair(*(lax_transpose(p, perm) for p in z))]
     return [c2c(x, kind == FftType.IFFT, axes[::-1])]
+
+
+def _transposed(atom):
+    """(the split value a transpose read, its permutation) when atom is a complex
+    transpose's result, else None."""
+    producers, env = _WALKS[-1]
+    made = producers.get(id(atom))
+    if made is None or made.prim.name != "transpose" or isinstance(made.inputs[0], Literal):
+        return None
+    source = env.get(id(made.inputs[0]))
+    return (source, made.params["permutation"]) if isinstance(source, Pair) else None
+
+
+def lax_transpose(x, perm):
+    from jx import lax
+    return lax.transpose(x, perm)
 
 
 def _const_like_shape(x, shape, dtype):

@@ -264,3 +264,22 @@ def test_artifact_has_complex_leaves(tmp_path, rng):
     np.testing.assert_allclose(mag, np.abs(z), rtol=1e-6)
     with pytest.raises(Exception, match="complex64"):
         lib.rotate(z.real.copy(), theta)
+
+
+def test_fft_along_other_axes_transforms_in_place(rng):
+    """jnp.fft moves the axes it transforms last; the lowering transforms them where
+    they are (fft_c2c's axis) and the moves cancel: no transpose kernel is left."""
+    from jx.passes import pipeline
+    from jx.passes.fuse import fuse
+    x = crand(rng, (6, 8, 5), C64)
+    for f, ref in [(lambda x: jnp.fft.fft(x, axis=0), lambda x: np.fft.fft(x, axis=0)),
+                   (lambda x: jnp.fft.ifftn(x, axes=(0, 2)),
+                    lambda x: np.fft.ifftn(x, axes=(0, 2))),
+                   (lambda x: jnp.fft.fft2(x, axes=(2, 0)),
+                    lambda x: np.fft.fft2(x, axes=(2, 0)))]:
+        close(jx.jit(f)(x), ref(x).astype(C64), C64, 64)
+        g = jx.make_graph(f)(x)
+        for stage in pipeline.STAGES.values():
+            g = stage(g)
+        names = [e.prim.name for k in fuse(g).kernels for e in k.eqns]
+        assert "transpose" not in names and "fft_c2c" in names, names
