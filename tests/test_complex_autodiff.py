@@ -101,9 +101,8 @@ def test_vmap_in_complex64(name):
     close32(g, 2 * np.conj(zs), 1e-6)
 
 
-@pytest.mark.xfail(reason="frontend/api.py trace_pytree takes an input of itemsize 8 for a "
-                   "64-bit one and traces in 64-bit mode: complex64 is 32-bit", strict=False)
 def test_vmap_of_complex64_keeps_32_bit_defaults():
+    """complex64 is a 32-bit type: a batch of it traces in 32-bit mode."""
     zs = points(_rng("defaults"), (3, 4), np.complex64)
     out = jx.vmap(lambda z: jnp.matmul(jnp.eye(4), z))(zs)
     assert out.dtype == np.complex64
