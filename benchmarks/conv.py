@@ -548,25 +548,35 @@ def failed(r: dict) -> bool:
         r.get("gemm", {}).get("status") == "MISMATCH"
 
 
-def main(argv=None) -> int:
-    args, with_jax = parse_args(argv, "conv", "results-conv.md")
+def run_suite(name: str, all_cases: list, report_fn, numpy: dict, argv=None,
+              extra=None) -> int:
+    """`jx bench --suite NAME`: every case (or --only's), checked then timed, the
+    report and JSON published; `extra(case, seed, result)` adds to a case's result.
+    Exit status 1 when a jx result failed."""
+    args, with_jax = parse_args(argv, name, f"results-{name}.md")
     limits = machine.limits()
     t0, load = time.perf_counter(), [os.getloadavg()[0]]
     results = []
-    for seed, case in enumerate(cases()):
+    for seed, case in enumerate(all_cases):
         if args.only and not any(o in case.name for o in args.only):
             continue
         r = bench_case(case, seed, args.min_time, with_jax, limits)
+        if extra is not None:
+            extra(case, seed, r)
         results.append(r)
         print(f"{case.name}: jx {_jx_cell(r)}, NumPy {_t(r['seconds'].get('NumPy'))}, "
               f"JAX {_t(r['seconds'].get('JAX'))}", flush=True)
-    command = "jx bench --suite conv" + "".join(f" --only {o!r}" if " " in o else
-                                                f" --only {o}" for o in args.only)
+    command = f"jx bench --suite {name}" + "".join(f" --only {o!r}" if " " in o else
+                                                   f" --only {o}" for o in args.only)
     load.append(os.getloadavg()[0])
-    publish(args.out, report(results, limits, command, with_jax, tuple(load)),
-            {"command": command, "machine": limits, "numpy_formulations": NUMPY,
+    publish(args.out, report_fn(results, limits, command, with_jax, tuple(load)),
+            {"command": command, "machine": limits, "numpy_formulations": numpy,
              "load": load, "seconds": time.perf_counter() - t0, "results": results})
     return 1 if any(failed(r) for r in results) else 0
+
+
+def main(argv=None) -> int:
+    return run_suite("conv", cases(), report, NUMPY, argv)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,11 @@ is nominal.
 from __future__ import annotations
 
 import math
-import os
-import time
 
 import numpy as np
 
 from . import machine
-from .conv import Case, _rate, bench_case, failed
-from .corpus import _t, parse_args, publish
+from .conv import Case, _rate, failed, run_suite
 from .linalg import ROUNDS, _jx_cell, _x, result_rows
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -205,27 +202,13 @@ def report(results: list, limits: dict, command: str, with_jax: bool,
     return "\n".join(lines) + "\n"
 
 
+def _accuracy(case: Case, seed: int, r: dict) -> None:
+    if r["status"].get("jx") == "ok":
+        r["accuracy"] = accuracy(case, seed)
+
+
 def main(argv=None) -> int:
-    args, with_jax = parse_args(argv, "fft", "results-fft.md")
-    limits = machine.limits()
-    t0, load = time.perf_counter(), [os.getloadavg()[0]]
-    results = []
-    for seed, case in enumerate(cases()):
-        if args.only and not any(o in case.name for o in args.only):
-            continue
-        r = bench_case(case, seed, args.min_time, with_jax, limits)
-        if r["status"].get("jx") == "ok":
-            r["accuracy"] = accuracy(case, seed)
-        results.append(r)
-        print(f"{case.name}: jx {_jx_cell(r)}, NumPy {_t(r['seconds'].get('NumPy'))}, "
-              f"JAX {_t(r['seconds'].get('JAX'))}", flush=True)
-    command = "jx bench --suite fft" + "".join(f" --only {o!r}" if " " in o else
-                                               f" --only {o}" for o in args.only)
-    load.append(os.getloadavg()[0])
-    publish(args.out, report(results, limits, command, with_jax, tuple(load)),
-            {"command": command, "machine": limits, "numpy_formulations": NUMPY,
-             "load": load, "seconds": time.perf_counter() - t0, "results": results})
-    return 1 if any(failed(r) for r in results) else 0
+    return run_suite("fft", cases(), report, NUMPY, argv, extra=_accuracy)
 
 
 if __name__ == "__main__":
