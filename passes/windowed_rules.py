@@ -92,7 +92,7 @@ def _prod_jvp(ps, ts, **p):
 def _prod_vjp(cts, ins, outs, **p):
     _, _, (x,), pullback = vjp_function(lambda v: W.fold_taps(v, "prod", p), (ins[0],))
     (ct,) = pullback([cts[0]])
-    return [zeros_like(x) if ct is None and dtypes.is_float(get_aval(x).dtype) else ct]
+    return [zeros_like(x) if ct is None and dtypes.is_inexact(get_aval(x).dtype) else ct]
 
 
 # ------------------------------------------------------------------ select primitives
