@@ -265,7 +265,8 @@ STRUCTURE = {
     "lax_real": lambda m, x: _lax(m).real(x), "lax_imag": lambda m, x: _lax(m).imag(x),
     "lax_conj": lambda m, x: _lax(m).conj(x), "lax_conj_real": lambda m, x: _lax(m).conj(
         x.real), "lax_mul": lambda m, x: _lax(m).mul(x, x),
-    "lax_abs": lambda m, x: _lax(m).abs(x), "lax_select": lambda m, x: _lax(m).select(
+    "lax_abs": lambda m, x: _lax(m).abs(x), "lax_max": lambda m, x: _lax(m).max(x, x[::-1]),
+    "lax_min": lambda m, x: _lax(m).min(x, x.conj()), "lax_select": lambda m, x: _lax(m).select(
         x.real > 0, x, x * 2),
 }
 
@@ -398,9 +399,25 @@ REFUSED = {
     "fabs": (lambda x: jnp.fabs(x), TypeError, "fabs"),
     "heaviside": (lambda x: jnp.heaviside(x, x), TypeError, "heaviside"),
     "arctan2": (lambda x: jnp.arctan2(x, x), TypeError, "atan2"),
-    "lax.max": (lambda x: lax.max(x, x), TypeError, "max"),
     "lax.real of float": (lambda x: lax.real(x.real), TypeError, "real"),
 }
+
+
+def test_linalg():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3):     # det's closed forms take complex matrices
+        a = crand(rng, (2, n, n))
+        check("eager", lambda m, a: m.linalg.det(a), [a], tol=10)
+        check("jit", lambda m, a: m.linalg.det(a), [a], tol=10)
+    a = crand(rng, (3, 3))
+    check("eager", lambda m, a: m.linalg.matrix_power(a, 3), [a], tol=10)
+    check("eager", lambda m, a: m.linalg.multi_dot([a, a.T, a]), [a], tol=10)
+    for name in ("inv", "solve", "cholesky", "qr", "eigh", "svd", "slogdet", "pinv", "lstsq"):
+        args = (a, a) if name in ("solve", "lstsq") else (a,)
+        with pytest.raises(NotImplementedError, match=f"linalg.{name}: complex matrices"):
+            getattr(jnp.linalg, name)(*args)
+    with pytest.raises(NotImplementedError, match="complex matrices"):
+        jnp.linalg.det(crand(rng, (4, 4)))
 
 
 @pytest.mark.parametrize("name", list(REFUSED))

@@ -42,7 +42,22 @@ def _n(prim):
 
 add, sub, mul, div, rem, pow = (_n(p) for p in (ew.add, ew.sub, ew.mul, ew.div, ew.rem,
                                                  ew.pow_))
-max, min, atan2 = _n(ew.max_), _n(ew.min_), _n(ew.atan2)
+def _ordered(prim, name):
+    """lax.max/min: complex operands (of one shape and dtype) in lexicographic order,
+    as XLA's; the rest through the primitive."""
+    def fn(x, y):
+        a, b = _scalars_to([x, y])
+        (da, _), (db, _) = dtype_weak(a), dtype_weak(b)
+        if dtypes.is_complex(da) and da == db and shape_of(a) == shape_of(b):
+            from ..numpy import ufuncs
+            return getattr(ufuncs, name)(a, b)
+        return bind1(prim, a, b)
+    fn.__name__ = prim.name
+    return fn
+
+
+max, min = _ordered(ew.max_, "maximum"), _ordered(ew.min_, "minimum")
+atan2 = _n(ew.atan2)
 neg, abs, sign = _n(ew.neg), _n(ew.abs_), _n(ew.sign)
 exp, log, log1p, expm1 = _n(ew.exp), _n(ew.log), _n(ew.log1p), _n(ew.expm1)
 sqrt, rsqrt, tanh, logistic = _n(ew.sqrt), _n(ew.rsqrt), _n(ew.tanh), _n(ew.logistic)

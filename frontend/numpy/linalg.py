@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator as _operator
 from typing import NamedTuple as _NamedTuple
 
+from .. import dtypes as _dtypes
 from ..errors import ShapeError as _ShapeError
 from . import _factorizations as _fz  # the primitives with lax's signatures
 from . import _products
@@ -269,9 +270,22 @@ def _jnp():
 _JNP = None
 
 
-def _float_matrix(a, what: str, square: bool = True):
-    """a promoted to a float dtype, checked to be a (square) matrix in its last two axes."""
+def _real_only(what: str, *xs):
+    """The decompositions (lu, qr, cholesky, eigh, svd) are real: a complex operand
+    gets a clear refusal rather than a dtype error from a primitive."""
+    if any(_dtypes.is_complex(x.dtype) for x in xs):
+        raise NotImplementedError(
+            f"jx.numpy.linalg.{what}: complex matrices are not supported yet (jx's "
+            "decompositions are real); products, norms and det of up to 3x3 matrices take "
+            "complex operands")
+
+
+def _float_matrix(a, what: str, square: bool = True, complex_ok: bool = False):
+    """a promoted to a float dtype, checked to be a (square) matrix in its last two axes;
+    complex only where complex_ok."""
     (a,) = _promote_dtypes(a, to_float=True)
+    if not complex_ok:
+        _real_only(what, a)
     s = _shape_of(a)
     if len(s) < 2 or (square and s[-1] != s[-2]):
         kind = "a square matrix, shape [..., n, n]" if square else "a matrix, shape [..., m, n]"
@@ -447,6 +461,7 @@ def solve(a, b):
     """x with a x = b. b 1-d is one vector (a may be a batch); otherwise b is a batch of
     matrices [..., m, k] whose batch axes broadcast against a's (JAX >= 0.5's rule)."""
     a, b = _promote_dtypes(a, b, to_float=True)
+    _real_only("solve", a)
     vector = _solve_shapes(_shape_of(a), _shape_of(b), "jx.numpy.linalg.solve")
     if vector:
         b = b[:, None]
@@ -474,7 +489,7 @@ def _lu_sign_diag(a):
 
 def det(a):
     """Determinants: closed forms for 2x2 and 3x3 (as JAX), else from the LU factors."""
-    a = _float_matrix(a, "det")
+    a = _float_matrix(a, "det", complex_ok=True)
     n = _shape_of(a)[-1]
     if n == 1:
         return a[..., 0, 0]
@@ -485,6 +500,7 @@ def det(a):
         return (e[0][0] * e[1][1] * e[2][2] + e[0][1] * e[1][2] * e[2][0]
                 + e[0][2] * e[1][0] * e[2][1] - e[0][2] * e[1][1] * e[2][0]
                 - e[0][0] * e[1][2] * e[2][1] - e[0][1] * e[1][0] * e[2][2])
+    _real_only("det", a)
     sign, diag = _lu_sign_diag(a)
     return sign * _jnp().prod(diag, axis=-1)
 
@@ -555,6 +571,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     NumPy gives none, rank < n or m <= n, which needs concrete values)."""
     jnp = _jnp()
     a, b = _promote_dtypes(a, b, to_float=True)
+    _real_only("lstsq", a)
     sa, sb = _shape_of(a), _shape_of(b)
     if not sa or not sb or sa[0] != sb[0]:
         raise ValueError(f"jx.numpy.linalg.lstsq: the leading axes of a {sa} and b {sb} "
