@@ -266,7 +266,15 @@ STRUCTURE = {
     "lax_conj": lambda m, x: _lax(m).conj(x), "lax_conj_real": lambda m, x: _lax(m).conj(
         x.real), "lax_mul": lambda m, x: _lax(m).mul(x, x),
     "lax_abs": lambda m, x: _lax(m).abs(x), "lax_max": lambda m, x: _lax(m).max(x, x[::-1]),
-    "lax_min": lambda m, x: _lax(m).min(x, x.conj()), "lax_select": lambda m, x: _lax(m).select(
+    "lax_min": lambda m, x: _lax(m).min(x, x.conj()),
+    "lax_dynamic_slice": lambda m, x: _lax(m).dynamic_slice(x, (1, 2), (2, 2)),
+    "lax_dynamic_update_slice": lambda m, x: _lax(m).dynamic_update_slice(
+        x, x[:2, :2] * 1j, (2, 1)),
+    "lax_cond": lambda m, x: _lax(m).cond(x[0, 0].real > 0, lambda v: v * 1j,
+                                          lambda v: v.conj(), x),
+    "lax_scan": lambda m, x: _lax(m).scan(lambda c, r: (c * r, c + r), x[0], x)[1],
+    "lax_while": lambda m, x: _lax(m).while_loop(lambda c: c[0] < 3, lambda c: (
+        c[0] + 1, c[1] * x[0] + 1j), (0, x[1]))[1], "lax_select": lambda m, x: _lax(m).select(
         x.real > 0, x, x * 2),
 }
 
@@ -400,6 +408,9 @@ REFUSED = {
     "heaviside": (lambda x: jnp.heaviside(x, x), TypeError, "heaviside"),
     "arctan2": (lambda x: jnp.arctan2(x, x), TypeError, "atan2"),
     "lax.real of float": (lambda x: lax.real(x.real), TypeError, "real"),
+    "lax.add(float, 1j)": (lambda x: lax.add(x.real, 1j), TypeError, "Python complex 1j"),
+    "asarray(1j, float32)": (lambda x: jnp.asarray(1j, jnp.float32) + x, TypeError,
+                             "Python complex"),
 }
 
 

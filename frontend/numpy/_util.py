@@ -118,7 +118,9 @@ def convert(x, dtype, like=(), weak: bool = False):
                                     "the array it meets; convert that array first "
                                     "(astype(int64)) or use a float")
         if isinstance(x, complex) and not dtypes.is_complex(dtype):
-            x = x.real          # as convert_element_type: a complex's real part
+            raise TypeError(f"cannot convert the Python complex {x!r} to {dtype} (it would "
+                            "lose its imaginary part); make the other operand complex "
+                            "(astype(jx.numpy.complex64)), or pass x.real")
         return Array(np.asarray(x, dtype=dtype), True) if weak else np.asarray(x, dtype=dtype)
     x = as_value(x)
     if x.dtype == dtype:
