@@ -202,6 +202,8 @@ REDUCE = {
     "average": lambda m, x: m.average(x, 1, weights=m.arange(1.0, 6.0)),
     "cov": lambda m, x: m.cov(x), "corrcoef": lambda m, x: m.corrcoef(x),
     "count_nonzero": lambda m, x: m.count_nonzero(x), "any": lambda m, x: m.any(x),
+    "nanvar": lambda m, x: m.nanvar(x, 1), "nanstd": lambda m, x: m.nanstd(x),
+    "nanmean": lambda m, x: m.nanmean(x, 0), "nanmax": lambda m, x: m.nanmax(x, 1),
     "sort1": lambda m, x: m.sort(x, 1), "sort0": lambda m, x: m.sort(x, 0),
     "sort_desc": lambda m, x: m.sort(x, 1, descending=True),
     "argsort": lambda m, x: m.argsort(x, 1), "lexsort": lambda m, x: m.lexsort([x[0], x[1]]),
@@ -227,6 +229,12 @@ PRODUCTS = {
     "einsum_conj": lambda m, a, b: m.einsum("ij,ij->i", a, m.conj(b[:, :3].T)),
     "kron": lambda m, a, b: m.kron(a[0, :2], b[:2, 0]),
     "cross": lambda m, a, b: m.cross(a[0, :3], b[:3, 0]),
+    "vecdot": lambda m, a, b: m.vecdot(a, b[:, :3].T),
+    "linalg_vecdot": lambda m, a, b: m.linalg.vecdot(a[0], b[:, 1]),
+    "vecmat": lambda m, a, b: m.vecmat(a[:, 0], a), "matvec": lambda m, a, b: m.matvec(
+        a, b[:, 0]), "correlate": lambda m, a, b: m.correlate(a[0], b[:3, 1], "full"),
+    "correlate_short": lambda m, a, b: m.correlate(a[0, :2], b[:, 1]),
+    "convolve": lambda m, a, b: m.convolve(a[0], b[:, 1], "same"),
     "dot_real": lambda m, a, b: m.dot(a, b.real), "matmul_int": lambda m, a, b: m.matmul(
         a, m.ones((5, 2), m.int32)),
 }
@@ -408,6 +416,9 @@ REFUSED = {
     "heaviside": (lambda x: jnp.heaviside(x, x), TypeError, "heaviside"),
     "arctan2": (lambda x: jnp.arctan2(x, x), TypeError, "atan2"),
     "lax.real of float": (lambda x: lax.real(x.real), TypeError, "real"),
+    "nextafter": (lambda x: jnp.nextafter(x, x), TypeError, "nextafter"),
+    "isposinf": (lambda x: jnp.isposinf(x), ValueError, "isposinf"),
+    "isneginf": (lambda x: jnp.isneginf(x), ValueError, "isneginf"),
     "lax.add(float, 1j)": (lambda x: lax.add(x.real, 1j), TypeError, "Python complex 1j"),
     "asarray(1j, float32)": (lambda x: jnp.asarray(1j, jnp.float32) + x, TypeError,
                              "Python complex"),

@@ -510,7 +510,12 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         mu = asarray(mean).astype(comp)
     centered = uf.where(keep, x - mu, 0)       # where before squaring: finite gradients
     n = rd.sum(keep, axis=axis, keepdims=keepdims) - ddof
-    total = rd.sum(uf.square(centered), axis=axis, keepdims=keepdims)
+    if dtypes.is_complex(comp):     # |x - mean|^2: real, as var
+        centered = uf.add(uf.square(centered.real), uf.square(centered.imag))
+        comp, result = dtypes.real_dtype(comp), dtypes.real_dtype(result)
+    else:
+        centered = uf.square(centered)
+    total = rd.sum(centered, axis=axis, keepdims=keepdims)
     bad = uf.less_equal(n, 0)
     out = uf.where(bad, np.nan, total / uf.where(bad, 1, n).astype(comp))
     return out.astype(result)
@@ -576,8 +581,9 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """Vector-matrix products over the broadcast leading dims: (..., n) and
-    (..., n, m) give (..., m)."""
+    (..., n, m) give (..., m); the vector is conjugated (as JAX)."""
     from ._products import matmul
+    x1 = asarray(x1).conj()
     s1, s2 = shape_of(x1), shape_of(x2)
     if len(s1) < 1 or len(s2) < 2:
         raise ShapeError(f"vecmat: needs a vector (..., n) and a matrix (..., n, m), got "

@@ -38,6 +38,9 @@ def _conv(x, y, mode, op, precision, preferred_element_type):
         raise ShapeError(f"{op}: only 1-d inputs are supported, got shapes {shape_of(x)} "
                          f"and {shape_of(y)}")
     x, y = promote_dtypes(x, y, to_float=preferred_element_type is None)
+    if op == "correlate":       # sum a[n + k] conj(v[n]), as NumPy and JAX
+        from ._standard import conjugate
+        y = conjugate(y)
     nx, ny = shape_of(x)[0], shape_of(y)[0]
     if nx == 0 or ny == 0:
         raise ValueError(f"{op}: inputs cannot be empty, got shapes {shape_of(x)} and "
@@ -72,7 +75,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
 
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-    """The cross-correlation of the 1-d a and v: c[k] = sum_n a[n + k] v[n]."""
+    """The cross-correlation of the 1-d a and v: c[k] = sum_n a[n + k] conj(v[n])."""
     return _conv(a, v, mode, "correlate", precision, preferred_element_type)
 
 

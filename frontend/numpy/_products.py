@@ -239,10 +239,11 @@ def kron(a, b):
 
 @_with_preferred
 def vecdot(x1, x2, /, *, axis=-1):
-    """Dot products along axis of the broadcast operands (conjugating x1 is a
-    no-op for the real dtypes jx has)."""
+    """Dot products along axis of the broadcast operands, x1 conjugated."""
     from .manipulation import moveaxis
+    from ._standard import conjugate
     a, b = promote_dtypes(x1, x2)
+    a = conjugate(a)
     shape = broadcast_shapes(shape_of(a), shape_of(b))
     if not shape:
         raise ShapeError("vecdot: operands must be at least 1-d")

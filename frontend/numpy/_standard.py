@@ -114,6 +114,9 @@ def nextafter(x1, x2, /):
     """The next representable float after x1 towards x2, elementwise, by stepping
     the bit pattern: away from zero adds one ulp, towards zero takes one away."""
     x, y = promote_dtypes(x1, x2, to_float=True)
+    if dtypes.is_complex(x.dtype):
+        raise TypeError("nextafter does not support complex-valued inputs (no order); "
+                        "step the real and imaginary parts separately")
     x, y = mp.broadcast_arrays(x, y)
     dt = x.dtype
     ut = np.dtype(f"uint{dt.itemsize * 8}")

@@ -581,12 +581,20 @@ def _equals_const(a, value):
     return equal(a, convert(value, a.dtype))
 
 
+def _no_complex_inf(x):
+    if dtypes.is_complex(dtype_weak(x)[0]):
+        raise ValueError("isposinf/isneginf are not well defined for complex types; test "
+                         "the parts (jx.numpy.real, imag) or use isinf")
+
+
 def isposinf(x):
+    _no_complex_inf(x)
     (a,) = promote_dtypes(x)
     return _equals_const(a, np.inf) if dtypes.is_float(a.dtype) else full_like_bool(a, False)
 
 
 def isneginf(x):
+    _no_complex_inf(x)
     (a,) = promote_dtypes(x)
     return _equals_const(a, -np.inf) if dtypes.is_float(a.dtype) else full_like_bool(a, False)
 
