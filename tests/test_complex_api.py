@@ -260,7 +260,10 @@ STRUCTURE = {
     "take_along": lambda m, x: m.take_along_axis(x, m.argsort(x.real, 1), 1),
     "at_set": lambda m, x: x.at[1].set(1j), "at_add": lambda m, x: x.at[m.array([0, 0, 2])]
     .add(1 + 1j), "at_mul": lambda m, x: x.at[:, 1].multiply(2j),
-    "at_set_real": lambda m, x: x.at[0, 0].set(3.0), "where": lambda m, x: m.where(
+    "at_set_real": lambda m, x: x.at[0, 0].set(3.0),
+    "at_max": lambda m, x: x.at[1:3].max(x[0]), "at_min": lambda m, x: x.at[:, 2].min(0.1j),
+    "at_divide": lambda m, x: x.at[0].divide(2j), "at_get": lambda m, x: x.at[m.array(
+        [3, 0])].get(), "where": lambda m, x: m.where(
         x.real > 0, x, x.conj()), "select": lambda m, x: m.select([x.real > 1, x.imag > 0],
                                                                    [x, 2 * x], 1j),
     "real_attr": lambda m, x: x.real, "imag_attr": lambda m, x: x.imag,
@@ -440,6 +443,12 @@ def test_linalg():
             getattr(jnp.linalg, name)(*args)
     with pytest.raises(NotImplementedError, match="complex matrices"):
         jnp.linalg.det(crand(rng, (4, 4)))
+
+
+def test_scatter_max_at_array_indices_not_yet():
+    x = jnp.asarray(crand(np.random.default_rng(4), (4,)))
+    with pytest.raises(NotImplementedError, match="at array indices"):
+        x.at[jnp.array([0, 2])].max(1j)
 
 
 @pytest.mark.parametrize("name", list(REFUSED))

@@ -51,13 +51,13 @@ from ..array import Array as ndarray  # noqa: E402  (jax.numpy.ndarray is jax.Ar
 
 
 def result_type(*args):
-    """JAX's result_type: arrays, values, dtypes and Python's float/int/bool (the
-    mode's defaults, weak as Python scalars are)."""
+    """JAX's result_type: arrays, values, dtypes and Python's float/int/complex/bool
+    (the mode's defaults, weak as Python scalars are)."""
     from .. import dtypes as _dtypes
     from ._util import dtype_weak
     pairs = []
     for a in args:
-        if a is float or a is int or a is _builtins.bool:
+        if a is float or a is int or a is complex or a is _builtins.bool:
             pairs.append((_dtypes.canonicalize(a), a is not _builtins.bool))
         elif isinstance(a, (str, _np.dtype, type)) and not isinstance(a, _np.generic):
             pairs.append((_dtypes.canonical(a), False))

@@ -500,6 +500,11 @@ def _update_any(x, idx, values, op, mode=None):
     v = _fit_update(v, plan.shape, [x])
     if _updates_nothing(x, entries, plan):
         return x
+    if op in ("min", "max") and dtypes.is_complex(x.dtype):
+        raise NotImplementedError(
+            f"x.at[...].{op} of a complex array at array indices is not supported yet; "
+            "index with ints and slices, or combine with jx.numpy.maximum/minimum and "
+            ".at[...].set")
     return bind1(_SCATTER[op], x, plan.indices, v, dimension_numbers=plan.scatter_dn(),
                  mode=scatter_mode)
 
@@ -546,7 +551,11 @@ def _update_static(x, entries, v, op, clip=False):
         cur = bind1(st.slice_, x, start_indices=tuple(starts),
                     limit_indices=tuple(s + w for s, w in zip(starts, window)),
                     strides=(1,) * len(shape))
-        v = bind1(_COMBINE[op], cur, v)
+        if op in ("min", "max") and dtypes.is_complex(x.dtype):   # lexicographic (JAX)
+            from . import ufuncs
+            v = (ufuncs.maximum if op == "max" else ufuncs.minimum)(cur, v)
+        else:
+            v = bind1(_COMBINE[op], cur, v)
     if tuple(window) == shape and isinstance(v, Tracer):
         return v
     return bind1(ix.dynamic_update_slice, x, v, *[np.asarray(s, np.int32) for s in starts])
