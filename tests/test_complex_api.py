@@ -220,6 +220,17 @@ def test_reductions(name, mode, rng):
     check(mode, REDUCE[name], [x], tol=10)
 
 
+NAN_REDUCE = ["nansum", "nanprod", "nanmax", "nanmin", "nancumsum", "nanmean", "nanvar"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", NAN_REDUCE)
+def test_nan_reductions_skip_complex_nans(name, mode, rng):
+    x = crand(rng, (3, 4))
+    x[0, 1], x[2, 3] = complex(np.nan, 1), complex(2, np.nan)
+    check(mode, lambda m, x: getattr(m, name)(x, axis=1), [x], tol=10)
+
+
 PRODUCTS = {
     "dot": lambda m, a, b: m.dot(a, b), "matmul": lambda m, a, b: m.matmul(a, b),
     "@": lambda m, a, b: a @ b, "vdot": lambda m, a, b: m.vdot(a, b[:, :3].T),

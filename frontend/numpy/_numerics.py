@@ -476,7 +476,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 def _nancumulative(a, axis, dtype, out, name, fill, fn):
     _no_out(out, name)
     a = asarray(a)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         a = uf.where(uf.isnan(a), fill, a)
     return fn(a, axis=axis, dtype=dtype)
 

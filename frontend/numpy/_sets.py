@@ -104,7 +104,7 @@ def _unique_parts(x, size, fill_value, equal_nan):
         first = mp.slice_axis(srt, 0, 1, n)
         prev = mp.slice_axis(srt, 0, 0, n - 1)
         new = uf.not_equal(first, prev)
-        if equal_nan and dtypes.is_float(srt.dtype):
+        if equal_nan and dtypes.is_inexact(srt.dtype):
             new = uf.logical_and(new, uf.logical_not(uf.logical_and(uf.isnan(first),
                                                                     uf.isnan(prev))))
         starts = mp.concatenate([full((1,), True), new])

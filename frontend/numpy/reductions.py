@@ -287,7 +287,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 def _nan_to(a, value):
     from .ufuncs import isnan, where
     (x,) = promote_dtypes(a)
-    return where(isnan(x), value, x) if dtypes.is_float(x.dtype) else x
+    return where(isnan(x), value, x) if dtypes.is_inexact(x.dtype) else x
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False):
@@ -302,7 +302,7 @@ def _nan_extreme(reducer, fill):
     def fn(a, axis=None, keepdims=False):
         from .ufuncs import isnan, where
         (x,) = promote_dtypes(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return reducer(x, axis, keepdims=keepdims)
         out = reducer(where(isnan(x), fill, x), axis, keepdims=keepdims)
         return where(all(isnan(x), axis, keepdims=keepdims), np.nan, out)  # all-NaN: NaN
