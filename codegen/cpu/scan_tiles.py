@@ -63,8 +63,10 @@ def _elementwise(eqn, shape) -> bool:
 
 def tile_elements(eqn) -> int:
     """Elements per tile: a power of two whose working set (the consts, and the
-    carry about three times: its two step buffers and the body's temporaries) is
-    a quarter of the host's L2, so a tile's steps run from cache."""
+    carry about three times: its two step buffers and the body's temporaries)
+    fits the host's L1 data cache, so a tile's steps run from it. (Measured on
+    the Mandelbrot loop, Zen 5: tiles of 512-2048 elements, L1-sized, 21-28 ms;
+    4096, a quarter of L2, 31-39 ms; 16384, 38 ms.)"""
     shape = common_shape(eqn)
     per_elem = sum(np.dtype(a.aval.dtype).itemsize * (3 if i >= eqn.params["num_consts"] else 1)
                    for i, a in enumerate(eqn.inputs) if a.aval.shape == shape)
