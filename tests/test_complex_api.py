@@ -179,7 +179,10 @@ def test_python_complex_scalars_are_weak():
                lambda m: m.square(m.asarray(1j)), lambda m: 1j * m.arange(3),
                lambda m: m.arange(3.0) * 1j, lambda m: m.float16(2) + 1j,
                lambda m: m.power(1j, 2), lambda m: m.full(2, 1 + 1j),
-               lambda m: m.zeros_like(2j), lambda m: m.real(1 + 2j), lambda m: m.imag(1 + 2j)):
+               lambda m: m.zeros_like(2j), lambda m: m.real(1 + 2j), lambda m: m.imag(1 + 2j),
+               lambda m: m.sinh(0.5 + 1j), lambda m: m.cosh(1j), lambda m: m.log2(1j),
+               lambda m: m.log10(1 + 1j), lambda m: m.arcsin(0.5 + 1j), lambda m: m.round(1j),
+               lambda m: m.isnan(1j), lambda m: m.angle(1j), lambda m: m.maximum(1j, 2)):
         assert_like_jax(fn)
 
 

@@ -337,12 +337,27 @@ def exp2(x):
     return exp(multiply(x, float(np.log(2.0))))
 
 
+def _log_base(x, base: float):
+    """log(x) / log(base), the divisor a strong constant of log(x)'s dtype (JAX's:
+    never weak)."""
+    out = log(x)
+    return divide(out, convert(float(np.log(base)), out.dtype))
+
+
 def log2(x):
-    return divide(log(x), float(np.log(2.0)))
+    return _log_base(x, 2.0)
 
 
 def log10(x):
-    return divide(log(x), float(np.log(10.0)))
+    return _log_base(x, 10.0)
+
+
+def _weak_as(out, a):
+    """out weakly typed where the input a is (JAX's sinh and cosh are single
+    operations, whose results keep the operand's weak type)."""
+    if dtype_weak(a)[1] and not dtype_weak(out)[1]:
+        return bind1(ew.convert_element_type, out, new_dtype=out.dtype, weak_type=True)
+    return out
 
 
 def _wide(fn, a):
@@ -362,7 +377,7 @@ def sinh(x):
     (a,) = promote_dtypes(x, to_float=True)
     if dtypes.is_complex(a.dtype):
         re, im = _parts(a)
-        return _complex(multiply(sinh(re), cos(im)), multiply(cosh(re), sin(im)))
+        return _weak_as(_complex(multiply(sinh(re), cos(im)), multiply(cosh(re), sin(im))), a)
 
     def f(v):
         small = less(absolute(v), convert(1.0, v.dtype, [v]))
@@ -371,7 +386,7 @@ def sinh(x):
         half = convert(-np.log(2.0), v.dtype, [v])
         far = subtract(exp(add(v, half)), exp(subtract(half, v)))
         return where(small, near, far)
-    return _wide(f, a)
+    return _weak_as(_wide(f, a), a)
 
 
 def cosh(x):
@@ -381,12 +396,12 @@ def cosh(x):
     (a,) = promote_dtypes(x, to_float=True)
     if dtypes.is_complex(a.dtype):
         re, im = _parts(a)
-        return _complex(multiply(cosh(re), cos(im)), multiply(sinh(re), sin(im)))
+        return _weak_as(_complex(multiply(cosh(re), cos(im)), multiply(sinh(re), sin(im))), a)
 
     def f(v):
         half = convert(-np.log(2.0), v.dtype, [v])
         return add(exp(add(v, half)), exp(subtract(half, v)))
-    return _wide(f, a)
+    return _weak_as(_wide(f, a), a)
 
 
 # Complex inverse functions by Kahan's formulas ("Branch cuts for complex elementary
