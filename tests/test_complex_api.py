@@ -330,6 +330,7 @@ def test_dtype_names():
     assert jnp.complex64.dtype == np.complex64 and jnp.complex128.dtype == np.complex128
     assert jnp.csingle is jnp.complex64 and jnp.cdouble is jnp.complex128
     assert jnp.complex_ is jnp.complex128 and jnp.complexfloating is np.complexfloating
+    assert jnp.ComplexWarning is jjnp.ComplexWarning
     assert np.dtype(jnp.complex64) == np.complex64 and jnp.complex64 == np.complex64
     assert jnp.issubdtype(jnp.complex64, jnp.complexfloating)
     assert jnp.issubdtype(jnp.complex64, jnp.inexact)

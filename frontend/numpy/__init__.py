@@ -92,6 +92,7 @@ def issubdtype(arg1, arg2) -> bool:
 
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
 complexfloating = _np.complexfloating
+ComplexWarning = _np.exceptions.ComplexWarning
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 generic, character, flexible = _np.generic, _np.character, _np.flexible
 euler_gamma = _np.euler_gamma

@@ -8,7 +8,7 @@ from ..errors import NotInJx, missing_name
 
 # jax.numpy 0.10.2's public names not in jx.numpy
 JAX_ONLY = frozenset("""
-    ComplexWarning array_repr array_str einsum_path float4_e2m1fn float6_e2m3fn float6_e3m2fn
+    array_repr array_str einsum_path float4_e2m1fn float6_e2m3fn float6_e3m2fn
     float8_e3m4 float8_e4m3 float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2
     float8_e5m2fnuz float8_e8m0fnu frombuffer fromfile fromiter fromstring
     get_printoptions int1 int2 int4 load mask_indices object_ place polyfit printoptions
