@@ -1,6 +1,7 @@
 """Every primitive of the elementwise, structural, reduction and linalg families,
 one table row each, against an oracle written apart from the reference impl
-(Python ints and math, float64 NumPy, index loops), called eagerly through
+(Python ints and math, float64 and complex128 NumPy, index loops), on every
+dtype kind the primitive accepts (float, int, bool, complex), called eagerly through
 bind and traced through make_graph -> verify -> eval_graph. Then the shape
 rules: wrong dtypes, shapes, axes, permutations, slices and broadcasts raise
 jx.ShapeError naming the primitive and the problem."""
