@@ -107,8 +107,8 @@ def _extremum(prim, pick):
     return fn
 
 
-maximum = _extremum(ew.max_, lambda a, b: greater_equal(a, b))
-minimum = _extremum(ew.min_, lambda a, b: less_equal(a, b))
+maximum = _extremum(ew.max_, greater_equal)
+minimum = _extremum(ew.min_, less_equal)
 bitwise_and = _binary(ew.and_)
 bitwise_or = _binary(ew.or_)
 bitwise_xor = _binary(ew.xor)
@@ -430,8 +430,9 @@ def _atanh_parts(x, y):
 def arctan(x):
     a, one = promote(x, 1.0, to_float=True)
     if dtypes.is_complex(a.dtype):          # -i atanh(iz)
-        re, im = _atanh_parts(*(lambda r, i: (negative(i), r))(*_parts(a)))
-        return _complex(im, negative(re))
+        re, im = _parts(a)
+        r, i = _atanh_parts(negative(im), re)
+        return _complex(i, negative(r))
     return bind1(ew.atan2, a, one)
 
 
