@@ -180,13 +180,15 @@ def _scan(ctx, kernel):
     scratch.release()
 
 
-def _steps(ctx, prog, p, consts, init, carry, spare, fail, stop, xs=(), ys=()) -> None:
+def _steps(ctx, prog, p, consts, init, carry, spare, fail, stop, xs=(), ys=(),
+           step=None) -> None:
     """The scan's steps: the body program reading the carry from one buffer and
     writing the next into the other. The carry ping-pongs between `carry` (the
     outputs) and `spare`, the last step writing the outputs, and the first reads
     the initial carry where it is: no copy of a large carry (a stencil's grid) per
     step, nor before or after. `fail` is where a failed allocation leaves to,
-    `stop` where a cancelled call does."""
+    `stop` where a cancelled call does. `step(b, ins, outs)` emits a step in place
+    of the body program's kernels."""
     b, length = ctx.b, p["length"]
     with U.for_range(b, length, "scan") as i:
         t = b.sub(U.i64(length - 1), i) if p["reverse"] else i
@@ -197,7 +199,10 @@ def _steps(ctx, prog, p, consts, init, carry, spare, fail, stop, xs=(), ys=()) -
         dst = [b.select(to_scratch, s_, c) for s_, c in zip(spare, carry)]
         src = [b.select(first, x0, b.select(to_scratch, c, s_))
                for x0, s_, c in zip(init, spare, carry)]
-        ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices, fail)
+        if step is None:
+            ctx.module.emit_program(b, prog, consts + src + x_slices, dst + y_slices, fail)
+        else:
+            step(b, consts + src + x_slices, dst + y_slices)
         _stop_if_cancelled(ctx, stop)
 
 
@@ -252,7 +257,9 @@ def _tile_steps(ctx, eqn, prog, start, consts, init, outs, spare, fail, stop, wi
         return [_byte_offset(b, ptr, start, s) if w else ptr
                 for ptr, w, s in zip(ptrs, flags, sizes)]
     _steps(ctx, prog, eqn.params, at(consts, wide[:nk], item[:nk]),
-           at(init, wide[nk:], item[nk:]), at(outs, wide[nk:], item[nk:]), spare, fail, stop)
+           at(init, wide[nk:], item[nk:]), at(outs, wide[nk:], item[nk:]), spare, fail, stop,
+           step=lambda bb, ins, outs_: scan_tiles.emit_steps_body(bb, prog, ins, outs_,
+                                                                   ctx.consts))
 
 
 def _tile_count(tiles) -> int:
