@@ -38,7 +38,7 @@ def _is_64_bit_dtype(v) -> bool:
         dt = np.dtype(v)
     except Exception:          # any other string (a label)
         return False
-    return dt.kind in "fiu" and dt.itemsize == 8
+    return (dt.kind in "fiu" and dt.itemsize == 8) or dt == np.complex128
 
 
 @pytest.fixture
