@@ -301,12 +301,33 @@ def sqrt(a):
 
 
 def rsqrt(a):
-    """1 / sqrt(z) = conj(sqrt z) / |z|: each part of sqrt divided by one real,
-    no complex division and no cancellation; 1 / 0 = inf + nan i, as JAX."""
+    """1 / sqrt(z) = conj(sqrt z) / |z|, its parts sqrt((|x| + |z|) / 2|z|^2)
+    and |y| / sqrt(2 |z|^2 (|x| + |z|)) (signs and places as Kahan's sqrt), with
+    |z|^2 = x^2 + y^2 rounded once and no division of a rounded sqrt by a rounded
+    |z|: about 1 ulp less than that. z is first scaled by an even power of 2
+    (undone exactly) that keeps |z|^3 finite and normal; 1 / 0 = inf + nan i, as JAX."""
     x, y = a
-    re, im, h, unscale = _sqrt_scaled(a)
-    up = 1.0 / unscale                              # sqrt(s), exact
-    re, im = (re / h) * up, (-im / h) * up
+    lo1, lo2, f1, f2 = {23: (36, 84, 60, 120)}.get(int(_finfo(x).nmant), (300, 680, 500, 1000))
+    m = jnp.maximum(jnp.abs(x), jnp.abs(y))
+    sc = jnp.where(m > float(2.0 ** lo2), float(2.0 ** -f2),
+                   jnp.where(m > float(2.0 ** lo1), float(2.0 ** -f1),
+                             jnp.where(m < float(2.0 ** -lo2), float(2.0 ** f2),
+                                       jnp.where(m < float(2.0 ** -lo1), float(2.0 ** f1), 1.0))))
+    un = jnp.where(m > float(2.0 ** lo2), float(2.0 ** -(f2 // 2)),
+                   jnp.where(m > float(2.0 ** lo1), float(2.0 ** -(f1 // 2)),
+                             jnp.where(m < float(2.0 ** -lo2), float(2.0 ** (f2 // 2)),
+                                       jnp.where(m < float(2.0 ** -lo1), float(2.0 ** (f1 // 2)),
+                                                 1.0))))
+    xs, ys = x * sc, y * sc
+    s2 = xs * xs + ys * ys
+    p = jnp.abs(xs) + jnp.sqrt(s2)
+    t = jnp.sqrt((0.5 * p) / s2) * un                   # sqrt((|x| + |z|) / 2) / |z|
+    r = jnp.sqrt((2.0 * s2) * p)
+    lost = jnp.abs(ys) < float(_finfo(x).tiny) * float(2.0 ** int(_finfo(x).nmant))
+    q = jnp.where(lost, (y / r) * sc, ys / r) * un     # (y / r first where y * sc is subnormal)
+    pos = x >= 0
+    re = jnp.where(pos, t, jnp.abs(q))
+    im = jnp.where(pos, -q, -jnp.copysign(t, ys))
     zero = (x == 0) & (y == 0)
     inf = jnp.isinf(x) | jnp.isinf(y)
     zero_re = jnp.where(x == -float("inf"), -0.0, 0.0)          # (JAX's zero signs)
