@@ -398,34 +398,85 @@ def cos(a):
     return re, jnp.where(x == 0, im0, -im)
 
 
+def _two_sum(a, b):
+    """(s, e): s = a + b rounded and e its rounding error, s + e = a + b exactly."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(v):
+    """(hi, lo) with hi + lo = v exactly and hi carrying at most half the
+    significand's bits (Veltkamp), so hi * hi and 2 hi lo are exact; |v| <= 1."""
+    t = v * float(2.0 ** ((int(_finfo(v).nmant) + 2) // 2) + 1.0)
+    hi = t - (t - v)
+    return hi, v - hi
+
+
+# pi/2 in three parts, the first two of 33 bits (fdlibm's): k * each is exact
+_PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624879595063154e-21)
+
+
+def _sincos(y):
+    """(sin y, cos y). float64: from r = y - k pi/2 (|r| <= pi/4, reduced with
+    pi/2 in three parts) and the quadrant k mod 4, within about 0.6 ulp, where
+    jnp.sin and jnp.cos of y itself reach 1.4 ulp; past |y| = 2^19, and for
+    float32 (whose sin and cos are within 0.5 ulp), jnp.sin and jnp.cos."""
+    if int(_finfo(y).nmant) < 52:
+        return jnp.sin(y), jnp.cos(y)
+    ok = jnp.abs(y) < float(2.0 ** 19)
+    yr = jnp.where(ok, y, 0.0)
+    k = jnp.round(yr * (2.0 / math.pi))
+    a, c = yr - k * _PIO2[0], -(k * _PIO2[1])               # (both exact)
+    r = a + c
+    bb = r - a
+    rl = ((a - (r - bb)) + (c - bb)) - k * _PIO2[2]         # y - k pi/2 = r + rl (two-sum)
+    s0, c0 = jnp.sin(r), jnp.cos(r)
+    sr, cr = s0 + c0 * rl, c0 - s0 * rl
+    q = k - 4.0 * jnp.floor(0.25 * k)
+    s = jnp.where(q == 0.0, sr, jnp.where(q == 1.0, cr, jnp.where(q == 2.0, -sr, -cr)))
+    c = jnp.where(q == 0.0, cr, jnp.where(q == 1.0, -sr, jnp.where(q == 2.0, -cr, sr)))
+    return jnp.where(ok, s, jnp.sin(y)), jnp.where(ok, c, jnp.cos(y))
+
+
 def tanh(a):
-    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| < 1 the denominator is
-    2 sinh^2 x + (1 + cos 2y), with 2 cos^2 y for the last term where that
-    cancels, so nothing cancels near the poles; sinh 2x and sinh x by their Taylor
-    series. For |x| >= 1 from E = e^(2|x|) (cosh 2x >= 3.7 > |cos 2y|), the real
-    part as 1 - 2 (1/E + cos 2y) / den, E's rounding mostly cancelling. Once
-    tanh x rounds to +-1 the parts are +-1 and 2 sin 2y e^(-2|x|): no
-    inf / inf. tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument
-    gives a real result whose zero keeps y's sign (differs from JAX: +0)."""
+    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| < 1 as
+    (sinh x cosh x + i sin y cos y) / (cos^2 y + sinh^2 x), the denominator a
+    double-float sum (cos y and x split so that their squares are exact;
+    sinh^2 x = x^2 + d (2x + d), d = sinh x - x by its Taylor series) whose low
+    part corrects both quotients: nothing cancels near the poles and no rounding
+    of cos^2 y doubles cos y's. For |x| >= 1 from E = e^(2|x|) (cosh 2x >= 3.7 >
+    |cos 2y|), the denominator E + (1/E + 2 cos 2y), the real part as
+    1 - 2 (1/E + cos 2y) / den, E's rounding mostly cancelling. sin and cos by
+    _sincos. Once tanh x rounds to +-1 the parts are +-1 and 2 sin 2y e^(-2|x|):
+    no inf / inf. tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real
+    argument gives a real result whose zero keeps y's sign (differs from JAX: +0)."""
     x, y = a
     fi = _finfo(x)
     ax = jnp.abs(x)
     far = ax > float((int(fi.nmant) + 4) * math.log(2) / 2 + 1)
     near = ax < 1.0
-    cy = jnp.cos(y)
-    c2y, s2y = jnp.cos(2.0 * y), jnp.sin(2.0 * y)
-    # |x| < 1: 2 sinh^2 x + (1 + cos 2y), or 2 cos^2 y where that cancels
+    s2y, c2y = _sincos(2.0 * y)
+    # |x| < 1: (sinh x cosh x + i sin y cos y) / (cos^2 y + sinh^2 x)
+    sy, cy = _sincos(jnp.where(near, y, 0.0))
     xn = jnp.where(near, x, 0.0)
     x2, tx = xn * xn, 2.0 * xn
     eps = float(fi.eps)
-    s2x = tx + tx * ((tx * tx) * _taylor(tx * tx, 3, eps, 4.0))         # sinh 2x
-    sh = xn + xn * (x2 * _taylor(x2, 3, eps))                          # sinh x
-    den = 2.0 * (sh * sh) + jnp.where(jnp.abs(cy) > 0.6, 1.0 + c2y, 2.0 * (cy * cy))
-    re_n, im_n = s2x / den, s2y / den
+    shch = xn + xn * ((tx * tx) * _taylor(tx * tx, 3, eps, 4.0))     # sinh 2x / 2
+    d = xn * (x2 * _taylor(x2, 3, eps))                                # sinh x - x
+    hi, lo = _split(cy)
+    xh, xl = _split(xn)
+    s1, e1 = _two_sum(hi * hi, xh * xh)
+    den, e2 = _two_sum(s1, ((2.0 * hi) * lo + (2.0 * xh) * xl) + d * (2.0 * xn + d))
+    tail = e2 + (e1 + (lo * lo + xl * xl))
+    rel = tail / den                                   # den (1 + rel) = cos^2 y + sinh^2 x
+    re_n, im_n = shch / den, (sy * cy) / den
+    re_n = jnp.where(xn == 0, re_n, re_n - re_n * rel)  # (keeps x's zero sign)
+    im_n = im_n - im_n * rel
     # 1 <= |x| <= far
     e = jnp.exp(jnp.where(near | far, 2.0, 2.0 * ax))
     ie = 1.0 / e
-    den2 = (e + ie) + 2.0 * c2y
+    den2 = e + (ie + 2.0 * c2y)
     re_m = jnp.copysign(1.0 - (2.0 * (ie + c2y)) / den2, x)         # (e - ie) / den2
     im_m = (2.0 * s2y) / den2
     # past far

@@ -44,8 +44,8 @@ UNARY = {
     "rsqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 4),
     "sin": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
     "cos": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
-    "tan": (["unit", "small", "wide", "trig", "exp_t"], ("comp", "comp"), 6),
-    "tanh": (["unit", "small", "wide", "trig", "exp"], ("comp", "comp"), 6),
+    "tan": (["unit", "small", "wide", "trig", "exp_t"], ("comp", "comp"), 5),
+    "tanh": (["unit", "small", "wide", "trig", "exp"], ("comp", "comp"), 5),
     "logistic": (["unit", "small", "exp_y2"], ("norm", "comp"), 5.5),
 }
 BINARY = {
