@@ -494,18 +494,19 @@ def tan(a):
 
 
 def logistic(a):
-    """1 / (1 + e^-z) without overflow: with v = e^(-|x| -+ i y) (|v| <= 1), it is
-    1 / (1 + v) for x >= 0 and v / (1 + v) for x < 0, as for the real logistic;
-    both over D = |1 + v|^2 = (1 + Re v)^2 + (Im v)^2 in [0, 4], one division
-    per part (no complex division)."""
+    """1 / (1 + e^-z) without overflow: with E = e^-|x| <= 1, c = cos y, s = sin y
+    (_sincos), it is ((1 + E c) + i E s) / D for x >= 0 and (E (c + E) + i E s) / D
+    for x < 0, as for the real logistic, over D = |1 + e^(-|x| -+ iy)|^2 =
+    1 + E (2c + E), rounded once at the end (no square of a rounded 1 + E c)."""
     x, y = a
     pos = x >= 0
-    vr, vi = exp((-jnp.abs(x), jnp.where(pos, -y, y)))
-    s = 1.0 + vr
-    d = s * s + vi * vi
-    re = jnp.where(pos, s, vr + (vr * vr + vi * vi)) / d
-    im = jnp.where(pos, 0.0 - vi, vi) / d            # (0 - vi: NumPy's and JAX's zero signs)
-    return re, jnp.where((y == 0) & ~jnp.isnan(x), 0.0, im)     # (+0 for real z, as they)
+    e = jnp.exp(-jnp.abs(x))
+    s, c = _sincos(y)
+    d = 1.0 + e * (2.0 * c + e)
+    re = jnp.where(pos, 1.0 + e * c, e * (c + e)) / d
+    es = e * s
+    im = jnp.where(pos, 0.0 - (-es), es) / d          # (0 - -es: NumPy's and JAX's zero signs)
+    return re, jnp.where((y == 0) & ~jnp.isnan(x), 0.0, im)     # (+0 for real z, as NumPy and JAX)
 
 
 COMPLEX_MATH = {
