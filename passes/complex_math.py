@@ -417,22 +417,12 @@ def _split(v):
 _PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624879595063154e-21)
 
 
-def _sincos(y):
-    """(sin y, cos y): float64 as the high parts of _sincos2 (within 0.9 ulp;
-    jnp.sin and jnp.cos reach 1.4); float32 by jnp.sin and jnp.cos (within 0.5)."""
-    if int(_finfo(y).nmant) < 52:
-        return jnp.sin(y), jnp.cos(y)
-    s, _, c, _ = _sincos2(y)
-    return s, c
-
-
-def _sincos2(y):
-    """float64 (sin y, its low part, cos y, its low part), each pair a double
-    float within about 2^-60 relative (where jnp.sin and jnp.cos reach 1.4 ulp):
-    r + rl = y - k pi/2 (|r| <= pi/4, pi/2 in three parts, a two-sum), then
-    the Taylor series of sin and cos at r, their leading terms r and 1 - r^2/2
-    summed exactly (r split so that r^2 is), and the quadrant k mod 4. Past
-    |y| = 2^19, jnp.sin and jnp.cos (low parts 0)."""
+def _cos(y):
+    """float64 cos y as a double float (hi, lo), within about 2^-60 relative
+    (jnp.cos reaches 1.4 ulp): r + rl = y - k pi/2 (|r| <= pi/4, pi/2 in three
+    parts, a two-sum), then the Taylor series of cos or sin at r by the quadrant
+    k mod 4, the leading terms 1 - r^2/2 (r split so that r^2 is exact) or r
+    summed exactly with the rest. Past |y| = 2^19, jnp.cos (lo = 0)."""
     eps = float(_finfo(y).eps)
     ok = jnp.abs(y) < float(2.0 ** 19)
     yr = jnp.where(ok, y, 0.0)
@@ -444,36 +434,32 @@ def _sincos2(y):
     rh, rt = _split(r)
     hh = 0.5 * (rh * rh)                                    # r^2 / 2 = hh + hl
     hl = (rh * rt + 0.5 * (rt * rt)) + r * rl
-    one = 1.0 - hh                                          # (exact: hh <= 0.31)
+    one = 1.0 - hh
     ct = (((1.0 - one) - hh) - hl) + (z * z) * _taylor(-z, 4, eps, 0.62)
-    ch = one + ct
-    cl = ct - (ch - one)
     st = rl - r * (z * _taylor(-z, 3, eps, 0.62))
-    sh = r + st
-    sl = st - (sh - r)
-    q = k - 4.0 * jnp.floor(0.25 * k)
-
-    def pick(v0, v1, v2, v3):
-        return jnp.where(q == 0.0, v0, jnp.where(q == 1.0, v1, jnp.where(q == 2.0, v2, v3)))
-    s_hi, s_lo = pick(sh, ch, -sh, -ch), pick(sl, cl, -sl, -cl)
-    c_hi, c_lo = pick(ch, -sh, -ch, sh), pick(cl, -sl, -cl, sl)
-    return (jnp.where(ok, s_hi, jnp.sin(y)), jnp.where(ok, s_lo, 0.0),
-            jnp.where(ok, c_hi, jnp.cos(y)), jnp.where(ok, c_lo, 0.0))
+    q = k - 4.0 * jnp.floor(0.25 * k)                       # cos r, -sin r, -cos r, sin r
+    even = (q == 0.0) | (q == 2.0)
+    v0, v1 = jnp.where(even, one, r), jnp.where(even, ct, st)
+    hi = v0 + v1
+    lo = v1 - (hi - v0)
+    neg = (q == 1.0) | (q == 2.0)
+    hi, lo = jnp.where(neg, -hi, hi), jnp.where(neg, -lo, lo)
+    return jnp.where(ok, hi, jnp.cos(y)), jnp.where(ok, lo, 0.0)
 
 
 def tanh(a):
     """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y). For |x| < 1 as
-    (sinh x cosh x + i sin y cos y) / (cos^2 y + sinh^2 x), the denominator a
-    double-float sum (cos y and x split so that their squares are exact;
-    sinh^2 x = x^2 + d (2x + d), d = sinh x - x by its Taylor series) whose low
-    part corrects both quotients: nothing cancels near the poles and no rounding
-    of cos^2 y doubles cos y's. For |x| >= 1 from E = e^(2|x|) (cosh 2x >= 3.7 >
-    |cos 2y|), the denominator E + (1/E + 2 cos 2y), the real part as
-    1 - 2 (1/E + cos 2y) / den, E's rounding mostly cancelling. sin y and cos y
-    by _sincos (float64: jnp.cos's 1.4 ulp, doubled in cos^2 y, would cost
-    5 ulp), sin 2y and cos 2y by jnp. Once tanh x rounds to +-1 the parts are
-    +-1 and 2 sin 2y e^(-2|x|): no inf / inf. tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real
-    argument gives a real result whose zero keeps y's sign (differs from JAX: +0)."""
+    (sinh x cosh x + i sin 2y / 2) / (cos^2 y + sinh^2 x), with cos y and x split
+    so that their squares are exact and sinh^2 x = x^2 + d (2x + d), d = sinh x - x
+    by its Taylor series: nothing cancels near the poles. float64 takes cos y as
+    _cos's double float (jnp.cos's 1.4 ulp, doubled in cos^2 y, would cost 5 ulp)
+    and rounds the sum once; float32 (jnp.cos within 0.5 ulp) sums it as a double
+    float whose low part corrects both quotients. For |x| >= 1 from E = e^(2|x|)
+    (cosh 2x >= 3.7 > |cos 2y|), the denominator E + (1/E + 2 cos 2y), the real
+    part as 1 - 2 (1/E + cos 2y) / den, E's rounding mostly cancelling. Once
+    tanh x rounds to +-1 the parts are +-1 and 2 sin 2y e^(-2|x|): no inf / inf.
+    tanh(+-inf + yi) = +-1 + 0i for every y (as JAX); a real argument gives a
+    real result whose zero keeps y's sign (differs from JAX: +0)."""
     x, y = a
     fi = _finfo(x)
     ax = jnp.abs(x)
@@ -481,21 +467,29 @@ def tanh(a):
     near = ax < 1.0
     s2y, c2y = jnp.sin(2.0 * y), jnp.cos(2.0 * y)
     # |x| < 1: (sinh x cosh x + i sin y cos y) / (cos^2 y + sinh^2 x)
-    sy, cy = _sincos(jnp.where(near, y, 0.0))
     xn = jnp.where(near, x, 0.0)
     x2, tx = xn * xn, 2.0 * xn
     eps = float(fi.eps)
     shch = xn + xn * ((tx * tx) * _taylor(tx * tx, 3, eps, 4.0))     # sinh 2x / 2
     d = xn * (x2 * _taylor(x2, 3, eps))                                # sinh x - x
-    hi, lo = _split(cy)
-    xh, xl = _split(xn)
-    s1, e1 = _two_sum(hi * hi, xh * xh)
-    den, e2 = _two_sum(s1, ((2.0 * hi) * lo + (2.0 * xh) * xl) + d * (2.0 * xn + d))
-    tail = e2 + (e1 + (lo * lo + xl * xl))
-    rel = tail / den                                   # den (1 + rel) = cos^2 y + sinh^2 x
-    re_n, im_n = shch / den, (sy * cy) / den
-    re_n = jnp.where(xn == 0, re_n, re_n - re_n * rel)  # (keeps x's zero sign)
-    im_n = im_n - im_n * rel
+    if int(fi.nmant) >= 52:
+        cy, cl = _cos(jnp.where(near, y, 0.0))
+        hi, lo = _split(cy)
+        xh, xl = _split(xn)
+        den = (hi * hi + xh * xh) + ((((2.0 * hi) * lo + lo * lo) + 2.0 * (cy * cl)) +
+                                     (((2.0 * xh) * xl + xl * xl) + d * (2.0 * xn + d)))
+        re_n, im_n = shch / den, (0.5 * s2y) / den
+    else:
+        cy = jnp.cos(y)
+        hi, lo = _split(cy)
+        xh, xl = _split(xn)
+        s1, e1 = _two_sum(hi * hi, xh * xh)
+        den, e2 = _two_sum(s1, ((2.0 * hi) * lo + (2.0 * xh) * xl) + d * (2.0 * xn + d))
+        tail = e2 + (e1 + (lo * lo + xl * xl))
+        rel = tail / den                               # den (1 + rel) = cos^2 y + sinh^2 x
+        re_n, im_n = shch / den, (0.5 * s2y) / den     # (sin y cos y = sin 2y / 2)
+        re_n = jnp.where(xn == 0, re_n, re_n - re_n * rel)  # (keeps x's zero sign)
+        im_n = im_n - im_n * rel
     # 1 <= |x| <= far
     e = jnp.exp(jnp.where(near | far, 2.0, 2.0 * ax))
     ie = 1.0 / e
