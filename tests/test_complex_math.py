@@ -38,13 +38,13 @@ UNARY = {
     "log": (["unit", "small", "wide", "huge", "cut", "circle"], ("norm", "comp"), 3),
     "log1p": (["unit", "small", "wide", "huge", "cut1", "circle1"], ("norm", "comp"), 3),
     "sqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 3),
-    # rsqrt: 3.2 (float32), 3.1 (float64) at 10x the points (4.2 before rsqrt's
-    # |z|^2 form); sqrt(x^2 + y^2) then two divisions cost about 1 ulp more
+    # rsqrt: 3.2 (float32), 3.3 (float64) at 10x the points (4.8, 4.3 before its
+    # |z|^2 form: a rounded |z| divided into a rounded sqrt costs about 1 ulp more)
     "rsqrt": (["unit", "small", "wide", "huge", "cut", "circle"], ("comp", "comp"), 4),
     "sin": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
     "cos": (["unit", "small", "trig", "cosh", "cosh_edge"], ("comp", "comp"), 4),
-    # tan, tanh: 3.2, 2.9 (float32), 3.3, 3.3 (float64) at 10x the points (3.7,
-    # 4.0, 5.3, 4.6 with 2 cos^2 y rounded and jnp.sin and jnp.cos of y)
+    # tan, tanh: 3.2, 3.2 (float32), 3.4, 3.3 (float64) at 10x the points (4.1,
+    # 4.0, 5.0, 4.7 with cos^2 y rounded, float64 from jnp.cos's 1.4 ulp)
     "tan": (["unit", "small", "wide", "trig", "exp_t"], ("comp", "comp"), 4),
     "tanh": (["unit", "small", "wide", "trig", "exp"], ("comp", "comp"), 4),
     # logistic: 3.8 (float32), 3.2 (float64) at 10x the points (4.7, 5.0 with a
