@@ -169,8 +169,7 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, correction=None):
     axes = canonical_axes(axis, len(shape_of(x)))
     centered = subtract(x, mean(x, axes, keepdims=True))
     if dtypes.is_complex(centered.dtype):       # |x - mean|^2: real, as JAX
-        from ._standard import imag, real
-        squares = add(square(real(centered)), square(imag(centered)))
+        squares = add(square(bind1(ew.real, centered)), square(bind1(ew.imag, centered)))
         result = dtypes.real_dtype(result)
     else:
         squares = square(centered)
