@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import ShapeError
+from ..prims import elementwise as ew
 from ..prims import linalg as la
 from ..prims import reductions as rd
-from .creation import _wrap_public
+from .creation import _wrap_public, asarray
 from ._util import bind1, broadcast_shapes, broadcast_to, canonical_axis, convert, \
     promote_dtypes, shape_of
 from .manipulation import ravel, reshape, transpose
@@ -110,11 +111,17 @@ def inner(a, b):
     return _dot_general(a, b, ((len(sa) - 1,), (len(sb) - 1,)))
 
 
+def _conjugate(x):
+    """x conjugated; a real array as it is (jnp.conjugate, without importing
+    _standard, which imports this module)."""
+    v = asarray(x)
+    return bind1(ew.conj, v) if dtypes.is_complex(v.dtype) else v
+
+
 @_with_preferred
 def vdot(a, b):
     """The dot product of the flattened arrays, a conjugated first (as NumPy)."""
-    from ._standard import conjugate
-    return dot(ravel(conjugate(a)), ravel(b))
+    return dot(ravel(_conjugate(a)), ravel(b))
 
 
 @_with_preferred
@@ -241,9 +248,8 @@ def kron(a, b):
 def vecdot(x1, x2, /, *, axis=-1):
     """Dot products along axis of the broadcast operands, x1 conjugated."""
     from .manipulation import moveaxis
-    from ._standard import conjugate
     a, b = promote_dtypes(x1, x2)
-    a = conjugate(a)
+    a = _conjugate(a)
     shape = broadcast_shapes(shape_of(a), shape_of(b))
     if not shape:
         raise ShapeError("vecdot: operands must be at least 1-d")
