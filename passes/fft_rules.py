@@ -7,21 +7,12 @@ the front and binds.
 """
 from __future__ import annotations
 
-from jx.core import bind
 from jx.errors import JxError
 from jx.prims import fft_split as fs
 
 from .jvp import jvp_rules
 from .vjp import vjp_rules
-from .vmap import batch_rules, move_to_front
-
-
-def _front_rule(prim):
-    def rule(xs, ds, axis_size, **params):
-        xs = [move_to_front(x, d, axis_size) for x, d in zip(xs, ds)]
-        outs = bind(prim, *xs, **params)
-        return outs, [0] * len(outs)
-    return rule
+from .vmap import batch_rules, front_rule as _front_rule
 
 
 def _derivative(name):

@@ -27,7 +27,7 @@ from jx.prims import decompositions as dc
 
 from .jvp import jvp_rules
 from .vjp import vjp_rules
-from .vmap import batch_rules, move_to_front
+from .vmap import batch_rules, front_rule
 from .zeros import add_any
 
 
@@ -384,13 +384,7 @@ def _svd_vjp(cts, ins, outs, full_matrices, compute_uv):
 
 # ------------------------------------------------------------------ batching
 
-def _front_rule(prim):
-    """The primitive batches over leading axes: batch axis to the front, bind."""
-    def rule(xs, ds, axis_size, **params):
-        xs = [move_to_front(x, d, axis_size) for x, d in zip(xs, ds)]
-        outs = bind(prim, *xs, **params)
-        return outs, [0] * len(outs)
-    return rule
+_front_rule = front_rule
 
 
 def _trsm_batch(xs, ds, axis_size, **params):

@@ -49,6 +49,18 @@ def move_to_front(x, d, axis_size: int):
     return x if d == 0 else jnp.moveaxis(x, d, 0)
 
 
+def front_rule(prim):
+    """The batching rule of a primitive that batches over its leading axes: every
+    operand's batch axis to the front, then bind."""
+    from jx.core import bind
+
+    def rule(xs, ds, axis_size, **params):
+        xs = [move_to_front(x, d, axis_size) for x, d in zip(xs, ds)]
+        outs = bind(prim, *xs, **params)
+        return outs, [0] * len(outs)
+    return rule
+
+
 def vmap_graph(graph: Graph, dims: Sequence, axis_size: int) -> Graph:
     """Graph -> Graph over batched inputs (batch axis at `dims`), outputs batched at 0."""
     in_avals = []
