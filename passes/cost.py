@@ -37,7 +37,7 @@ def eqn_flops(eqn) -> int:
     return sum(v.aval.size for v in eqn.outputs)
 
 
-_FFTS = frozenset({"fft_c2c", "fft_r2c", "fft_c2r"})
+_FFTS = frozenset({"fft_c2c", "fft_r2c", "fft_c2r", "fft_z"})
 
 
 def _fft_flops(eqn) -> int:
@@ -48,7 +48,7 @@ def _fft_flops(eqn) -> int:
     n = eqn.params["n"] if eqn.prim.name == "fft_c2r" else shape[axis]
     rows = math.prod(shape) // max(shape[axis], 1)
     per = 5 * n * math.log2(n) if n > 1 else 0
-    return int(rows * per * (1 if eqn.prim.name == "fft_c2c" else 0.5))
+    return int(rows * per * (1 if eqn.prim.name in ("fft_c2c", "fft_z") else 0.5))
 
 
 def kernel_cost(kernel) -> Cost:

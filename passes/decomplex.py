@@ -57,11 +57,19 @@ def decomplex(graph: Graph) -> Graph:
     def walk(*args):
         env = {id(v): (Pair(bind(ew.real, x)[0], bind(ew.imag, x)[0]) if _is_complex(v) else x)
                for v, x in zip(graph.inputs, args)}
-        outs = _run(graph, env, args)
-        return [bind(ew.complex_, o.re, o.im)[0] if isinstance(o, Pair) else o for o in outs]
+        whole = {id(v): x for v, x in zip(graph.inputs, args) if _is_complex(v)}
+        joined: dict = {}
+        outs = _run(graph, env, args, whole, joined)
+        return [_join(o, joined) if isinstance(o, Pair) else o for o in outs]
 
     out = transform_graph(walk, graph.in_avals, "decomplex")
     return Graph(out.inputs, out.eqns, out.outputs, graph.in_tree, graph.out_tree)
+
+
+def _join(z: Pair, joined: dict):
+    """The interleaved value of a pair: the one it was read from, or built."""
+    whole = joined.get((id(z.re), id(z.im)))
+    return whole if whole is not None else bind(ew.complex_, z.re, z.im)[0]
 
 
 def split_body(graph: Graph) -> Graph:
@@ -116,13 +124,23 @@ def _read(env, atom, like):
     return env[id(atom)]
 
 
-# (producers, env) of the graphs being split, innermost last: rules that look
-# through an operand's producer (_fft) read them
-_WALKS: list = []
+class _Walk(NamedTuple):
+    """What rules that look past their operands (the FFT's) see of the graph being
+    split: producers, values, the graph's complex inputs as they are (interleaved;
+    a body's: none) and `joined`, where a rule leaves (re, im) pairs read from one
+    interleaved value, so a result that is that value is not built again."""
+    producers: dict
+    env: dict
+    whole: dict
+    joined: dict
 
 
-def _run(graph: Graph, env: dict, like) -> list:
-    _WALKS.append(({id(v): e for e in graph.eqns for v in e.outputs}, env))
+_WALKS: list = []         # innermost last
+
+
+def _run(graph: Graph, env: dict, like, whole=None, joined=None) -> list:
+    _WALKS.append(_Walk({id(v): e for e in graph.eqns for v in e.outputs}, env,
+                        whole or {}, {} if joined is None else joined))
     try:
         return _run_eqns(graph, env, like)
     finally:
@@ -393,6 +411,8 @@ def _fft(eqn, ins):
         z = c2c(x, True, axes[:-1])
         return bind(fs.fft_c2r, z.re, z.im, n=lengths[-1])
     moved = _transposed(eqn.inputs[0])
+    if moved is None and len(axes) == 1:
+        return [_along_last(eqn.inputs[0], x, kind == FftType.IFFT)]
     if moved is not None:
         # jnp.fft moves the axes it transforms last (transposes around lax.fft); the
         # kernel transforms any axis in place, so transform x where it is and move
@@ -403,10 +423,29 @@ def _fft(eqn, ins):
     return [c2c(x, kind == FftType.IFFT, axes[::-1])]
 
 
+@rule("fft_z")
+def _fft_z(eqn, ins):
+    return [_along_last(eqn.inputs[0], ins[0], eqn.params["inverse"])]
+
+
+def _along_last(atom, z: Pair, inverse: bool) -> Pair:
+    """The transform along the last axis: of a program's complex input as it is
+    (fft_z reads it interleaved, no split pass before), else of the parts."""
+    from jx.prims import fft_split as fs
+    walk = _WALKS[-1]
+    whole = walk.whole.get(id(atom))
+    if whole is None:
+        return Pair(*bind(fs.fft_c2c, z.re, z.im, inverse=inverse))
+    y = bind(fs.fft_z, whole, inverse=inverse)[0]
+    out = Pair(bind(ew.real, y)[0], bind(ew.imag, y)[0])
+    walk.joined[(id(out.re), id(out.im))] = y
+    return out
+
+
 def _transposed(atom):
     """(the split value a transpose read, its permutation) when atom is a complex
     transpose's result, else None."""
-    producers, env = _WALKS[-1]
+    producers, env = _WALKS[-1].producers, _WALKS[-1].env
     made = producers.get(id(atom))
     if made is None or made.prim.name != "transpose" or isinstance(made.inputs[0], Literal):
         return None

@@ -28,8 +28,9 @@ def _c2c_batch(xs, ds, axis_size, *, inverse, axis=-1):
                                    axis=axis + 1 if axis >= 0 else axis)
 
 
-for _prim in (fs.fft_c2c, fs.fft_r2c, fs.fft_c2r):
+for _prim in (fs.fft_c2c, fs.fft_r2c, fs.fft_c2r, fs.fft_z):
     jvp_rules[_prim.name] = vjp_rules[_prim.name] = _derivative(_prim.name)
 batch_rules["fft_c2c"] = _c2c_batch
 batch_rules["fft_r2c"] = _front_rule(fs.fft_r2c)
 batch_rules["fft_c2r"] = _front_rule(fs.fft_c2r)
+batch_rules["fft_z"] = _front_rule(fs.fft_z)

@@ -19,6 +19,11 @@ from jx import lax
 # complex128 data stays complex128 (JAX's x64 mode); complex64 is asked for explicitly
 pytestmark = pytest.mark.x64
 
+COVERED = {"fft_z"}            # (the other complex primitives: tests/test_primitives.py)
+# fft_z is staged by the complex lowering, after differentiation: batching is tested
+# below and its derivatives refused
+TRANSFORM_COVERED = {"fft_z"}
+
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 DTYPES = [C64, C128]
 SHAPES = [(), (7,), (3, 5), (2, 3, 33)]
@@ -283,3 +288,44 @@ def test_fft_along_other_axes_transforms_in_place(rng):
             g = stage(g)
         names = [e.prim.name for k in fuse(g).kernels for e in k.eqns]
         assert "transpose" not in names and "fft_c2c" in names, names
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_fft_z_reads_and_writes_interleaved(dt, rng):
+    """fft_z, the transform of a complex array in its own layout, against NumPy:
+    radices, Bluestein, length 1, batches, the inverse; vmap batches it and
+    derivatives are refused (it exists only after differentiation)."""
+    from jx.core import bind
+    from jx.prims import fft_split as fs
+    for shape in [(1,), (7,), (3, 64), (2, 3, 60), (10007,), (5, 1024)]:
+        z = crand(rng, shape, dt)
+        for inverse in (False, True):
+            got = jx.jit(lambda z: bind(fs.fft_z, z, inverse=inverse)[0])(z)
+            want = (np.fft.ifft(z) if inverse else np.fft.fft(z)).astype(dt)
+            err = np.linalg.norm(np.asarray(got) - want) / max(np.linalg.norm(want), 1e-30)
+            assert err < 4 * np.finfo(z.real.dtype).eps * max(1, np.log2(shape[-1])), shape
+    z = crand(rng, (4, 3, 16), dt)
+    got = jx.jit(jx.vmap(lambda v: bind(fs.fft_z, v, inverse=False)[0], in_axes=1))(z)
+    close(got, np.stack([np.fft.fft(z[:, j]) for j in range(3)]).astype(dt), dt, 64)
+    with pytest.raises(jx.JxError, match="after differentiation"):
+        jx.jvp(lambda v: bind(fs.fft_z, v, inverse=False)[0], (z,), (z,))
+
+
+def test_fft_of_a_complex_input_is_one_kernel(rng):
+    """An FFT along the last axis of a program's complex input reads it interleaved
+    and writes the result interleaved (fft_z, no split or join passes); of a value
+    computed inside, it runs on the split parts (fft_c2c)."""
+    from jx.passes import pipeline
+    from jx.passes.fuse import fuse
+
+    def kernels(f, *args):
+        g = jx.make_graph(f)(*args)
+        for stage in pipeline.STAGES.values():
+            g = stage(g)
+        return [k.root.prim.name for k in fuse(g).kernels]
+
+    z = crand(rng, (8, 32), C64)
+    assert kernels(jnp.fft.fft, z) == ["fft_z"]
+    assert "fft_c2c" in kernels(lambda z: jnp.fft.fft(z * 2j), z)
+    np.testing.assert_allclose(jx.jit(lambda z: jnp.abs(jnp.fft.ifft(z)))(z),
+                               np.abs(np.fft.ifft(z)), rtol=1e-5, atol=1e-6)

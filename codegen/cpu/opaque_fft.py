@@ -48,9 +48,9 @@ def _width(ctx, dt) -> int:
 class _Row:
     """Per-row pointers and scratch of one chunk of rows."""
 
-    def __init__(self, ctx, kernel, work: int):
+    def __init__(self, ctx, kernel, work: int, dt=None):
         self.ctx, self.b = ctx, ctx.b
-        self.dt = kernel.root.inputs[0].aval.dtype
+        self.dt = np.dtype(dt or kernel.root.inputs[0].aval.dtype)
         self.elem = U.storage_type(self.dt)
         self.width = _width(ctx, self.dt)
         self.mem = None
@@ -381,6 +381,48 @@ def _c2r_odd(ctx, kernel, n, rows):
     row.release()
 
 
+# ------------------------------------------------------------------ interleaved
+
+@opaque_rule("fft_z")
+def _z(ctx, kernel):
+    """fft_c2c of a complex array in place of its parts: each row's components
+    split into scratch, transformed there, and interleaved into the output row:
+    the row stays in cache between the three."""
+    (z,), (out,) = kernel.root.inputs, kernel.root.outputs
+    n, rows = _rows(kernel)
+    if rows == 0:
+        return
+    plan = P.plan(n)
+    part = np.dtype(z.aval.dtype.char.lower())      # complex64 -> float32
+    row = _Row(ctx, kernel, plan.work + 2 * n, dt=part)
+    inverse = kernel.root.params["inverse"]
+    fn, tr, ti = _transform(ctx, row, plan, 1.0 / n if inverse else 1.0)
+    w = plan.work
+    wr, wi = (row.scratch(0), row.scratch(w + 2 * n)) if w else \
+        (ir.Constant(U.PTR, None), ir.Constant(U.PTR, None))
+    xr, xi = row.scratch(w), row.scratch(w + n)                 # the row's parts
+    yr, yi = row.scratch(2 * w + 2 * n), row.scratch(2 * w + 3 * n)
+    src, dst = ctx.ptr(z), ctx.ptr(out)
+    b = ctx.b
+
+    def one(t):
+        base = b.mul(t, U.i64(2 * n))
+        with U.for_range(b, n, "fft.split") as j:
+            at = b.add(base, b.mul(j, U.i64(2)))
+            row.st(row.ld(src, at), xr, j)
+            row.st(row.ld(src, b.add(at, U.i64(1))), xi, j)
+        if inverse:
+            b.call(fn, [xi, xr, yi, yr, wr, wi, tr, ti])
+        else:
+            b.call(fn, [xr, xi, yr, yi, wr, wi, tr, ti])
+        with U.for_range(b, n, "fft.join") as j:
+            at = b.add(base, b.mul(j, U.i64(2)))
+            row.st(row.ld(yr, j), dst, at)
+            row.st(row.ld(yi, j), dst, b.add(at, U.i64(1)))
+    row.each(rows, one)
+    row.release()
+
+
 # ------------------------------------------------------------------ threads
 
 def _extent(per_row_flops):
@@ -404,3 +446,4 @@ def _c2c_extent(kernel):
 PARALLEL_OPAQUE["fft_c2c"] = _c2c_extent
 PARALLEL_OPAQUE["fft_r2c"] = _extent(lambda k, n: P.flops(n) // 2)
 PARALLEL_OPAQUE["fft_c2r"] = _extent(lambda k, n: P.flops(k.root.params["n"]) // 2)
+PARALLEL_OPAQUE["fft_z"] = _extent(lambda k, n: P.flops(n))

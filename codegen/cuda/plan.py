@@ -139,7 +139,8 @@ def refuse_symbols(program) -> None:
 # Their CPU loops would run on one GPU thread (the serial fallback): correct, but
 # slower than the host by orders of magnitude, so the target says no instead.
 NOT_ON_GPU = frozenset({"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
-                        "conv_general_dilated", "fft_c2c", "fft_r2c", "fft_c2r"})
+                        "conv_general_dilated", "fft_c2c", "fft_r2c", "fft_c2r",
+                        "fft_z"})
 
 
 def refuse_decompositions(program) -> None:

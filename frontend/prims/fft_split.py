@@ -16,6 +16,12 @@ or float64, the transformed length static and at least 1.
                                            inputs (the imaginary parts of the DC and,
                                            for even n, Nyquist terms are ignored)
 
+    fft_z(z, inverse)         -> z         fft_c2c along the last axis of a complex
+                                           array in its interleaved layout: for the
+                                           transform of a program's complex input,
+                                           each row split into the kernel's scratch
+                                           and its result interleaved back there
+                                           (no passes over memory before and after)
 The references run np.fft in the operands' precision (NumPy 2 keeps complex64).
 """
 from __future__ import annotations
@@ -123,3 +129,28 @@ def _c2r(re, im, *, n):
 
 
 fft_c2r = declare("fft_c2r", _c2r_rule, _c2r)
+
+
+# ------------------------------------------------------------------ fft_z
+
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def _z_rule(z, *, inverse):
+    if z.ndim < 1 or z.dtype not in _COMPLEX:
+        raise ShapeError(f"fft_z's operand must be a complex64 or complex128 array of at "
+                         f"least 1 dim, got {z}")
+    n = z.shape[-1]
+    if not isinstance(n, (int, np.integer)):
+        raise NotImplementedError(f"the FFT length (last axis of {z}) must be static; "
+                                  "give it as a number")
+    _nonempty(n)
+    return ShapedArray(z.shape, z.dtype)
+
+
+def _z(z, *, inverse):
+    out = np.fft.ifft(z, axis=-1) if inverse else np.fft.fft(z, axis=-1)
+    return out.astype(z.dtype, copy=False)
+
+
+fft_z = declare("fft_z", _z_rule, _z)
