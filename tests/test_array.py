@@ -553,3 +553,13 @@ def test_artifacts_still_return_numpy(tmp_path):
     jitted = jx.jit(lambda v: v * 2.0 + 1.0)(x)
     assert type(jitted) is Array
     np.testing.assert_array_equal(out, np.asarray(jitted))
+
+
+def test_transpose_method_takes_axes_as_numpy_does():
+    """x.transpose(1, 0), x.transpose((1, 0)), x.transpose([1, 0]) and
+    x.transpose(None) are NumPy's spellings; traced and concrete alike."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for axes in [((0, 2, 1),), ([2, 0, 1],), (1, 0, 2), (None,), ()]:
+        want = x.transpose(*axes)
+        np.testing.assert_array_equal(jnp.asarray(x).transpose(*axes), want)
+        np.testing.assert_array_equal(jx.jit(lambda v: v.transpose(*axes))(x), want)

@@ -42,6 +42,13 @@ def _clip(self, min=None, max=None, out=None, *, a_min=None, a_max=None):
     return uf.clip(self, min, max, a_min=a_min, a_max=a_max)
 
 
+def _axes_arg(axes: tuple):
+    """x.transpose(1, 0) and x.transpose((1, 0)) alike, as NumPy; none: reversed."""
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        return axes[0]
+    return axes or None
+
+
 def _matrix_transpose(self):
     nd = len(self.shape)
     if nd < 2:
@@ -156,7 +163,7 @@ METHODS: dict = {
     "argsort": lambda self, axis=-1, *, stable=True, descending=False: so.argsort(
         self, axis, stable=stable, descending=descending),
     "ptp": lambda self, axis=None, keepdims=False: rd.ptp(self, axis, keepdims),
-    "transpose": lambda self, *axes: mp.transpose(self, axes or None),
+    "transpose": lambda self, *axes: mp.transpose(self, _axes_arg(axes)),
     "sum": _sum,
     "prod": _prod,
     "max": _max,
