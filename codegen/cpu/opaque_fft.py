@@ -268,15 +268,21 @@ def _r2c(ctx, kernel):
     row.release()
 
 
-def _r2c_odd(ctx, kernel, n, rows):
+def _odd_row(ctx, kernel, n):
+    """The odd-length real transforms' chunk scratch: one length-n complex
+    transform from z to out with its work area; (row, fn, tr, ti, zr, zi, outr,
+    outi, wr, wi), each half [z | out | work] of 2n + plan.work elements."""
     plan = P.plan(n)
     row = _Row(ctx, kernel, 2 * n + plan.work)
-    b = ctx.b
     fn, tr, ti = _transform(ctx, row, plan)
     span = 2 * n + plan.work                     # the imaginary half's offset
-    zr, zi, outr, outi = row.scratch(0), row.scratch(span), row.scratch(n), \
-        row.scratch(span + n)
-    wr, wi = row.scratch(2 * n), row.scratch(span + 2 * n)
+    return (row, fn, tr, ti, row.scratch(0), row.scratch(span), row.scratch(n),
+            row.scratch(span + n), row.scratch(2 * n), row.scratch(span + 2 * n))
+
+
+def _r2c_odd(ctx, kernel, n, rows):
+    row, fn, tr, ti, zr, zi, outr, outi, wr, wi = _odd_row(ctx, kernel, n)
+    b = ctx.b
     xp, rp, ip = ctx.ptr(kernel.root.inputs[0]), *(ctx.ptr(o) for o in kernel.root.outputs)
     h1 = n // 2 + 1
     zero = ir.Constant(row.elem, 0.0)
@@ -348,14 +354,8 @@ def _c2r(ctx, kernel):
 
 
 def _c2r_odd(ctx, kernel, n, rows):
-    plan = P.plan(n)
-    row = _Row(ctx, kernel, 2 * n + plan.work)
+    row, fn, tr, ti, zr, zi, outr, outi, wr, wi = _odd_row(ctx, kernel, n)
     b = ctx.b
-    fn, tr, ti = _transform(ctx, row, plan)
-    span = 2 * n + plan.work
-    zr, zi, outr, outi = row.scratch(0), row.scratch(span), row.scratch(n), \
-        row.scratch(span + n)
-    wr, wi = row.scratch(2 * n), row.scratch(span + 2 * n)
     (re, im), (x,) = kernel.root.inputs, kernel.root.outputs
     rp, ip, xp = ctx.ptr(re), ctx.ptr(im), ctx.ptr(x)
     h1 = n // 2 + 1
