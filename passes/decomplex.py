@@ -319,6 +319,23 @@ def _cumprod(eqn, ins):
     return [Pair(re, im)]
 
 
+@rule("cummax", "cummin")
+def _cumextremum(eqn, ins):
+    """A running lexicographic max/min of complex values (real part, then
+    imaginary, as XLA and NumPy order them): an associative scan of a pairwise
+    pick."""
+    from jx import lax
+    (z,), p = ins, eqn.params
+    first = lax.gt if eqn.prim.name == "cummax" else lax.lt
+
+    def pick(a, b):
+        take_b = first(b[0], a[0]) | ((b[0] == a[0]) & first(b[1], a[1]))
+        return tuple(lax.select(take_b, y, x) for x, y in zip(a, b))
+    re, im = lax.associative_scan(pick, (z.re, z.im), reverse=p.get("reverse", False),
+                                  axis=p["axis"])
+    return [Pair(re, im)]
+
+
 @rule("sort")
 def _sort(eqn, ins):
     """Complex keys sort lexicographically (real part, then imaginary), as XLA:

@@ -117,6 +117,13 @@ def test_reductions(dt, rng):
     close(jx.jit(lambda z: jnp.cumprod(z, axis=2))(z), np.cumprod(z, axis=2), dt, 64)
     close(jx.jit(lambda z: lax.cumprod(z, axis=0, reverse=True))(z),
           np.flip(np.cumprod(np.flip(z, 0), axis=0), 0), dt, 64)
+    ties = (rng.integers(-2, 3, (4, 9)) + 1j * rng.integers(-2, 3, (4, 9))).astype(dt)
+    for name, acc in (("cummax", np.maximum), ("cummin", np.minimum)):   # lexicographic
+        np.testing.assert_array_equal(jx.jit(lambda z: getattr(lax, name)(z, axis=1))(ties),
+                                      acc.accumulate(ties, axis=1))
+        np.testing.assert_array_equal(
+            jx.jit(lambda z: getattr(lax, name)(z, axis=0, reverse=True))(ties),
+            np.flip(acc.accumulate(np.flip(ties, 0), axis=0), 0))
     empty = np.zeros((3, 0), dt)
     np.testing.assert_array_equal(jx.jit(lambda z: jnp.prod(z, axis=1))(empty), np.ones(3, dt))
 
