@@ -23,6 +23,10 @@ __all__ += ["nn", "random"]
 # loads it, which must not replace the function (see _Package).
 _FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"export", "jit", "pmap", "verify", "vmap"})
 _loaded = False
+# names of the API whose module loads on their first use, not with the namespace
+# (a first jx.jit needs none of them)
+_LAZY_NAMES = {"export": "export", "Entry": "export", "EntryError": "export",
+               "entries_of": "export"}
 
 
 def _load_namespace() -> None:
@@ -59,6 +63,9 @@ def __getattr__(name: str):
             _load_namespace()
         return module
     _load_namespace()
+    if name in _LAZY_NAMES and name not in globals():
+        module = _importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}")
+        globals()[name] = getattr(module, name)
     try:
         return globals()[name]
     except KeyError:
@@ -104,7 +111,7 @@ _NEAREST = {"shard_map": "jx.pmap (one device per core, or MPI ranks)",
 
 def __dir__():
     _load_namespace()
-    return sorted(globals())
+    return sorted(set(globals()) | set(_LAZY_NAMES) | {"nn", "random"})
 
 
 class _Package(_types.ModuleType):

@@ -4,7 +4,8 @@ the first use of any of them), so that `import jx` itself loads nothing and
 from . import dtypes, tree  # noqa: F401
 from . import prims  # noqa: F401  (declares every primitive)
 from . import numpy, lax  # noqa: F401
-from . import nn, random  # noqa: F401
+# jx.nn and jx.random load on first use (jx.__getattr__ imports a submodule when
+# asked for it), jx.export and its names too (jx._LAZY_NAMES): a first jx.jit needs none
 from .array import Array
 from .api import ShapeDtypeStruct, make_graph, _DTypeSpecMaker
 from .dims import dim  # noqa: F401  (jx.dim("B", max=4096): a named size with constraints)
@@ -12,7 +13,6 @@ from .core import PRIMITIVES, Primitive, Tracer
 from .errors import (EmptyReductionError, EscapedTracerError, JxError,  # noqa: F401
                      MaskedArrayError, MissingRuleError, OutOfMemoryError, ShapeError,
                      TracerConversionError, VerifyError)
-from .export import Entry, EntryError, entries_of, export  # noqa: F401
 from .interpret import eval_graph
 from .ir import Graph, ShapedArray
 from .printer import format_graph

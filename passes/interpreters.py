@@ -7,6 +7,7 @@ pass is therefore just tracing it (`transform_graph`).
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -15,6 +16,70 @@ from jx import core, tree
 from jx.api import trace_pytree
 from jx.errors import MissingRuleError
 from jx.ir import Graph, Literal
+
+
+
+class RuleTable(dict):
+    """A transformation's rule table (jvp, vjp, vmap), keyed by primitive name. The
+    rule families (jx.passes.*_rules) fill the tables when first imported; jx.passes
+    sets RuleTable.fill to the function importing them all, which runs on the first
+    read of any table, so a program that jits without transforming never loads them
+    and a reader (a pass, a coverage test) always sees the tables complete."""
+
+    fill = None              # set by jx.passes: imports every rule family
+    _state = "pending"       # pending -> loading (this thread, re-entrant) -> done
+    _lock = threading.RLock()
+
+    @classmethod
+    def load(cls) -> None:
+        if cls._state == "done" or cls.fill is None:
+            return
+        with cls._lock:      # other threads wait until the families are in
+            if cls._state != "pending":
+                return       # done, or this thread is filling (a family reads a table)
+            cls._state = "loading"
+            try:
+                cls.fill()
+            except BaseException:
+                cls._state = "pending"
+                raise
+            cls._state = "done"
+
+    def __getitem__(self, key):
+        RuleTable.load()
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        RuleTable.load()
+        return super().__contains__(key)
+
+    def __iter__(self):
+        RuleTable.load()
+        return super().__iter__()
+
+    def __len__(self):
+        RuleTable.load()
+        return super().__len__()
+
+    def get(self, key, default=None):
+        RuleTable.load()
+        return super().get(key, default)
+
+    def keys(self):
+        RuleTable.load()
+        return super().keys()
+
+    def values(self):
+        RuleTable.load()
+        return super().values()
+
+    def items(self):
+        RuleTable.load()
+        return super().items()
+
+    def copy(self):
+        RuleTable.load()
+        return dict(super().items())
 
 
 def rule_for(table: dict, prim, pass_name: str, eqn=None) -> Callable:

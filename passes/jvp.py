@@ -13,10 +13,10 @@ from jx import dtypes
 from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
-from .interpreters import (NotDifferentiable, as_traced, read, rule_for, trace_function,
-                           transform_graph, with_weak)
+from .interpreters import (NotDifferentiable, RuleTable, as_traced, read, rule_for,
+                           trace_function, transform_graph, with_weak)
 
-jvp_rules: dict = {}
+jvp_rules = RuleTable()   # filled by the rule families on first read
 
 
 def jvp_eval(graph: Graph, primals: Sequence, tangents: Sequence) -> tuple:

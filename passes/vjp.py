@@ -21,11 +21,11 @@ from jx import dtypes
 from jx.core import bind_like
 from jx.ir import Graph
 
-from .interpreters import (NotDifferentiable, read, rule_for, trace_function, transform_graph,
-                           with_weak)
+from .interpreters import (NotDifferentiable, RuleTable, read, rule_for, trace_function,
+                           transform_graph, with_weak)
 from .zeros import add_any, stage_like, zeros_like
 
-vjp_rules: dict = {}
+vjp_rules = RuleTable()   # filled by the rule families on first read
 
 
 def forward(graph: Graph, primals: Sequence) -> tuple:

@@ -14,9 +14,9 @@ from jx.array import Array
 from jx.core import bind_like, get_aval
 from jx.ir import Graph
 
-from .interpreters import read, rule_for, transform_graph
+from .interpreters import RuleTable, read, rule_for, transform_graph
 
-batch_rules: dict = {}
+batch_rules = RuleTable()   # filled by the rule families on first read
 
 
 def vmap_eval(graph: Graph, args: Sequence, dims: Sequence, axis_size: int) -> tuple:

@@ -26,8 +26,8 @@ from ._sets import *  # noqa: F401,F403  (nonzero, unique, searchsorted)
 from ._quantiles import *  # noqa: F401,F403  (quantile, percentile, median, nan- variants)
 from ._gridtools import *  # noqa: F401,F403  (index helpers, grids, insert/delete, select)
 from ._numerics import *  # noqa: F401,F403  (histograms, interp, cov, polynomials, windows)
-from . import linalg  # noqa: F401
-from . import fft  # noqa: F401
+# jx.numpy.linalg and jx.numpy.fft load on first use (__getattr__ below): a program
+# that uses neither does not pay for them
 from . import _methods  # noqa: F401  (installs the array methods on Tracer)
 
 # scalar types as in JAX: jnp.float32(2) is a strong jx array, jnp.float32 a dtype
@@ -132,8 +132,19 @@ def size(a):
     return int(_np.prod(shape(a), dtype=_np.int64))
 
 
+_LAZY_SUBMODULES = ("fft", "linalg")
+
+
 def __getattr__(name):
-    """jax.numpy's names that jx.numpy lacks: a one-line error naming the name
-    (and jx's nearest equivalent), never a bare AttributeError."""
+    """jnp.linalg and jnp.fft, imported on first use; jax.numpy's names that jx.numpy
+    lacks: a one-line error naming the name (and jx's nearest equivalent), never a
+    bare AttributeError."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
     from ._missing import missing
     raise missing(name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
