@@ -295,6 +295,8 @@ def _command() -> str:
 _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only")),
                    "patterns": ("patterns", "results-patterns.md", ("min_time", "only")),
                    "compile": ("compile_scaling", "results-compile.md", ("only",)),
+                   "latency": ("latency", "results-latency.md",
+                               ("only", "json", "compile_breakdown")),
                    "array-api": ("array_api", "results-array-api.md", ("only",)),
                    "eager": ("eager_control", "results-eager.md", ("steps", "min_time")),
                    "symbolic": ("symbolic", "results-symbolic.md", ("min_time", "only")),
@@ -303,9 +305,14 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
                    "fft": ("fft", "results-fft.md", ("min_time", "only"))}
 
 
-def _run_program_suite(suite: str, entries, min_time, steps, out_dir) -> None:
+def _run_program_suite(suite: str, entries, min_time, steps, out_dir, json_path=None,
+                       compile_breakdown=False) -> None:
     module, report_file, takes = _PROGRAM_SUITES[suite]
     argv = []
+    if "json" in takes and json_path is not None:
+        argv += ["--json", json_path]
+    if "compile_breakdown" in takes and compile_breakdown:
+        argv += ["--compile-breakdown"]
     if "steps" in takes and steps is not None:
         argv += ["--steps", str(steps)]
     if "min_time" in takes and min_time is not None:
@@ -358,8 +365,8 @@ def register(main: click.Group, reports_errors) -> None:
                                       "(default: the benchmarks/ folder).")
     @click.option("--suite", type=click.Choice(["kernels", "models", "allreduce", "eager",
                                                 "corpus", "patterns", "array-api",
-                                                "compile", "symbolic", "linalg", "conv",
-                                                "fft"]),
+                                                "compile", "latency", "symbolic", "linalg",
+                                                "conv", "fft"]),
                   default="kernels", show_default=True,
                   help="Which suite (no PATH): kernels (CPU suite, or the GPU's kernels "
                        "with --target cuda), models (whole model steps on the GPU, with "
@@ -370,16 +377,20 @@ def register(main: click.Group, reports_errors) -> None:
                        "real programs, jx vs JAX, with roofline fractions), array-api (the "
                        "array API conformance suite, whole, on jx.numpy and jax.numpy), "
                        "compile (first-call time of growing programs, jx vs JAX, each in a "
-                       "fresh process), symbolic (one artifact with a symbolic batch against "
-                       "one compiled per size), linalg (decompositions and solvers, jx vs "
-                       "NumPy/SciPy and JAX, with GFLOP/s), conv (convolutions, pooling and "
+                       "fresh process), latency (the first call of every suite case and "
+                       "sample entry, jx vs JAX, cold and with their persistent caches, "
+                       "jx's time split by stage; --json FILE too), symbolic (one "
+                       "artifact with a symbolic batch against one compiled per size), "
+                       "linalg (decompositions and solvers, jx vs NumPy/SciPy and JAX, "
+                       "with GFLOP/s), conv (convolutions, pooling and "
                        "a LeNet training step, jx vs JAX and NumPy, with GFLOP/s and GB/s), "
                        "fft (FFTs and a complex Mandelbrot loop, jx vs NumPy and JAX, with "
                        "GFLOP/s and accuracy).")
     @click.option("--compile-breakdown", is_flag=True,
-                  help="The compile suite (--suite compile), whose report ends with where "
-                       "each jx first call's time went: import, trace, passes, fuse, LLVM "
-                       "IR emission, optimisation, code generation, loading.")
+                  help="The compile suite (--suite compile, unless --suite latency), whose "
+                       "report ends with where each jx first call's time went: import, "
+                       "trace, passes, fuse, LLVM IR emission, optimisation, code "
+                       "generation, loading.")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
@@ -418,13 +429,14 @@ def register(main: click.Group, reports_errors) -> None:
                 _sub("compare").load(baseline)
             except _sub("compare").CompareError as e:
                 raise CliError(f"--baseline {e}.") from None
-        if compile_breakdown:
+        if compile_breakdown and suite != "latency":
             suite = "compile"
         if suite == "allreduce":
             raise SystemExit(_sub("allreduce").main(
                 ["--min-time", str(min_time)] if min_time is not None else []))
         if suite in _PROGRAM_SUITES:
-            _run_program_suite(suite, entries, min_time, steps, out_dir)
+            _run_program_suite(suite, entries, min_time, steps, out_dir, json_path,
+                               compile_breakdown)
         if suite == "models" and target != "cuda":
             raise CliError("--suite models times model steps on the GPU: add --target cuda")
         if target == "cuda":
