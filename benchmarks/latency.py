@@ -204,31 +204,44 @@ def _agrees(got: list | None, ref: list | None, tolerance) -> tuple:
     return not problems, [str(p) for p in problems][:3]
 
 
-def measure_row(row: Row, with_jax: bool = True) -> dict:
-    """The four first calls of one entry (jx cold and warm, JAX cold and warm)."""
+def measure_row(row: Row, with_jax: bool = True, repeats: int = 1) -> dict:
+    """The four first calls of one entry (jx cold and warm, JAX cold and warm), each
+    `repeats` times (every time with fresh caches); of each, the record of the median
+    time is kept, all times in samples_s."""
     res = {"name": row.name, "size": row.size, "model": os.path.relpath(row.model,
                                                                         suite.ROOT),
            "entry": row.entry}
     if row.skip:
         res["skipped"] = row.skip
         return res
-    with tempfile.TemporaryDirectory(prefix="jx-latency-") as tmp:
-        cache = os.path.join(tmp, "jx-cache")
-        os.makedirs(cache)
-        _seed_cache(cache)
-        env = {"JX_CACHE_DIR": cache}
-        jx_out, jax_out = os.path.join(tmp, "jx.npz"), os.path.join(tmp, "jax.npz")
-        res["jx_cold"] = first_call("jx", row, env, out=jx_out)
-        res["jx_warm"] = first_call("jx", row, env)
-        got = _load(jx_out)
-        if with_jax:
-            jcache = os.path.join(tmp, "jax-cache")
-            res["jax_cold"] = first_call("jax", row, {}, out=jax_out)
-            res["jax_fill"] = first_call("jax", row, {}, jax_cache=jcache)
-            res["jax_warm"] = first_call("jax", row, {}, jax_cache=jcache)
-            res["jax_cache_entries"] = len(os.listdir(jcache)) if os.path.isdir(jcache) \
-                else 0
-            res["agrees"], res["mismatches"] = _agrees(got, _load(jax_out), row.tolerance)
+    kinds = ("jx_cold", "jx_warm") + (("jax_cold", "jax_fill", "jax_warm") if with_jax
+                                      else ())
+    recs = {k: [] for k in kinds}
+    got = ref = None
+    for rep in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="jx-latency-") as tmp:
+            cache = os.path.join(tmp, "jx-cache")
+            os.makedirs(cache)
+            _seed_cache(cache)
+            env = {"JX_CACHE_DIR": cache}
+            jx_out, jax_out = os.path.join(tmp, "jx.npz"), os.path.join(tmp, "jax.npz")
+            recs["jx_cold"].append(first_call("jx", row, env, out=jx_out if rep == 0
+                                              else None))
+            recs["jx_warm"].append(first_call("jx", row, env))
+            got = _load(jx_out) if rep == 0 else got
+            if with_jax:
+                jcache = os.path.join(tmp, "jax-cache")
+                recs["jax_cold"].append(first_call("jax", row, {}, out=jax_out if rep == 0
+                                                   else None))
+                recs["jax_fill"].append(first_call("jax", row, {}, jax_cache=jcache))
+                recs["jax_warm"].append(first_call("jax", row, {}, jax_cache=jcache))
+                res["jax_cache_entries"] = len(os.listdir(jcache)) \
+                    if os.path.isdir(jcache) else 0
+                ref = _load(jax_out) if rep == 0 else ref
+    for k in kinds:
+        res[k] = _median_record(recs[k])
+    if with_jax:
+        res["agrees"], res["mismatches"] = _agrees(got, ref, row.tolerance)
     for kind in ("cold", "warm"):
         a = res.get(f"jx_{kind}", {}).get("first_s")
         b = (res.get(f"jax_{kind}") or {}).get("first_s")
@@ -236,12 +249,26 @@ def measure_row(row: Row, with_jax: bool = True) -> dict:
     return res
 
 
-def run(only: tuple = (), with_jax: bool = True, progress=print, row_list=None) -> list:
+def _median_record(recs: list) -> dict:
+    """The record whose first call took the median time (the lower middle of an even
+    count), with every time in samples_s; the first error when none finished."""
+    ok = sorted((r for r in recs if r.get("first_s") is not None),
+                key=lambda r: r["first_s"])
+    if not ok:
+        return recs[0]
+    out = dict(ok[(len(ok) - 1) // 2])
+    if len(recs) > 1:
+        out["samples_s"] = [r.get("first_s") for r in recs]
+    return out
+
+
+def run(only: tuple = (), with_jax: bool = True, progress=print, row_list=None,
+        repeats: int = 1) -> list:
     byte_compile()
     build_runtime()
     out = []
     for row in (row_list if row_list is not None else rows(only)):
-        r = measure_row(row, with_jax)
+        r = measure_row(row, with_jax, repeats)
         out.append(r)
         if r.get("skipped"):
             progress(f"{row.name}: skipped ({r['skipped']})")
@@ -288,7 +315,7 @@ def _geomean(xs: list):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def report(results: list, command: str, commit: str | None = None) -> str:
+def report(results: list, command: str, commit: str | None = None, repeats: int = 1) -> str:
     s = summary(results)
     lines = ["# Compile latency: first call, cold and warm, jx vs JAX (issue 27)", "",
              f"Command: `{command}`" + (f" at commit {commit}" if commit else ""), "",
@@ -299,7 +326,8 @@ def report(results: list, command: str, commit: str | None = None) -> str:
              "warm: a second process on the cache the cold one filled. JAX cold: no "
              "persistent cache; JAX warm: its persistent compilation cache, filled by a "
              "process before. `run` is a second call in the cold jx process (the program "
-             "alone).", "",
+             "alone)." + (f" Each time is the median of {repeats} such processes (all in "
+                          "the JSON's samples_s)." if repeats > 1 else ""), "",
              "| entry | size | jx cold | jx warm | JAX cold | JAX warm | jx/JAX cold | "
              "jx/JAX warm | jx run | agrees |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -377,6 +405,9 @@ def main(argv=None) -> int:
     p.add_argument("--compile-breakdown", action="store_true",
                    help="accepted: the report always ends with the breakdown")
     p.add_argument("--no-jax", action="store_true")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="measure each first call N times (fresh caches each time) and "
+                        "keep the median")
     args = p.parse_args(argv)
     with_jax = not args.no_jax
     if with_jax:
@@ -388,11 +419,13 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = run(tuple(args.only), with_jax,
                   progress=lambda m: print(m, file=sys.stderr if quiet else sys.stdout,
-                                           flush=True))
-    command = "jx bench --suite latency" + "".join(f" --only {o}" for o in args.only)
+                                           flush=True), repeats=max(1, args.repeats))
+    command = "jx bench --suite latency" + "".join(f" --only {o}" for o in args.only) + \
+        (f" --repeats {args.repeats}" if args.repeats > 1 else "")
     commit = _commit()
-    text = report(results, command, commit)
-    doc = {"command": command, "commit": commit, "cpu": machine.cpu_model(),
+    text = report(results, command, commit, max(1, args.repeats))
+    doc = {"command": command, "commit": commit, "repeats": max(1, args.repeats),
+           "cpu": machine.cpu_model(),
            "cores": machine.cores(), "with_jax": with_jax, "summary": summary(results),
            "stages": list(timings.STAGES), "rows": results,
            "seconds": time.perf_counter() - t0}

@@ -296,7 +296,7 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
                    "patterns": ("patterns", "results-patterns.md", ("min_time", "only")),
                    "compile": ("compile_scaling", "results-compile.md", ("only",)),
                    "latency": ("latency", "results-latency.md",
-                               ("only", "json", "compile_breakdown")),
+                               ("only", "json", "compile_breakdown", "repeats")),
                    "array-api": ("array_api", "results-array-api.md", ("only",)),
                    "eager": ("eager_control", "results-eager.md", ("steps", "min_time")),
                    "symbolic": ("symbolic", "results-symbolic.md", ("min_time", "only")),
@@ -306,9 +306,11 @@ _PROGRAM_SUITES = {"corpus": ("corpus", "results-corpus.md", ("min_time", "only"
 
 
 def _run_program_suite(suite: str, entries, min_time, steps, out_dir, json_path=None,
-                       compile_breakdown=False) -> None:
+                       compile_breakdown=False, repeats=None) -> None:
     module, report_file, takes = _PROGRAM_SUITES[suite]
     argv = []
+    if "repeats" in takes and repeats is not None:
+        argv += ["--repeats", str(repeats)]
     if "json" in takes and json_path is not None:
         argv += ["--json", json_path]
     if "compile_breakdown" in takes and compile_breakdown:
@@ -393,6 +395,10 @@ def register(main: click.Group, reports_errors) -> None:
                        "generation, loading.")
     @click.option("--steps", default=None, type=click.IntRange(1), metavar="N",
                   help="--suite eager: loop steps per case (default 5000).")
+    @click.option("--repeats", default=None, type=click.IntRange(1), metavar="N",
+                  help="--suite latency: each first call measured N times, every time "
+                       "in fresh processes with fresh caches; the median is reported "
+                       "(default 1).")
     @click.option("--busy", default=0, type=click.IntRange(0), metavar="N",
                   help="The suite: time every engine quiet, then with N cores kept busy by "
                        "spinning processes; report the slowdowns (results-busy.md/.json).")
@@ -411,7 +417,7 @@ def register(main: click.Group, reports_errors) -> None:
     @reports_errors
     def bench_cmd(path, entries, shapes, target, json_path, min_time, threads, machine_only,
                   remeasure, model, no_jax, cold, quick, out_dir, busy, suite, compile_breakdown,
-                  steps, wide, baseline, compare_files, fail_slower, any_machine):
+                  steps, repeats, wide, baseline, compare_files, fail_slower, any_machine):
         """Time PATH's entries (a model file, an artifact, or benchmarks/) on jx, eager
         NumPy and JAX, after checking that their results agree. --baseline and
         --compare turn a run (or two saved ones) into a performance gate."""
@@ -436,7 +442,7 @@ def register(main: click.Group, reports_errors) -> None:
                 ["--min-time", str(min_time)] if min_time is not None else []))
         if suite in _PROGRAM_SUITES:
             _run_program_suite(suite, entries, min_time, steps, out_dir, json_path,
-                               compile_breakdown)
+                               compile_breakdown, repeats)
         if suite == "models" and target != "cuda":
             raise CliError("--suite models times model steps on the GPU: add --target cuda")
         if target == "cuda":

@@ -115,3 +115,12 @@ def test_the_suite_lists_cases_and_samples():
     assert all(r.skip for r in rows if "device_step" in r.name)
     assert latency.rows(("softmax",)) and all("softmax" in r.name.lower()
                                               for r in latency.rows(("softmax",)))
+
+
+def test_repeats_keep_the_median_record():
+    recs = [{"first_s": 0.3, "tag": "a"}, {"error": "x"}, {"first_s": 0.1, "tag": "b"},
+            {"first_s": 0.2, "tag": "c"}]
+    m = latency._median_record(recs)
+    assert m["tag"] == "c" and m["samples_s"] == [0.3, None, 0.1, 0.2]
+    assert latency._median_record([{"error": "x"}]) == {"error": "x"}
+    assert "samples_s" not in latency._median_record([{"first_s": 1.0}])
