@@ -6,7 +6,7 @@ a module is loaded counts as optimisation and code generation, not as loading).
     timings.take()      # {stage: seconds} since the last take, then cleared
 
 The stages of a first call: import (the backend's modules, on first use), trace,
-passes, fuse, emit (LLVM IR), optimise, codegen (LLVM's), llvm (both, in the
+passes, fuse, key (the program's cache key and the lookup), emit (LLVM IR), optimise, codegen (LLVM's), llvm (both, in the
 compile worker), load (the object into the process). A leaf module: every layer
 may time itself here.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-STAGES = ("import", "trace", "passes", "fuse", "emit", "optimise", "codegen", "llvm", "load")
+STAGES = ("import", "trace", "passes", "fuse", "key", "emit", "optimise", "codegen", "llvm", "load")
 
 _totals: dict = {}
 _stack: list = []        # [name, start, seconds spent in enclosed stages]

@@ -29,6 +29,26 @@ def _jx_mode(request):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _program_cache_off_when_patching(request):
+    """A test that monkeypatches may patch the code generator (a GEMM blocking, a
+    target fact), which the program cache's key cannot see: such tests key their
+    objects by the IR they generate (JX_PROGRAM_CACHE=0), so they run the code
+    their patch produced, not an object found for the unpatched program."""
+    if "monkeypatch" not in request.fixturenames:
+        yield
+        return
+    saved = os.environ.get("JX_PROGRAM_CACHE")
+    os.environ["JX_PROGRAM_CACHE"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("JX_PROGRAM_CACHE", None)
+        else:
+            os.environ["JX_PROGRAM_CACHE"] = saved
+
+
 def _is_64_bit_dtype(v) -> bool:
     if isinstance(v, (tuple, list)):
         return any(_is_64_bit_dtype(u) for u in v)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import json
 import os
 import re
 import struct
@@ -61,8 +62,8 @@ def cache_key(ir_text: str, cpu: str, triple: str) -> str:
     return h.hexdigest()
 
 
-def _path(key: str, folder: str = "objects") -> str:
-    return os.path.join(cache_dir(), folder, key[:2], key + ".o")
+def _path(key: str, folder: str = "objects", suffix: str = ".o") -> str:
+    return os.path.join(cache_dir(), folder, key[:2], key + suffix)
 
 
 _MAGIC = b"jx-cache-v1\0"
@@ -123,8 +124,23 @@ def load(key: str, folder: str = "objects") -> bytes | None:
     return data
 
 
-def store(key: str, data: bytes, folder: str = "objects") -> None:
-    path = _path(key, folder)
+def load_record(key: str, folder: str) -> dict | None:
+    """The JSON record stored under key (store_record), or None."""
+    data = _read_entry(_path(key, folder, ".json"), key)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def store_record(key: str, data: bytes, folder: str) -> None:
+    store(key, data, folder, ".json")
+
+
+def store(key: str, data: bytes, folder: str = "objects", suffix: str = ".o") -> None:
+    path = _path(key, folder, suffix)
     try:
         make_dir(os.path.dirname(path))
         replace_file(path, _wrap(key, data))
@@ -207,7 +223,9 @@ def store_files(key: str, sources: dict) -> None:
 
 # -- the size cap (see the module docstring) ----------------------------------------------
 DEFAULT_MAX = 1 << 30
-ENTRY_FOLDERS = ("objects", "artifacts")     # evictable; runtime/ and records are kept
+# evictable (programs/: the records leading from a fused program to its object,
+# program_cache.py); runtime/ and the host's records are kept
+ENTRY_FOLDERS = ("objects", "artifacts", "programs")
 RUNTIME_OBJECTS = os.path.join("runtime", "objects")   # libcalls, routines: kept
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_FILE = "size"

@@ -127,19 +127,25 @@ class JitModule:
     """Object code loaded in-process; keeps the engine alive for its functions.
 
     The object comes from the persistent cache when this IR was compiled before
-    (by any process), so a warm jx.jit skips LLVM entirely. `routines` ({name: IR
+    (by any process), so a warm jx.jit skips LLVM entirely; `obj` is an object
+    found already (program_cache.py: no IR was built). `routines` ({name: IR
     text or object}, ModuleBuilder.routines) are the shared routines the module
     declares: each is loaded once per process, compiled once per host.
     """
 
-    def __init__(self, ir_text: str, cpu: str | None = None, routines: dict | None = None):
+    def __init__(self, ir_text: str | None, cpu: str | None = None,
+                 routines: dict | None = None, obj: bytes | None = None):
         with COMPILE_LOCK:
-            self._load(ir_text, cpu, routines or {})
+            self._load(ir_text, cpu, routines or {}, obj)
 
-    def _load(self, ir_text: str, cpu: str | None, routines: dict) -> None:
+    def _load(self, ir_text: str | None, cpu: str | None, routines: dict,
+              obj: bytes | None) -> None:
         cpu = cpu or target.jit_cpu()
-        obj, self.cache_hit = cached_object(ir_text, cpu, target.host_triple(),
-                                            reloc="default")
+        self.cache_hit, self.object_key = obj is not None, None
+        if obj is None:
+            triple = target.host_triple()
+            self.object_key = object_key(ir_text, cpu, triple, "default")
+            obj, self.cache_hit = cached_object(ir_text, cpu, triple, reloc="default")
         libcalls_for_jit(cpu)
         for name, code in routines.items():
             routine_for_jit(name, code, cpu)
@@ -157,10 +163,16 @@ class JitModule:
 def libcalls_for_jit(cpu: str):
     """Compile libcalls.py for this process once (per target CPU) and make its
     routines visible to every later JIT module (llvm.add_symbol); returns the
-    engine, which the cache keeps alive: the code must stay mapped."""
-    obj, _ = cached_object(libcalls.module_ir(), cpu, target.host_triple(), reloc="default",
-                           runtime=True)
-    return _map_symbols(obj, cpu, libcalls.names())
+    engine, which the cache keeps alive: the code must stay mapped. Kept by name
+    like a routine (its IR is a function of the target and jx's sources), so a
+    process that finds it builds none."""
+    obj = find_routine(LIBCALLS, cpu, "default")
+    if obj is None:
+        obj = routine_object(LIBCALLS, libcalls.module_ir(), cpu, "default")
+    return _map_symbols(obj, cpu, global_symbols(obj)[0])
+
+
+LIBCALLS = "jx.libcalls"
 
 
 def _map_symbols(obj: bytes, cpu: str, names) -> object:
@@ -240,6 +252,13 @@ def build_routines(cpu: str, reloc: str = "default") -> int:
     return len(todo)
 
 
+def object_key(ir_text: str, cpu: str, triple: str, reloc: str) -> str:
+    """The object cache's key of a module's code: its IR, the relocation model and
+    the exact LLVM feature string (for a host build, the host's set, which a VM can
+    cut below its CPU name's)."""
+    return cache.cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
+
+
 def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",
                   runtime: bool = False) -> tuple:
     """(object code, cache hit?) for the module, compiling with LLVM on a miss. The
@@ -247,7 +266,7 @@ def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",
     it is the host's exact set, which a VM can cut below its CPU name's. runtime:
     a program-independent object (libcalls), kept with the C runtime's build
     rather than among the evictable program objects."""
-    key = cache.cache_key(ir_text + "\0" + reloc + "\0" + llvm_features(cpu), cpu, triple)
+    key = object_key(ir_text, cpu, triple, reloc)
     folder = cache.RUNTIME_OBJECTS if runtime else "objects"
     data = cache.load(key, folder)
     if data is not None:

@@ -14,6 +14,7 @@ from jx.errors import OutOfMemoryError, ShapeError
 from jx.ir import subgraphs
 from jx import timings
 from jx.runtime import pool
+from jx.runtime.abi import LEGACY_PREFIX, entry_symbol
 from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
@@ -39,20 +40,33 @@ class CompiledFunction:
     allocated NumPy arrays, or jx.Arrays over them with arrays=True (jx.jit)."""
 
     def __init__(self, program, name: str = "fn", arrays: bool = False, out_weak=None):
-        from . import parallel
+        from . import parallel, program_cache
         from .target import jit_cpu
         cpu = jit_cpu()
         self.name = name
         self.program = program
-        name = safe_symbol(str(name))
-        with timings.stage("emit"):
-            mb = ModuleBuilder(name, parallel=parallel.available(), cpu=cpu)
-            symbol = mb.entry(name, program)
-            self.symbols = symbols_of([v.aval.shape for v in program.graph.inputs])
-            self.ir_text = mb.text()
-            routines = mb.routines()
-        with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
-            self.jit = JitModule(self.ir_text, cpu, routines)
+        self.symbol = name = safe_symbol(str(name))
+        self.symbols = symbols_of([v.aval.shape for v in program.graph.inputs])
+        self._cpu, self._ir_text = cpu, None
+        threads = parallel.available()
+        with timings.stage("key"):
+            key = program_cache.jit_key(program, name, cpu, threads)
+            found = program_cache.lookup(key, cpu) if key else None
+        if found is not None:           # compiled before: no IR built
+            obj, routines = found
+            with timings.stage("load"):
+                self.jit = JitModule(None, cpu, routines, obj=obj)
+        else:
+            with timings.stage("emit"):
+                mb = ModuleBuilder(name, parallel=threads, cpu=cpu)
+                mb.entry(name, program)
+                self._ir_text = mb.text()
+                routines = mb.routines()
+            with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
+                self.jit = JitModule(self._ir_text, cpu, routines)
+            if key:
+                program_cache.remember(key, self.jit.object_key, routines)
+        symbol = entry_symbol(name, LEGACY_PREFIX)
         parallel.watch_interrupts()
         self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
         # (pmap's form of a symbolic entry: the dims array as one more input)
@@ -70,6 +84,17 @@ class CompiledFunction:
         self.leaf_names = None       # the arguments' paths, for errors (jx.jit sets them)
         self._call = self._make_symbolic_call(arrays) if self.symbols else \
             self._make_call(arrays)
+
+    @property
+    def ir_text(self) -> str:
+        """The module's LLVM IR (built now if the object came from the program
+        cache, which needs none)."""
+        if self._ir_text is None:
+            from . import parallel
+            mb = ModuleBuilder(self.symbol, parallel=parallel.available(), cpu=self._cpu)
+            mb.entry(self.symbol, self.program)
+            self._ir_text = mb.text()
+        return self._ir_text
 
     def _make_symbolic_call(self, arrays: bool):
         """The call of an entry with symbolic sizes: their values read off the

@@ -1,0 +1,115 @@
+"""Object code found by the fused program, before any LLVM IR is built.
+
+The object cache (cache.py) keys code by its LLVM IR text, so a process had to
+build and print a program's whole module just to find out that it had compiled it
+before (for the attention block, ~40 ms of a ~110 ms cache hit). Here a jx.jit
+program is keyed by what generates that IR instead: the fused program's digest
+(jx.passes.program_key), the entry's symbol, and every fact about the host and
+the compiler that code generation reads (program_key_parts). The key leads to a
+small record, kept in the cache's `programs` folder: the IR key of the object and
+the shared routines it calls. A hit loads that object and those routines, and no
+IR is built; anything missing (an evicted object, a routine not built on this
+host) is a miss, and the program is generated and compiled as before.
+
+JX_PROGRAM_CACHE=0 turns this off (objects are then found by their IR only), for
+work on the code generator itself, whose patched state no key can see.
+
+The key holds the sha256 of jx's own sources (compiler, passes, runtime), not
+just the version: a changed code generator must miss, even in a checkout whose
+version stays the same.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+
+from jx.passes.program_key import program_digest
+from jx.version import __version__
+
+from . import cache, target
+
+FOLDER = "programs"
+
+
+@functools.lru_cache(maxsize=None)
+def sources_fingerprint() -> str:
+    """sha256 of the sources of every jx layer code generation depends on (the
+    frontend's dtypes and dims, the passes' cost model, the runtime's ABI, the
+    backend), read once per process (about 5 ms)."""
+    import jx.ir
+    import jx.passes
+    import jx.runtime
+    here = os.path.dirname(os.path.abspath(__file__))
+    roots = [os.path.dirname(os.path.abspath(m.__file__)) for m in (jx.ir, jx.passes,
+                                                                       jx.runtime)]
+    h = hashlib.sha256()
+    for root in roots + [here]:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".c", ".h")):
+                    path = os.path.join(folder, name)
+                    with open(path, "rb") as f:
+                        h.update(os.path.relpath(path, root).encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def host_parts(cpu: str, triple: str, reloc: str) -> list:
+    """What code generation reads besides the program: the target and its exact
+    LLVM feature string, the host's caches (the GEMM's blocking, tile sizes), the
+    host-measured constants (tuning.py) and the versions of jx and LLVM."""
+    import llvmlite
+
+    from . import compiler, tuning
+    return [cpu, triple, reloc, compiler.llvm_features(cpu),
+            repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry()),
+            repr(sorted((k, tuning.value(k)) for k in tuning.DEFAULTS)),
+            __version__, llvmlite.__version__, sources_fingerprint()]
+
+
+def enabled() -> bool:
+    return os.environ.get("JX_PROGRAM_CACHE", "1").strip() != "0"
+
+
+def jit_key(program, symbol: str, cpu: str, parallel: bool) -> str | None:
+    """The key of a jx.jit module holding one entry `symbol` for `program`, or None
+    when the program has no canonical form (a param holding a Python object) or
+    the program cache is off."""
+    if not enabled():
+        return None
+    digest = program_digest(program)
+    if digest is None:
+        return None
+    parts = ["jit", digest, symbol, f"parallel={bool(parallel)}",
+             *host_parts(cpu, target.host_triple(), "default")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def lookup(key: str, cpu: str) -> tuple | None:
+    """(object, {routine name: object}) stored for key, or None (a miss)."""
+    from .compiler import find_routine
+    record = cache.load_record(key, FOLDER)
+    if record is None:
+        return None
+    try:
+        obj_key, names = record["object"], list(record["routines"])
+    except (KeyError, TypeError):
+        return None
+    obj = cache.load(obj_key)
+    if obj is None:
+        return None
+    routines = {}
+    for name in names:
+        routines[name] = find_routine(name, cpu, "default")
+        if routines[name] is None:
+            return None
+    return obj, routines
+
+
+def remember(key: str, object_key: str, routines) -> None:
+    """Record that key's program compiled to the object under object_key, calling
+    these routines."""
+    record = {"object": object_key, "routines": sorted(routines)}
+    cache.store_record(key, json.dumps(record, sort_keys=True).encode(), FOLDER)

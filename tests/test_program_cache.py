@@ -1,0 +1,173 @@
+"""The program cache (codegen/cpu/program_cache.py): jx.jit objects found by the
+fused program's digest before any LLVM IR is built. Keys must be stable across
+processes and hash seeds, differ for any change code generation would see, and a
+hit must build no IR at all (counted on llvmlite's IR builder and parser)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import jx
+import jx.numpy as jnp
+from jx.passes.program_key import program_digest
+from jx.staging import stage
+
+
+def _loss(params, x, scale):
+    h = jnp.tanh(x @ params["w"] + params["b"])
+    h = jx.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + jnp.sin(c), h)
+    return (scale * jnp.sum(h ** 2, axis=-1)).mean()
+
+
+def _program(fun=_loss, shape=(8, 16), dtype=np.float32, **kw):
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal((shape[1], 4)).astype(dtype),
+              "b": np.zeros(4, dtype)}
+    x = rng.standard_normal(shape).astype(dtype)
+    return stage(fun, (params, x, kw.get("scale", np.float32(2.0))), {}, ()).program
+
+
+def _key(program, **kw):
+    from jx.codegen.cpu import program_cache, target
+    args = {"symbol": "f", "cpu": target.jit_cpu(), "parallel": True, **kw}
+    return program_cache.jit_key(program, args["symbol"], args["cpu"], args["parallel"])
+
+
+def test_same_program_same_key():
+    a, b = _program(), _program()
+    assert program_digest(a) == program_digest(b)
+    assert _key(a) == _key(b) is not None
+
+
+def test_key_changes_with_what_codegen_sees():
+    base = _key(_program())
+    with_const = lambda c: (lambda p, x, s: _loss(p, x, s) + jnp.sum(c * x))  # noqa: E731
+    c = np.linspace(0, 1, 16, dtype=np.float32)
+    variants = {
+        "shape": _program(shape=(9, 16)),
+        "dtype": _program(dtype=np.float16),
+        "constant": _program(fun=with_const(c)),
+        "op": _program(fun=lambda p, x, s: _loss(p, jnp.cos(x), s)),
+        "param": _program(fun=lambda p, x, s: jnp.sum(x, axis=0).mean() + _loss(p, x, s)),
+    }
+    keys = {k: _key(v) for k, v in variants.items()}
+    keys["other constant"] = _key(_program(fun=with_const(c[::-1].copy())))
+    keys["symbol"] = _key(_program(), symbol="g")
+    keys["serial"] = _key(_program(), parallel=False)
+    keys["cpu"] = _key(_program(), cpu="x86-64-v3")
+    from jx.codegen.cpu import tuning
+    with tuning.using(interleave=2):
+        keys["tuning"] = _key(_program())
+    assert None not in keys.values()
+    assert base not in keys.values()
+    assert len(set(keys.values())) == len(keys), keys
+
+
+def test_key_changes_with_jx_version_and_sources(monkeypatch):
+    from jx.codegen.cpu import program_cache
+    prog = _program()
+    monkeypatch.delenv("JX_PROGRAM_CACHE", raising=False)   # (keys only: nothing is run)
+    base = _key(prog)
+    monkeypatch.setattr(program_cache, "__version__", "0.0.0-other")
+    other_version = _key(prog)
+    monkeypatch.undo()
+    monkeypatch.delenv("JX_PROGRAM_CACHE", raising=False)
+    monkeypatch.setattr(program_cache, "sources_fingerprint", lambda: "edited")
+    other_sources = _key(prog)
+    assert len({base, other_version, other_sources}) == 3
+
+
+def test_off_by_environment(monkeypatch):
+    monkeypatch.setenv("JX_PROGRAM_CACHE", "0")
+    assert _key(_program()) is None
+
+
+PROBE = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import jx, jx.numpy as jnp
+    import llvmlite.ir, llvmlite.binding as llvm
+    counts = {"modules": 0, "parsed": 0}
+    init = llvmlite.ir.Module.__init__
+    def counting_init(self, *a, **k):
+        counts["modules"] += 1
+        init(self, *a, **k)
+    llvmlite.ir.Module.__init__ = counting_init
+    parse = llvm.parse_assembly
+    def counting_parse(text, *a, **k):
+        counts["parsed"] += bool(text.strip())
+        return parse(text, *a, **k)
+    llvm.parse_assembly = counting_parse
+    from jx.codegen.cpu import program_cache
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    shift = np.arange(4, dtype=np.float32)
+    def f(w, x):
+        h = jnp.tanh(x @ w + shift)
+        return jx.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + jnp.sin(c), h).sum(axis=0)
+    step = jx.jit(f)
+    out = np.asarray(step(w, x))
+    key = program_cache.jit_key(step.lower(w, x), "f", __import__(
+        "jx.codegen.cpu.target", fromlist=["x"]).jit_cpu(), True)
+    h = np.tanh(x @ w + shift)
+    for _ in range(3):
+        h = h * 0.5 + np.sin(h)
+    print(json.dumps({**counts, "key": key, "ok": bool(np.allclose(out, h.sum(0), rtol=1e-5,
+                                                                  atol=1e-5))}))
+''')
+
+
+def _probe(tmp_path, seed: str) -> dict:
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    env = dict(os.environ, JX_CACHE_DIR=str(tmp_path / "cache"), PYTHONHASHSEED=seed)
+    env.pop("JX_PROGRAM_CACHE", None)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_hit_builds_no_ir_across_processes_and_hash_seeds(tmp_path):
+    cold = _probe(tmp_path, "1")
+    assert cold["ok"] and cold["modules"] > 0 and cold["parsed"] > 0 and cold["key"]
+    warm = _probe(tmp_path, "2")                 # another process, another hash seed
+    assert warm["ok"] and warm["key"] == cold["key"]
+    assert warm["modules"] == 0 and warm["parsed"] == 0, warm
+
+
+def test_missing_object_is_a_miss(tmp_path):
+    """An evicted object behind a record: the program is generated and compiled
+    again, with the right result, and the record then leads to the new object."""
+    import shutil
+    _probe(tmp_path, "0")
+    shutil.rmtree(tmp_path / "cache" / "objects")
+    again = _probe(tmp_path, "0")
+    assert again["ok"] and again["modules"] > 0
+    assert _probe(tmp_path, "0")["modules"] == 0
+
+
+@pytest.mark.parametrize("kind", ["other values", "equal values"])
+def test_artifact_key_sees_constant_values(kind):
+    """Two artifacts differing only in an array constant's values (which the
+    program's text prints by type) must not share a cache entry."""
+    from jx.codegen.cpu.artifact import EntryProgram, artifact_key
+    from jx.codegen.cpu.target import host_cpu, host_triple
+    from jx.tree import flatten
+    c = np.arange(6, dtype=np.float32)
+    other = c[::-1].copy() if kind == "other values" else np.arange(7, dtype=np.float32)[:6]
+
+    def entry(const):
+        staged = stage(lambda x: jnp.sin(x) * const, (np.ones(6, np.float32),), {}, ())
+        tree = flatten(((np.ones(6, np.float32),),))[1]
+        return EntryProgram("f", staged.program, tree, staged.out_tree, ["x"])
+
+    keys = [artifact_key("m", [entry(v)], host_cpu(), host_triple(), None, "m")
+            for v in (c, other, c)]
+    assert keys[0] == keys[2]
+    assert (keys[0] != keys[1]) == (kind == "other values")
