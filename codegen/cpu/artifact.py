@@ -124,21 +124,27 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
 
 
 def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj,
-                 prefix: str) -> str:
+                 prefix: str) -> str | None:
     """Everything the artifact depends on, without building any IR: the fused
-    programs' text, the entries' trees and names, target and versions, and what
-    codegen reads from the host (its feature set for a host build, its cache sizes
-    and L1 geometry for the GEMM's blocking): a cache directory shared between
-    hosts must not hand one host's code to another."""
-    from jx.passes.fuse_print import format_program
-    from . import target
-    parts = [name, prefix, cpu, triple, str(runtime_obj), compiler.llvm_features(cpu),
-             repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry())]
+    programs' digests (jx.passes.program_key: constants by value), the entries'
+    trees and names, and what code generation reads from the host
+    (program_cache.host_parts: its feature set for a host build, its caches, its
+    tuned constants; a cache directory shared between hosts must not hand one
+    host's code to another). None when a program has no canonical form: such an
+    artifact is built each time (its object still comes from the object cache)."""
+    from . import program_cache
+    from jx.passes.program_key import program_digest
+    parts = [name, prefix, str(runtime_obj),
+             *program_cache.host_parts(cpu, triple, "pic")]
     for e in entries:
         cons = e.program.constraints
+        programs = [e.program] + [p for _, p in e.specialized]
+        digests = [program_digest(p) for p in programs]
+        if None in digests:
+            return None
         parts += [e.name, str(e.in_tree), str(e.out_tree), ",".join(e.arg_names),
-                  format_program(e.program), repr(cons.symbols_key() if cons else None)]
-        parts += [repr(sorted(v.items())) + format_program(p) for v, p in e.specialized]
+                  repr(e.baked), repr(cons.symbols_key() if cons else None), *digests]
+        parts += [repr(sorted(v.items())) for v, _ in e.specialized]
     return cache.cache_key("\0".join(parts), cpu, triple)
 
 
@@ -355,7 +361,8 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
         h_path = os.path.join(out_dir, f"{name}.h")
         files = {"library": lib_path, "header": h_path}
         key = artifact_key(name, entries, cpu, triple, runtime_obj, prefix)
-        hit = not static and cache.load_files(key, {"so": lib_path, "h": h_path})
+        hit = not static and key is not None and \
+            cache.load_files(key, {"so": lib_path, "h": h_path})
         if hit:
             manifest = _manifest_of(lib_path)
         else:
@@ -367,21 +374,23 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             # that fails (a library without its header would look like a good build)
             header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
             obj, _ = compiler.cached_object(ir_text, cpu, triple)
-            if runtime_obj and not runtime.wait():
-                raise BuildError("the C compiler failed on jx's parallel runtime "
-                                 f"({runtime_obj}); check `cc --version` or set CC")
-            support = _support_objects(obj, runtime_obj, cpu, triple, shared)
+            with timings.stage("link"):      # the C runtime's cc, the support objects, ld
+                if runtime_obj and not runtime.wait():
+                    raise BuildError("the C compiler failed on jx's parallel runtime "
+                                     f"({runtime_obj}); check `cc --version` or set CC")
+                support = _support_objects(obj, runtime_obj, cpu, triple, shared)
             try:
-                if static:
-                    link_static(obj, lib_path, support, exported_symbols(manifest))
-                    files.update(_package_files(name, manifest, out_dir))
-                else:
-                    link_shared(obj, lib_path, support, exported_symbols(manifest))
+                with timings.stage("link"):
+                    if static:
+                        link_static(obj, lib_path, support, exported_symbols(manifest))
+                        files.update(_package_files(name, manifest, out_dir))
+                    else:
+                        link_shared(obj, lib_path, support, exported_symbols(manifest))
                 cache.replace_file(h_path, header, 0o644)
             except OSError as e:
                 raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "
                                  "folder that can be written") from None
-            if not static:
+            if not static and key is not None:
                 cache.store_files(key, {"so": lib_path, "h": h_path})
     finally:
         runtime.wait()             # never leave cc running or its folder behind
