@@ -23,8 +23,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 
+from jx import timings
 from jx.errors import JxError
 from jx.runtime import cheader, elf, manifest as manifest_mod, treespec
 from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SHAPES_SUFFIX, SIGNATURE_SUFFIX,
