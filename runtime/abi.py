@@ -98,6 +98,7 @@ SIGNATURE_SUFFIX = "_signature"
 # values of the symbols (the caller's buffers must have them); STATUS_INVALID_DIMS
 # for values that break the constraints.
 SHAPES_SUFFIX = "_shapes"
+DIMS_LAST_SUFFIX = "_dims_last"   # a symbolic entry taking its dims as the last input
 
 
 def signature(inputs, outputs) -> str:

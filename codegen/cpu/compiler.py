@@ -16,10 +16,8 @@ import sys
 import threading
 
 import llvmlite.binding as llvm
-import llvmlite.ir as ir
-import numpy as np
 
-from . import cache, libcalls, mathcalls, mathlib, routines, symbols, target, tuning
+from . import cache, target, tuning
 from .objsyms import global_symbols
 
 from jx import timings
@@ -149,6 +147,7 @@ class JitModule:
         libcalls_for_jit(cpu)
         for name, code in routines.items():
             routine_for_jit(name, code, cpu)
+        from . import symbols
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
@@ -168,6 +167,7 @@ def libcalls_for_jit(cpu: str):
     process that finds it builds none."""
     obj = find_routine(LIBCALLS, cpu, "default")
     if obj is None:
+        from . import libcalls
         obj = routine_object(LIBCALLS, libcalls.module_ir(), cpu, "default")
     return _map_symbols(obj, cpu, global_symbols(obj)[0])
 
@@ -229,6 +229,7 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
     obj = routine_object(name, code, cpu, "default")
     defined = global_symbols(obj)[0]
     _ROUTINES_LOADED[(name, cpu)] = _map_symbols(obj, cpu, defined)
+    from . import routines
     routines.BUILT.update(defined)
 
 
@@ -237,7 +238,10 @@ def build_routines(cpu: str, reloc: str = "default") -> int:
     routines and the GEMM's, into the cache, as a host that compiled programs of
     every kind has them (the compile benchmark starts from that state); returns
     how many were compiled now. reloc: jx.jit's form, or "pic" for artifacts'."""
-    from . import gemm
+    import llvmlite.ir as ir
+    import numpy as np
+
+    from . import gemm, mathcalls, mathlib, routines
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
     module._jx_routine_lookup = lambda name: find_routine(name, cpu, reloc)

@@ -14,12 +14,13 @@ from jx.errors import OutOfMemoryError, ShapeError
 from jx.ir import subgraphs
 from jx import timings
 from jx.runtime import pool
-from jx.runtime.abi import LEGACY_PREFIX, entry_symbol
+from jx.runtime.abi import DIMS_LAST_SUFFIX, LEGACY_PREFIX, entry_symbol
 from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
 from .compiler import JitModule
-from .module import DIMS_LAST_SUFFIX, ModuleBuilder
+
+# (module.py, the code generator, is imported on a program cache miss only)
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 # an entry with symbolic sizes takes their values first (module.py)
@@ -58,6 +59,7 @@ class CompiledFunction:
                 self.jit = JitModule(None, cpu, routines, obj=obj)
         else:
             with timings.stage("emit"):
+                from .module import ModuleBuilder
                 mb = ModuleBuilder(name, parallel=threads, cpu=cpu)
                 mb.entry(name, program)
                 self._ir_text = mb.text()
@@ -91,6 +93,7 @@ class CompiledFunction:
         cache, which needs none)."""
         if self._ir_text is None:
             from . import parallel
+            from .module import ModuleBuilder
             mb = ModuleBuilder(self.symbol, parallel=parallel.available(), cpu=self._cpu)
             mb.entry(self.symbol, self.program)
             self._ir_text = mb.text()
