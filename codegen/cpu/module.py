@@ -38,9 +38,9 @@ from . import opaque_fft  # noqa: F401
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, DIMS_LAST_SUFFIX, LEGACY_PREFIX,
-                            MANIFEST_SUFFIX, PREFIX_SECTION, RUNTIME_EXPORTS, SHAPES_SUFFIX, SIGNATURE_SUFFIX,
-                            STATUS_CANCELLED, STATUS_INVALID_DIMS, STATUS_NULL_POINTER, STATUS_OK,
-                            STATUS_OUT_OF_MEMORY, VERSION_SUFFIX,
+                            MANIFEST_SUFFIX, PREFIX_SECTION, RUNTIME_EXPORTS, SHAPES_SUFFIX,
+                            SIGNATURE_SUFFIX, STATUS_CANCELLED, STATUS_INVALID_DIMS,
+                            STATUS_NULL_POINTER, STATUS_OK, STATUS_OUT_OF_MEMORY, VERSION_SUFFIX,
                             entry_symbol, signature)
 
 
