@@ -95,6 +95,7 @@ def build_routines(module, dtype) -> None:
         blk = blocking(dtype, n, target.of_module(module))
         tag = f"{_vname(et)}.v{blk.vw}"
         _micro_fn(module, et, tag, blk, packed=True)
+        _macro_fn(module, et, tag, blk)
         _rows_axpy_fn(module, et)            # (a symbolic product's streamed rows)
         _rows_dot_fn(module, et, blk.vw)
         for r in sorted({blk.mr, blk.nr}):
@@ -184,6 +185,7 @@ def _sub_fn(module, et, tag, blk: Blocking, p: Plan, ap_elems: int, symbols: tup
              ([U.PTR] if symbols else []))
     if fn is None:
         return module.globals[name]
+    U.plain(fn)     # (the tile loops, which run per micro-kernel call, are _macro_fn's)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     with U.dims_scope(U.dims_from(b, fn.args[-1], symbols) if symbols else None):
         if stream:
@@ -235,27 +237,29 @@ def _sub_body(b, module, et, tag, blk, p, ap_elems, a, bmat, c, mlen, nlen, scra
     pack_b = (_pack_rows_fn(module, et, tag, blk.nr, p.bk) if p.bn == 1 else
               _pack_fn(module, et, tag, blk.nr, p.bn, p.bk))
     micro = _micro_fn(module, et, tag, blk, packed=True)
+    macro = _macro_fn(module, et, tag, blk)
     direct = _direct_a(p)
-    if direct:      # full row panels read A in place; only a last partial one is packed
-        micro_a = _micro_fn(module, et, tag, blk, packed=False, strides=(p.am, p.ak))
+    null = ir.Constant(U.PTR, None)
+    # full row panels read A in place (this copy of the micro-kernel has A's strides
+    # built in); only a last partial one is packed
+    micro_a = _micro_fn(module, et, tag, blk, packed=False, strides=(p.am, p.ak)) \
+        if direct else null
     ap = scratch
     bp = _gep(b, scratch, _c(ap_elems), et)
-    mr, nr = _c(blk.mr), _c(blk.nr)
     mcb = 1 << 40 if direct else blk.mc        # read in place, A needs no M blocks
     with _loop(b, 0, mlen, mcb, "ic") as ic:
         mc = _min(b, _c(mcb), b.sub(mlen, ic))
         with _loop(b, 0, p.k, kcb, "pc") as pc:
             kc = _min(b, kcb, b.sub(_c(p.k), pc))
             first = b.icmp_signed("==", pc, _c(0))
+            a_block = _gep(b, a, b.add(b.mul(ic, _c(p.am)), b.mul(pc, _c(p.ak))), et)
             if direct:
-                tail = b.srem(mc, mr)
+                tail = b.srem(mc, _c(blk.mr))
                 with b.if_then(b.icmp_signed("!=", tail, _c(0))):
-                    row = b.add(ic, b.sub(mc, tail))
-                    src = _gep(b, a, b.add(b.mul(row, _c(p.am)), b.mul(pc, _c(p.ak))), et)
-                    pack_a(b, ap, src, tail, kc)
+                    row = b.sub(mc, tail)
+                    pack_a(b, ap, _gep(b, a_block, b.mul(row, _c(p.am)), et), tail, kc)
             elif pack_a_rows is not None:
-                src = _gep(b, a, b.add(ic, b.mul(pc, _c(p.ak))), et)
-                pack_a_rows(b, ap, src, mc, kc)
+                pack_a_rows(b, ap, a_block, mc, kc)
             else:
                 _pack_panels(b, pack_a, ap, a, ic, mc, blk.mr, p.am, p.ak, pc, kc, et)
             with _loop(b, 0, nlen, blk.nc, "jc") as jc:
@@ -265,28 +269,48 @@ def _sub_body(b, module, et, tag, blk, p, ap_elems, a, bmat, c, mlen, nlen, scra
                     pack_b(b, bp, src, nc, kc)
                 else:
                     _pack_panels(b, pack_b, bp, bmat, jc, nc, blk.nr, p.bn, p.bk, pc, kc, et)
-                with _loop(b, 0, mc, blk.mr, "ir") as ir_:
-                    rows = _min(b, mr, b.sub(mc, ir_))
-                    crow = b.add(b.mul(b.add(ic, ir_), _c(p.n)), jc)
-                    if direct:
-                        full = b.icmp_signed("==", rows, mr)
-                        off = b.add(b.mul(b.add(ic, ir_), _c(p.am)), b.mul(pc, _c(p.ak)))
-                        apan = b.select(full, _gep(b, a, off, et), ap)
-                    else:
-                        apan = _panel_at(b, ap, ir_, blk.mr, kc, et)
-                    with _loop(b, 0, nc, blk.nr, "jr") as jr:
-                        args = [kc, apan, _panel_at(b, bp, jr, blk.nr, kc, et),
-                                _gep(b, c, b.add(crow, jr), et), rows,
-                                _min(b, nr, b.sub(nc, jr)), first, _c(p.n)]
-                        if direct:
-                            with b.if_else(full) as (then, other):
-                                with then:
-                                    b.call(micro_a, args + [_c(p.am), _c(p.ak)])
-                                with other:
-                                    b.call(micro, args + [_c(0), _c(0)])
-                        else:
-                            b.call(micro, args + [_c(0), _c(0)])
+                cblock = _gep(b, c, b.add(b.mul(ic, _c(p.n)), jc), et)
+                b.call(macro, [kc, mc, nc, ap, bp, cblock, _c(p.n), first, a_block,
+                               _c(p.am), _c(p.ak), micro, micro_a])
 
+
+_MICRO_TYPE = ir.FunctionType(U.VOID, [U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I64, U.I1,
+                                       U.I64, U.I64, U.I64])
+
+
+def _macro_fn(module, et, tag, blk: Blocking):
+    """macro(kc, mc, nc, ap, bp, c, ldc, first, a, am, ak, micro, micro_a): C[:mc, :nc]
+    (+)= A B for one packed B block (bp, kc rows) and its A rows, micro-kernel tile
+    by tile (the loops around each micro-kernel call). A is packed at ap (MR-row
+    panels), or, with micro_a (a micro-kernel with A's strides built in, not null),
+    read in place at a (rows am, k ak apart) but for a last partial panel packed at
+    ap. The micro-kernels are arguments: a routine, compiled once per host, while
+    the loops around it (sub) run once per block and are left unoptimised."""
+    name = f"jx.gemm.macro.{tag}.{blk.mr}x{blk.nr}"
+    fn = _fn(module, name, U.VOID, [U.I64, U.I64, U.I64, U.PTR, U.PTR, U.PTR, U.I64, U.I1,
+                                    U.PTR, U.I64, U.I64, U.PTR, U.PTR], shared=True)
+    if fn is None:
+        return module.globals[name]
+    kc, mc, nc, ap, bp, c, ldc, first, a, am, ak, micro, micro_a = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    mr, nr = _c(blk.mr), _c(blk.nr)
+    direct = b.icmp_unsigned("!=", micro_a, ir.Constant(U.PTR, None))
+    with _loop(b, 0, mc, blk.mr, "ir") as ir_:
+        rows = _min(b, mr, b.sub(mc, ir_))
+        in_place = b.and_(direct, b.icmp_signed("==", rows, mr))
+        packed = b.select(direct, ap, _panel_at(b, ap, ir_, blk.mr, kc, et))
+        apan = b.select(in_place, _gep(b, a, b.mul(ir_, am), et), packed)
+        crow = _gep(b, c, b.mul(ir_, ldc), et)
+        with _loop(b, 0, nc, blk.nr, "jr") as jr:
+            args = [kc, apan, _panel_at(b, bp, jr, blk.nr, kc, et), _gep(b, crow, jr, et),
+                    rows, _min(b, nr, b.sub(nc, jr)), first, ldc]
+            with b.if_else(in_place) as (then, other):
+                with then:
+                    b.call(U.Callee(micro_a, _MICRO_TYPE), args + [am, ak])
+                with other:
+                    b.call(U.Callee(micro, _MICRO_TYPE), args + [_c(0), _c(0)])
+    b.ret_void()
+    return fn
 
 
 def _narrow_rows(p: Plan, blk: Blocking) -> int:
@@ -358,10 +382,9 @@ def emit(ctx, kernel, p: Plan) -> None:
     """Emit the GEMM of plan p into the kernel function at ctx.b."""
     b = ctx.b
     mod = ctx.module.module
-    if U.is_symbolic(p.m) or U.is_symbolic(p.n) or U.is_symbolic(p.k):
-        # the kernel only drives: sizes, the thread split and calls; optimising it
-        # (a third more IR with symbolic sizes) cost compile time and gained nothing
-        b.function.attributes.add("optnone")
+    # the kernel only drives: sizes, the thread split and calls; optimising it (a
+    # third more IR with symbolic sizes) cost compile time and gained nothing
+    U.plain(b.function)
     lhs, rhs = kernel.root.inputs
     (out,) = kernel.root.outputs
     et = U.storage_type(p.dtype)
@@ -627,6 +650,7 @@ def _body_fn(module, kname, et, p: Plan, sub, by_m, gran, per, units, slot, tail
     fn = ir.Function(module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                      f"{kname}.gemm")
     fn.linkage = "internal"
+    U.plain(fn)         # a few tasks' calls of sub (and of the epilogue)
     args, lo, hi = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     a, bm, c, scratch, tasks, slots, kcb = (

@@ -273,6 +273,27 @@ def bf16_bits(b: ir.IRBuilder, v) -> ir.Value:
     return b.trunc(b.lshr(bits, ir.Constant(I32, 16)), I16)
 
 
+def plain(fn) -> None:
+    """Leave fn unoptimised (LLVM's optnone; codegen at -O0 too): for functions
+    that only call and dispatch (entries, a parallel kernel's function around its
+    outlined body, the GEMM's drivers), whose loops, if any, run a few times
+    around calls that do the work. Optimising them gained nothing measurable and
+    was most of LLVM's time on small programs (a 1024^3 matmul: 31 -> 8 ms)."""
+    fn.attributes.add("noinline")          # (optnone requires it)
+    fn.attributes.add("optnone")
+
+
+class Callee:
+    """A function pointer `value` as a callee of IRBuilder.call, which takes
+    Functions only: called with type `ftype` (an indirect call)."""
+
+    def __init__(self, value, ftype: ir.FunctionType):
+        self.value, self.function_type, self.type = value, ftype, value.type
+
+    def get_reference(self) -> str:
+        return self.value.get_reference()
+
+
 def interleave_hint(module: ir.Module, count: int):
     """Loop metadata asking the vectoriser to run `count` vector iterations
     interleaved. Its cost model picks 1 for long transcendental chains (register

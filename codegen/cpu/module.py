@@ -203,9 +203,6 @@ class KernelContext:
         return self.buffers[id(atom)]
 
 
-PLAIN_ENTRY_FROM = 64     # kernel calls from which an entry is left unoptimised
-
-
 class ModuleBuilder:
     def __init__(self, name: str = "jx", parallel: bool = False, cpu: str | None = None,
                  external_routines: bool = True, reloc: str = "default"):
@@ -259,6 +256,7 @@ class ModuleBuilder:
         with U.dims_scope(self._dim_values(b, fn)):
             if U.is_symbolic(chunks) or chunks:
                 self._emit_parallel(b, kernel, atoms, list(fn.args)[:len(atoms)], chunks)
+                U.plain(fn)           # (its loops are in the body)
             elif kernel.kind == "loop":
                 emit_loop(b, kernel, buffers, self.consts)
             elif kernel.kind == "reduce":
@@ -320,6 +318,7 @@ class ModuleBuilder:
                     emit_rows(bb, ptrs, lo, hi)
                 bb.ret_void()
                 self._run_parallel(b, body, list(fn.args)[:len(atoms)], n_rows, work)
+                U.plain(fn)
             else:
                 emit_rows(b, list(fn.args), U.i64(0), U.i64(n_rows))
         b.ret(ir.Constant(U.I32, STATUS_OK))
@@ -644,12 +643,10 @@ class ModuleBuilder:
                         b.ret(b.call(inner, [ins_arg, outs_arg]))
             self.emit_program(b, program, inputs, outputs, fail)
         self.symbols = ()
-        if self._calls.get(fn.name, 0) >= PLAIN_ENTRY_FROM:
-            # A long entry is only calls and pointer arithmetic, and optimising it
-            # cost more than all its kernels together (a 100-layer MLP gradient's
-            # 426 calls: 0.17 of 0.33 s of LLVM); unoptimised it costs nanoseconds.
-            fn.attributes.add("noinline")
-            fn.attributes.add("optnone")
+        # An entry is only calls and pointer arithmetic, and optimising it cost more
+        # than all its kernels together in a long one (a 100-layer MLP gradient's
+        # 426 calls: 0.17 of 0.33 s of LLVM); unoptimised it costs nanoseconds.
+        U.plain(fn)
         b.ret(self._status_unless_cancelled(b, STATUS_OK))
         b.position_at_end(fail)
         b.ret(self._status_unless_cancelled(b, STATUS_OUT_OF_MEMORY))
@@ -673,6 +670,7 @@ class ModuleBuilder:
     def _string_function(self, name: str, label: str, text: str):
         """`const char* name(void)` returning `text`."""
         fn = ir.Function(self.module, ir.FunctionType(U.PTR, []), name)
+        U.plain(fn)
         ir.IRBuilder(fn.append_basic_block("entry")).ret(self._cstring(label, text))
         return fn
 
