@@ -54,7 +54,6 @@ import numpy as np
 from jx.errors import MissingRuleError
 from jx.prims.convolution import is_canonical
 
-from . import gemm
 from . import irutil as U
 from . import target, tuning
 from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _pack_body_fn, _sub_fn
@@ -159,6 +158,7 @@ def blocking(dtype, og: int, wo: int, cpu=None) -> Blocking:
     many rows as the registers hold, or fewer when they split wo better (a 56-pixel
     row in 4 tiles of 14, not 5 of 12; a 7-pixel row in one tile of 7); KC no more
     than an MR x KC panel of A in half of L1 (nor than GEMM's, for which NC is)."""
+    from . import gemm
     blk = gemm.blocking(dtype, og, cpu)
     vbytes = target.vector_bytes(cpu or target.host_cpu())
     if "mr" not in OVERRIDE:
@@ -175,6 +175,7 @@ def blocking(dtype, og: int, wo: int, cpu=None) -> Blocking:
 
 def plan(kernel, cpu=None) -> ConvPlan:
     """The GEMM form of a canonical conv (one with pixels and K to compute)."""
+    from . import gemm
     eqn = kernel.root
     lhs, rhs = eqn.inputs
     (out,) = eqn.outputs

@@ -16,7 +16,7 @@ from __future__ import annotations
 from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
-from . import conv, gemm
+from . import conv
 from . import irutil as U
 from .opaque import _is_matvec
 from .rowfuse import _reads_only_in_place
@@ -28,6 +28,7 @@ def _gemm_kernel(k) -> bool:
         return conv.takes_epilogue(k)
     if k.root.prim.name != "dot_general":
         return False
+    from . import gemm
     p = gemm.plan(k)
     # (a symbolic K may be 0 at run time: gemm.emit zeroes C before the epilogue)
     return p is not None and (U.is_symbolic(p.k) or p.k > 0) and not _is_matvec(k)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from . import gemm
 from . import irutil as U
 from .scalar import SCALAR, convert
 
@@ -65,6 +64,7 @@ def _free(ndim, *used):
 def _dot_general(ctx, kernel):
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n], loops ordered b, m, k, n so the
     innermost loop streams rows of rhs and out (vectorised by LLVM)."""
+    from . import gemm
     if _is_matvec(kernel):
         _dot_by_element(ctx, kernel, kernel.outputs[0].aval.dtype, ("reassoc", "contract"))
         return
@@ -151,6 +151,7 @@ def _dot_by_element(ctx, kernel, work, flags=()):
 
 
 def _dot_extent(kernel):
+    from . import gemm
     if _is_matvec(kernel):
         lhs = kernel.root.inputs[0]
         (lc, _), (lb, _) = kernel.root.params["dimension_numbers"]

@@ -20,12 +20,10 @@ import math
 import llvmlite.ir as ir
 import numpy as np
 
-from . import fft_butterfly as B
-from . import fft_plan as P
-from . import fft_stages as S
-from . import fft_tables as T
 from . import irutil as U
 from . import target
+# fft_plan (P), fft_stages (S), fft_tables (T) and fft_butterfly (B) are imported
+# inside the functions that use them: a program without FFTs never loads them
 from .opaque import PARALLEL_OPAQUE, opaque_rule
 
 
@@ -58,6 +56,7 @@ class _Row:
             self.mem = self._alloc(2 * work * self.dt.itemsize)
 
     def _alloc(self, nbytes):
+        from . import fft_tables as T
         mod = self.ctx.module
         if mod.parallel:     # the runtime keeps big blocks between calls: no page faults
             get = mod.runtime_function("jx_scratch_get", U.PTR, [U.I64])
@@ -69,6 +68,7 @@ class _Row:
         return T.checked_malloc(self.b, mod.module, nbytes)
 
     def release(self):
+        from . import fft_tables as T
         if self.mem is None:
             return
         mod = self.ctx.module
@@ -107,6 +107,7 @@ def _trap(module):
 
 def _transform(ctx, row, plan, scale=1.0):
     """(fft function, tr, ti) of plan, its results times scale."""
+    from . import fft_stages as S, fft_tables as T
     module = ctx.module.module
     fn = S.fft_function(module, plan, row.dt, row.width, scale)
     tr, ti = T.table(ctx.b, module, plan, row.dt, row.width)
@@ -131,6 +132,7 @@ def _columns(kernel) -> tuple:
     vector width; Bluestein's, one column at a time). Shorter runs of a
     power-of-two row stride fall into a few cache sets: 64-byte runs of a
     2048 x 2048 float32 axis-0 pass took 10x the time of 256-byte ones."""
+    from . import fft_plan as P
     shape = kernel.root.inputs[0].aval.shape
     _rows(kernel)
     axis = _axis(kernel)
@@ -144,6 +146,7 @@ def _columns(kernel) -> tuple:
 
 @opaque_rule("fft_c2c")
 def _c2c(ctx, kernel):
+    from . import fft_plan as P
     if _axis(kernel) != kernel.root.inputs[0].aval.ndim - 1:
         _c2c_strided(ctx, kernel)
         return
@@ -173,6 +176,7 @@ def _c2c_strided(ctx, kernel):
     """Along a non-last axis: each unit's columns are copied into a compact block
     (rows of cols), transformed side by side and copied back, so every pass of the
     transform runs along contiguous rows and the block stays in cache."""
+    from . import fft_plan as P, fft_stages as S, fft_tables as T
     (re, im), (ore, oim) = kernel.root.inputs, kernel.root.outputs
     n, units, inner, cols = _columns(kernel)
     if units == 0:
@@ -224,6 +228,7 @@ def _c2c_strided(ctx, kernel):
 
 @opaque_rule("fft_r2c")
 def _r2c(ctx, kernel):
+    from . import fft_butterfly as B, fft_plan as P, fft_tables as T
     (x,), (ore, oim) = kernel.root.inputs, kernel.root.outputs
     n, rows = _rows(kernel)
     if rows == 0:
@@ -272,6 +277,7 @@ def _odd_row(ctx, kernel, n):
     """The odd-length real transforms' chunk scratch: one length-n complex
     transform from z to out with its work area; (row, fn, tr, ti, zr, zi, outr,
     outi, wr, wi), each half [z | out | work] of 2n + plan.work elements."""
+    from . import fft_plan as P
     plan = P.plan(n)
     row = _Row(ctx, kernel, 2 * n + plan.work)
     fn, tr, ti = _transform(ctx, row, plan)
@@ -303,6 +309,7 @@ def _r2c_odd(ctx, kernel, n, rows):
 
 @opaque_rule("fft_c2r")
 def _c2r(ctx, kernel):
+    from . import fft_butterfly as B, fft_plan as P, fft_tables as T
     n = kernel.root.params["n"]
     _, rows = _rows(kernel)
     if rows == 0:
@@ -388,6 +395,7 @@ def _z(ctx, kernel):
     """fft_c2c of a complex array in place of its parts: each row's components
     split into scratch, transformed there, and interleaved into the output row:
     the row stays in cache between the three."""
+    from . import fft_plan as P
     (z,), (out,) = kernel.root.inputs, kernel.root.outputs
     n, rows = _rows(kernel)
     if rows == 0:
@@ -435,6 +443,7 @@ def _extent(per_row_flops):
 
 
 def _c2c_extent(kernel):
+    from . import fft_plan as P
     if _axis(kernel) == kernel.root.inputs[0].aval.ndim - 1:
         return _extent(lambda k, n: P.flops(n))(kernel)
     n, units, _, cols = _columns(kernel)
@@ -443,7 +452,12 @@ def _c2c_extent(kernel):
     return [units], units * cols * P.flops(n)
 
 
+def _flops(n: int) -> int:
+    from . import fft_plan as P
+    return P.flops(n)
+
+
 PARALLEL_OPAQUE["fft_c2c"] = _c2c_extent
-PARALLEL_OPAQUE["fft_r2c"] = _extent(lambda k, n: P.flops(n) // 2)
-PARALLEL_OPAQUE["fft_c2r"] = _extent(lambda k, n: P.flops(k.root.params["n"]) // 2)
-PARALLEL_OPAQUE["fft_z"] = _extent(lambda k, n: P.flops(n))
+PARALLEL_OPAQUE["fft_r2c"] = _extent(lambda k, n: _flops(n) // 2)
+PARALLEL_OPAQUE["fft_c2r"] = _extent(lambda k, n: _flops(k.root.params["n"]) // 2)
+PARALLEL_OPAQUE["fft_z"] = _extent(lambda k, n: _flops(n))

@@ -16,7 +16,7 @@ from .solvers import custom_linear_solve, custom_root  # noqa: F401
 from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
-from . import linalg  # noqa: F401
+# jx.lax.linalg loads on first use (__getattr__ below)
 
 
 # jax.lax's public names jx.lax does not have yet (JAX 0.10.2), and the nearest
@@ -39,7 +39,14 @@ _NEAREST = {"approx_max_k": "jx.lax.top_k (exact)",
 
 
 def __getattr__(name):
+    if name == "linalg":
+        import importlib
+        return importlib.import_module(f"{__name__}.linalg")
     from ..errors import missing_name
     conv = name.startswith(("conv", "Conv")) or "window" in name
     raise missing_name("jx.lax", name, _JAX_ONLY, _NEAREST, "not implemented yet: convolutions "
                        "and windowed reductions come with their issue" if conv else "")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"linalg"})

@@ -82,8 +82,8 @@ def _fft_rule(x, *, fft_type, fft_lengths):
     return ShapedArray(shape, dtype)
 
 
-_NUMPY = {FftType.FFT: np.fft.fftn, FftType.IFFT: np.fft.ifftn,
-          FftType.RFFT: np.fft.rfftn, FftType.IRFFT: np.fft.irfftn}
+_NUMPY = {FftType.FFT: "fftn", FftType.IFFT: "ifftn",     # np.fft's, looked up at use:
+          FftType.RFFT: "rfftn", FftType.IRFFT: "irfftn"}    # numpy loads np.fft then
 
 
 def _fft(x, *, fft_type, fft_lengths):
@@ -91,7 +91,7 @@ def _fft(x, *, fft_type, fft_lengths):
     if 0 in fft_lengths or 0 in x.shape:      # np.fft refuses empty transforms
         return np.zeros(out.shape, out.dtype)
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
-    return _NUMPY[fft_type](x, s=fft_lengths, axes=axes).astype(out.dtype, copy=False)
+    return getattr(np.fft, _NUMPY[fft_type])(x, s=fft_lengths, axes=axes).astype(out.dtype, copy=False)
 
 
 fft = declare("fft", _fft_rule, _fft)
