@@ -3,6 +3,7 @@ artifact (shared object + C header) for the target."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 import time
@@ -50,12 +51,16 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
                        "<NAME>.h inside the output folder; use printable characters and no "
                        "path separators, and choose the folder with -o")
     out_dir = out_dir or os.path.join(os.path.dirname(model) or ".", "build")
+    from jx import timings
+    from jx.codegen.cpu import artifact
     from jx.codegen.cpu.artifact import BuildError, EntryProgram, build_artifact
     from jx.staging import fuse_graph
-    programs, seconds = [], {}
+    programs, seconds, stages = [], {}, {}
+    timings.take()               # what loading the model spent is no entry's
     for e in selected:
         t0 = time.perf_counter()
-        traced, _, _ = dump.trace_entry(e, shown, "trace")
+        with timings.stage("trace"):
+            traced, _, _ = dump.trace_entry(e, shown, "trace")
         if not traced.outputs:
             raise CliError(f"entry {e.name!r} returns no arrays (a missing `return`?): a "
                            "compiled entry must return at least one array",
@@ -64,25 +69,70 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
         traced_names = [n for n in e.arg_names if n not in e.static]
         fixed = []
         for values in e.specializations():      # the fixed-size versions (specialize=)
-            at, _, _ = dump.trace_entry(e.fixed(values), shown, "trace")
+            with timings.stage("trace"):
+                at, _, _ = dump.trace_entry(e.fixed(values), shown, "trace")
             fixed.append((values, fuse_graph(at)[1]))
         programs.append(EntryProgram(e.name, program, traced.in_tree.children[0],
                                      traced.out_tree, traced_names, list(e.baked), fixed))
         seconds[e.name] = time.perf_counter() - t0
+        stages[e.name] = timings.take()         # its trace, passes, fuse (and import)
     t0 = time.perf_counter()
+    tune_s = 0.0
     try:
         if target == "cuda":
             from jx.codegen.cuda.artifact import build_artifact as build_cuda
             res = build_cuda(stem, programs, out_dir, arch=arch)
         else:
-            _tune_host()
+            _tune_host()             # (once per host: its jits are not this build's stages)
+            tune_s = time.perf_counter() - t0
+            timings.take()
             res = build_artifact(stem, programs, out_dir, cpu=cpu, prefix=prefix, static=static)
     except (BuildError, JxError) as err:
         raise CliError(f"compiling {shown} failed: {err}") from err
-    # where each entry is declared, and the time to trace, transform and fuse it
-    # (the artifact's code generation and link are build_s, for all entries at once)
+    build_s = time.perf_counter() - t0
+    build_stages = timings.take()
+    emitted = dict(artifact.EMIT_SECONDS) if target == "cpu" and not res.get("cache_hit") \
+        else {}
+    # where each entry is declared, the time to trace, transform and fuse it
+    # (entry_seconds) and where its time went, its IR's emission included
+    # (entry_stages); the artifact's module-wide work (its own IR, LLVM, link, load)
+    # is build_s, by stage in build_stages
     return {**res, "sources": {e.name: e.source for e in selected},
-            "entry_seconds": seconds, "build_s": time.perf_counter() - t0}
+            "entry_seconds": seconds, "build_s": build_s,
+            "entry_stages": {n: {**st, "emit": emitted.get(n, 0.0)}
+                             for n, st in stages.items()},
+            "build_stages": _module_stages(build_stages, sum(emitted.values()), build_s,
+                                           tune_s)}
+
+
+ENTRY_STAGES = ("trace", "passes", "fuse", "emit")
+MODULE_STAGES = ("emit", "optimise", "codegen", "llvm", "link", "load")
+
+
+def _module_stages(took: dict, entries_emit: float, build_s: float, tune_s: float) -> dict:
+    """The build's stages with the entries' own IR emission taken out of "emit" (what
+    is left: the module's shared functions, its text, the manifest), "tune" (measuring
+    the host's code-generation constants, the first build on a host) and "other",
+    what no stage covers (the header, the caches' files, hashing)."""
+    out = {k: 0.0 for k in MODULE_STAGES}
+    out.update(took)
+    if tune_s:
+        out["tune"] = tune_s
+    out["emit"] = max(0.0, out["emit"] - entries_emit)
+    out["other"] = max(0.0, build_s - entries_emit - sum(out.values()))
+    return out
+
+
+def entry_times(res: dict, name: str) -> tuple:
+    """({stage: seconds}, total seconds) of entry `name` in a compile_model result:
+    its trace, passes, fuse and emit (import too when the entry loaded the passes),
+    each rounded down, the total (its trace and fuse window plus its emission)
+    rounded up, so the stages never sum past the total."""
+    st = {k: 0.0 for k in ENTRY_STAGES}
+    st.update(res.get("entry_stages", {}).get(name, {}))
+    total = res["entry_seconds"].get(name, 0.0) + st["emit"]
+    return ({k: math.floor(v * 1e6) / 1e6 for k, v in st.items()},
+            math.ceil(total * 1e6) / 1e6)
 
 
 def _apply_specialize(selected: list, items: tuple, lenient: bool) -> None:
@@ -242,10 +292,14 @@ def register(main: click.Group, reports_errors) -> None:
                        "identical, 1 naming each that differs or is missing and why.")
     @click.option("--json", "json_path", default=None, metavar="FILE|-",
                   help="Write what was built (or checked) as JSON: artifacts, entries, "
-                       "shapes, content hashes, compile times; - prints it on stdout.")
+                       "shapes, content hashes, compile times (per entry by stage); - "
+                       "prints it on stdout.")
+    @click.option("-v", "--verbose", is_flag=True,
+                  help="Print where each entry's compile time went (trace, passes, fuse, "
+                       "emit) and the module-wide LLVM and link time.")
     @reports_errors
     def compile_cmd(models, out_dir, entries, shapes, target, cpu, name, arch, prefix, bakes,
-                    specialize, static, check, json_path):
+                    specialize, static, check, json_path, verbose):
         """Compile each MODEL's entries into a shared object with a C ABI and a C header
         (--static: a static library; --target cuda: PTX, cubin where ptxas exists, and
         a .cuda.json manifest). Exported symbols start with the artifact's prefix.
@@ -280,6 +334,8 @@ def register(main: click.Group, reports_errors) -> None:
             else:
                 _report(res, time.perf_counter() - t0, echo)
                 _warn_replaced(before, res)
+            if verbose:
+                _report_times(res, echo)
             built.append(res["manifest"])
             records.append(_record(model, res, time.perf_counter() - t0, found, check))
         if many:
@@ -324,6 +380,21 @@ def _report(res: dict, dt: float, echo=click.echo) -> None:
          f"{'cache hit' if res.get('cache_hit') else 'compiled'} in {dt:.2f} s")
 
 
+def _report_times(res: dict, echo) -> None:
+    """-v: one line per entry (where its time went) and one for the module-wide work."""
+    for e in res["manifest"]["entries"]:
+        st, total = entry_times(res, e["name"])
+        parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in st.items()
+                          if k in ENTRY_STAGES or v >= 5e-5)
+        echo(f"entry {e['name']}: {parts}, total {total * 1e3:.1f} ms")
+    mod = res.get("build_stages", {})
+    parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in mod.items()
+                      if k in MODULE_STAGES or v >= 5e-5)
+    echo(f"module (all entries at once; LLVM and link): {parts}, total "
+         f"{res.get('build_s', 0.0) * 1e3:.1f} ms"
+         f"{' (artifact cache hit)' if res.get('cache_hit') else ''}")
+
+
 def _report_check(res: dict, found: list, echo) -> None:
     if not found:
         names = ", ".join(e["name"] for e in res["manifest"]["entries"])
@@ -346,8 +417,11 @@ def _record(model: str, res: dict, dt: float, found: list, check: bool) -> dict:
            "jx_version": m.get("jx_version"), "target": m.get("target"), "cpu": m.get("cpu"),
            "prefix": m.get("prefix"), "cache_hit": res.get("cache_hit"),
            "seconds": round(dt, 4), "build_seconds": round(res.get("build_s", 0.0), 4),
+           "build_stages": {k: round(v, 6) for k, v in res.get("build_stages", {}).items()},
            "entries": [{"name": e["name"], "source": res["sources"].get(e["name"]),
                         "trace_seconds": round(res["entry_seconds"].get(e["name"], 0.0), 4),
+                        "stages": entry_times(res, e["name"])[0],
+                        "total_seconds": entry_times(res, e["name"])[1],
                         "code_sha256": e.get("code_sha256"),
                         "inputs": e["inputs"], "outputs": e["outputs"],
                         **({"baked": e["baked"]} if e.get("baked") else {})}

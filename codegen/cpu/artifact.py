@@ -85,6 +85,11 @@ def program_hash(program) -> str:
     return hashlib.sha256(format_program(program).encode()).hexdigest()
 
 
+# seconds emitting each entry's LLVM IR in the last build_module (`jx compile -v`
+# and --json report them per entry); the module's own IR is the "emit" stage's rest
+EMIT_SECONDS: dict = {}
+
+
 def build_module(name: str, entries: list, cpu: str, triple: str,
                  parallel: bool = False, prefix: str | None = None,
                  routines: dict | None = None) -> tuple:
@@ -96,8 +101,12 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
     mb = ModuleBuilder(name, parallel=parallel, cpu=cpu,
                        external_routines=triple == host_triple(), reloc="pic")
     records = []
+    EMIT_SECONDS.clear()
     for e in entries:
-        symbol = mb.entry(e.name, e.program, prefix, e.specialized)
+        t0 = time.perf_counter()
+        with timings.stage("emit"):
+            symbol = mb.entry(e.name, e.program, prefix, e.specialized)
+        EMIT_SECONDS[e.name] = time.perf_counter() - t0
         g = e.program.graph
         dims_record = _dims_record(e.program, f"entry {e.name!r}")
         if dims_record and e.specialized:
@@ -110,7 +119,8 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "in_tree": treespec.encode(e.in_tree), "out_tree": treespec.encode(e.out_tree),
             "code_sha256": program_hash(e.program),
             **({"baked": e.baked} if e.baked else {})})
-    code = mb.text()
+    with timings.stage("emit"):
+        code = mb.text()
     if routines is not None:
         routines.update(mb.routines())
     from .target import required_features
