@@ -106,7 +106,7 @@ def compile_model(model: str, out_dir: str | None, entries: tuple, shapes: tuple
 
 
 ENTRY_STAGES = ("trace", "passes", "fuse", "emit")
-MODULE_STAGES = ("emit", "optimise", "codegen", "llvm", "link", "load")
+MODULE_STAGES = ("emit", "optimise", "codegen", "link", "load")   # (llvm: the worker's)
 
 
 def _module_stages(took: dict, entries_emit: float, build_s: float, tune_s: float) -> dict:

@@ -2,6 +2,7 @@
 
     jx dump-ir MODEL.py [--entry NAME ...] [--shape ARG=SPEC ...] [--after STAGE] [--debug]
     jx compile MODEL.py [-o DIR] [--entry NAME ...] [--shape ARG=SPEC ...] [--cpu NAME]
+               [--check] [--json FILE|-] [-v]
     jx bench [PATH] [--entry NAME] [--json FILE|-] [--wide] [--min-time S] [--threads N]
              [--machine]
 
