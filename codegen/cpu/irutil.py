@@ -294,6 +294,21 @@ class Callee:
         return self.value.get_reference()
 
 
+def no_unroll_hint(module: ir.Module):
+    """Loop metadata keeping LLVM from unrolling the loop (llvm.loop.unroll.disable):
+    for a loop whose body is already a wide block of work (a float reduction's
+    block of lanes, which LLVM vectorises). Each call makes a new loop ID, as
+    interleave_hint's."""
+    n = module.__dict__.setdefault("_jx_loops", [0])
+    n[0] += 1
+    opt = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    tag = module.add_metadata([ir.MetaDataString(module, "jx.loop"),
+                               ir.Constant(ir.IntType(32), n[0])])
+    loop_id = module.add_metadata([opt, tag])
+    loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop IDs name themselves
+    return loop_id
+
+
 def interleave_hint(module: ir.Module, count: int):
     """Loop metadata asking the vectoriser to run `count` vector iterations
     interleaved. Its cost model picks 1 for long transcendental chains (register
