@@ -21,9 +21,10 @@ LAZY = [
     "jx.passes.sort_rules", "jx.passes.collective_rules", "jx.passes.linalg_rules",
     "jx.passes.conv_rules", "jx.passes.windowed_rules", "jx.passes.fft_rules",
     "jx.passes.fft_lax_rules",
-    # code generation of matrix products and FFTs (the kernels' lowerings import them)
+    # code generation of matrix products, convolutions and FFTs (their lowerings import them)
     "jx.codegen.cpu.gemm", "jx.codegen.cpu.fft_plan", "jx.codegen.cpu.fft_stages",
     "jx.codegen.cpu.fft_tables", "jx.codegen.cpu.fft_butterfly",
+    "jx.codegen.cpu.gemm_pieces", "jx.codegen.cpu.conv_pieces", "jx.codegen.cpu.conv_direct",
     # other backends and the tools
     "jx.codegen.cuda", "jx.cli", "jx.benchmarks", "jx.fuzz",
     "cupy", "click", "rich", "numpy.fft",

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 import numpy as np
@@ -56,14 +57,27 @@ from jx.prims.convolution import is_canonical
 
 from . import irutil as U
 from . import target, tuning
-from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _pack_body_fn, _sub_fn
-from .gemm_pieces import Blocking, _c, _declare, _gep, _min, _pad, _vname, run_tasks
 from .opaque import opaque_rule
 
-try:
-    from . import conv_direct
-except ImportError:          # (written separately; the GEMM form takes every conv)
-    conv_direct = None
+if TYPE_CHECKING:
+    from .gemm_pieces import Blocking
+
+# conv_pieces, gemm_pieces and conv_direct are imported where used, at the first conv
+# kernel: a program without convolutions never loads them (the CPU module builder
+# imports this module for its opaque rule)
+_NOT_LOADED = object()
+conv_direct = _NOT_LOADED    # the direct kernel's module (None: not there)
+
+
+def _conv_direct():
+    global conv_direct
+    if conv_direct is _NOT_LOADED:
+        try:
+            from . import conv_direct as module
+        except ImportError:  # (written separately; the GEMM form takes every conv)
+            module = None
+        conv_direct = module
+    return conv_direct
 
 # Tasks are taken dynamically (a busy core does fewer); where B does not fit L2,
 # each task streams all of it once per slab, so fewer, longer tasks (as gemm's
@@ -133,6 +147,7 @@ class ConvPlan:
     def apack(self) -> int:
         """Elements of a task's A panel scratch (64-byte multiple); the staged row
         follows it in the task's slot."""
+        from .gemm_pieces import _pad
         item = self.dtype.itemsize
         return -(-(self.blk.mr * self.kcb + _pad(U.storage_type(self.dtype))) * item // 64) \
             * 64 // item
@@ -145,6 +160,7 @@ class ConvPlan:
     @property
     def bstride(self) -> int:
         """Elements from one packed B block (a group's K block) to the next."""
+        from .gemm_pieces import _pad
         return self.npan * (self.kcb * self.blk.nr + _pad(U.storage_type(self.dtype)))
 
 
@@ -176,6 +192,7 @@ def blocking(dtype, og: int, wo: int, cpu=None) -> Blocking:
 def plan(kernel, cpu=None) -> ConvPlan:
     """The GEMM form of a canonical conv (one with pixels and K to compute)."""
     from . import gemm
+    from .gemm_pieces import _pad
     eqn = kernel.root
     lhs, rhs = eqn.inputs
     (out,) = eqn.outputs
@@ -259,8 +276,8 @@ def _check(kernel) -> None:
 
 
 def _direct(kernel) -> bool:
-    return (USE_DIRECT and conv_direct is not None and hasattr(conv_direct, "emit")
-            and bool(conv_direct.suits(kernel)))
+    direct = _conv_direct() if USE_DIRECT else None
+    return (direct is not None and hasattr(direct, "emit") and bool(direct.suits(kernel)))
 
 
 def takes_epilogue(kernel) -> bool:
@@ -288,6 +305,8 @@ def _conv_general_dilated(ctx, kernel):
 
 def emit(ctx, kernel) -> None:
     """Emit the conv (and its epilogue, if any) into the kernel function at ctx.b."""
+    from .conv_pieces import _CTX, _body_fn, _epilogue_fn, _pack_b, _pack_body_fn, _sub_fn
+    from .gemm_pieces import _c, _declare, _gep, _min, _vname, run_tasks
     b = ctx.b
     mod = ctx.module.module
     lhs, rhs = kernel.root.inputs
