@@ -38,9 +38,9 @@ from jx.runtime.host import cpus_usable
 
 from . import irutil as U
 from . import target, tuning
-from .gemm_pieces import (Blocking, Plan, _c, _declare, _fn, _gep, _loop, _micro_fn,
-                          _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad, _panel_at,
-                          _size, _vname, epilogue_function, run_tasks,
+from .gemm_pieces import (Blocking, Plan, _c, _declare, _edge_fn, _fn, _gep, _loop,
+                          _micro_fn, _min, _narrow_fn, _pack_fn, _pack_rows_fn, _pad,
+                          _panel_at, _size, _vname, epilogue_function, run_tasks,
                           worker_scratch)
 
 # Tasks are taken dynamically, so a thread whose core is busy (another process,
@@ -96,6 +96,7 @@ def build_routines(module, dtype) -> None:
         tag = f"{_vname(et)}.v{blk.vw}"
         _micro_fn(module, et, tag, blk, packed=True)
         _macro_fn(module, et, tag, blk)
+        _edge_fn(module, et, tag, blk)        # (the direct micro-kernels' edge tiles)
         _rows_axpy_fn(module, et)            # (a symbolic product's streamed rows)
         _rows_dot_fn(module, et, blk.vw)
         for r in sorted({blk.mr, blk.nr}):

@@ -343,27 +343,67 @@ def _micro_fn(module, et, tag, blk: Blocking, packed: bool, strides=None):
                 b.store(val, ptr, align=_size(et))
         b.ret_void()
 
-    # edge tile: lanes j < nr of rows i < mr, through masked loads and stores
+    # edge tile: lanes j < nr of rows i < mr, through masked loads and stores; a
+    # direct copy (emitted per program) leaves them to the edge routine, through
+    # the tile on the stack (those masked loads and stores were a third of its LLVM
+    # time; edge tiles are a few of a product's)
     b.position_at_end(edge)
+    if packed:
+        _store_edge(b, fn.module, et, blk, crows, mr, nr, first, new)
+    else:
+        tile = U.alloca_entry(b, ir.ArrayType(vt, mr_ * nv), "tile")   # (vectors, row-major)
+        tile.align = 64
+        for j, val in enumerate(new):
+            b.store(val, b.gep(tile, [_c(0), _c(j)], inbounds=True), align=valign)
+        b.call(_edge_fn(module, et, tag, blk), [tile, c, mr, nr, first, ldc])
+    b.ret_void()
+    return fn
+
+
+def _store_edge(b, module, et, blk: Blocking, crows, mr, nr, first, vals) -> None:
+    """vals (MR x NV vectors) into lanes j < nr of C's rows i < mr: stored, or added
+    to C's values unless first; crows[i]: row i of the tile in C."""
+    vw, nv = blk.vw, blk.nv
+    vt = ir.VectorType(et, vw)
     mt = ir.VectorType(U.I1, vw)
     it = ir.VectorType(U.I64, vw)
-    mload = _declare(fn.module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
+    mload = _declare(module, f"llvm.masked.load.v{vw}{_vname(et)}.p0", vt,
                      [U.PTR, U.I32, mt, vt])
-    mstore = _declare(fn.module, f"llvm.masked.store.v{vw}{_vname(et)}.p0", U.VOID,
+    mstore = _declare(module, f"llvm.masked.store.v{vw}{_vname(et)}.p0", U.VOID,
                       [vt, U.PTR, U.I32, mt])
+    zero = ir.Constant(vt, [ir.Constant(et, 0.0)] * vw)
     nrv = _splat(b, nr, it)
     none = ir.Constant(mt, [ir.Constant(U.I1, 0)] * vw)
     al = ir.Constant(U.I32, _size(et))
     lanes = [b.icmp_signed("<", ir.Constant(it, [_c(v * vw + j) for j in range(vw)]), nrv)
              for v in range(nv)]
-    for i in range(mr_):
+    for i in range(blk.mr):
         row = b.icmp_signed("<", _c(i), mr)
         for v in range(nv):
             mask = b.select(row, lanes[v], none)
             ptr = b.gep(crows[i], [_c(v * vw)], source_etype=et)   # may be past the end
             old = b.call(mload, [ptr, al, b.select(first, none, mask), zero])
-            val = new[i * nv + v]
+            val = vals[i * nv + v]
             b.call(mstore, [b.select(first, val, b.fadd(old, val)), ptr, al, mask])
+
+
+def _edge_fn(module, et, tag, blk: Blocking):
+    """edge(tile, c, mr, nr, first, ldc): _store_edge of an MR x NR tile (row-major,
+    64-byte aligned) into C, rows ldc apart. A routine: one per host and blocking."""
+    mr_, nr_, vw, nv = blk.mr, blk.nr, blk.vw, blk.nv
+    name = f"jx.gemm.edge.{tag}.{mr_}x{nr_}"
+    fn = _fn(module, name, U.VOID, [U.PTR, U.PTR, U.I64, U.I64, U.I1, U.I64], shared=True)
+    if fn is None:
+        return module.globals[name]
+    tile, c, mr, nr, first, ldc = fn.args
+    for a in (tile, c):
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    vt = ir.VectorType(et, vw)
+    vals = [b.load(_gep(b, tile, _c(i * nr_ + v * vw), et), typ=vt, align=vw * _size(et))
+            for i in range(mr_) for v in range(nv)]
+    crows = [_gep(b, c, b.mul(ldc, _c(i)), et) for i in range(mr_)]
+    _store_edge(b, fn.module, et, blk, crows, mr, nr, first, vals)
     b.ret_void()
     return fn
 
