@@ -122,34 +122,90 @@ PROBE = textwrap.dedent('''
 ''')
 
 
-def _probe(tmp_path, seed: str) -> dict:
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    env = dict(os.environ, JX_CACHE_DIR=str(tmp_path / "cache"), PYTHONHASHSEED=seed)
+def _probe(tmp_path, seed: str, loader: str = "", script: str = PROBE) -> dict:
+    path = tmp_path / "probe.py"
+    path.write_text(script)
+    env = dict(os.environ, JX_CACHE_DIR=str(tmp_path / "cache"), PYTHONHASHSEED=seed,
+               JX_JIT_LOADER=loader)
     env.pop("JX_PROGRAM_CACHE", None)
-    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_hit_builds_no_ir_across_processes_and_hash_seeds(tmp_path):
-    cold = _probe(tmp_path, "1")
+@pytest.mark.parametrize("loader", ["", "mcjit"])
+def test_hit_builds_no_ir_across_processes_and_hash_seeds(tmp_path, loader):
+    """Both loaders: shared objects linked by ld (the default) and MCJIT objects."""
+    cold = _probe(tmp_path, "1", loader)
     assert cold["ok"] and cold["modules"] > 0 and cold["parsed"] > 0 and cold["key"]
-    warm = _probe(tmp_path, "2")                 # another process, another hash seed
+    warm = _probe(tmp_path, "2", loader)        # another process, another hash seed
     assert warm["ok"] and warm["key"] == cold["key"]
     assert warm["modules"] == 0 and warm["parsed"] == 0, warm
 
 
-def test_missing_object_is_a_miss(tmp_path):
-    """An evicted object behind a record: the program is generated and compiled
-    again, with the right result, and the record then leads to the new object."""
-    import shutil
+PLAIN = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import jx, jx.numpy as jnp
+    x = np.linspace(-2, 2, 1000, dtype=np.float32)
+    out = np.asarray(jx.jit(lambda x: jnp.tanh(x) * 3 + jnp.cumsum(x))(x))
+    ok = bool(np.allclose(out, np.tanh(x) * 3 + np.cumsum(x), rtol=1e-5, atol=1e-4))
+    print(json.dumps({"ok": ok, "llvm": "llvmlite.binding" in sys.modules,
+                      "codegen": "jx.codegen.cpu.module" in sys.modules}))
+''')
+
+
+def test_hit_loads_neither_llvm_nor_the_code_generator(tmp_path):
+    from jx.codegen.cpu import native
+    if not native.enabled():
+        pytest.skip("no linker or C compiler here: jx.jit loads code with MCJIT")
+    cold = _probe(tmp_path, "0", script=PLAIN)
+    assert cold["ok"] and cold["llvm"]
+    warm = _probe(tmp_path, "0", script=PLAIN)
+    assert warm == {"ok": True, "llvm": False, "codegen": False}
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt"])
+def test_missing_or_damaged_code_is_a_miss(tmp_path, damage):
+    """An evicted or damaged library (and object): the program is generated and
+    compiled again, with the right result, and found by the next process."""
     _probe(tmp_path, "0")
-    shutil.rmtree(tmp_path / "cache" / "objects")
+    for folder in ("jit", "objects"):
+        for root, _, files in os.walk(tmp_path / "cache" / folder):
+            for name in files:
+                path = os.path.join(root, name)
+                if damage == "delete":
+                    os.unlink(path)
+                elif name.endswith((".so", ".o")):
+                    with open(path, "r+b") as f:
+                        f.seek(100)
+                        f.write(b"\xff" * 16)
     again = _probe(tmp_path, "0")
     assert again["ok"] and again["modules"] > 0
     assert _probe(tmp_path, "0")["modules"] == 0
+
+
+def test_library_exports_its_entry_only(tmp_path, monkeypatch):
+    """A jx.jit library's routines are its own (local symbols): two programs'
+    libraries never bind each other's."""
+    from jx.codegen.cpu import native
+    from jx.runtime import elf  # noqa: F401  (the cache's files are ELF)
+    if not native.enabled():
+        pytest.skip("no linker or C compiler here: jx.jit loads code with MCJIT")
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    f = jx.jit(lambda a, b: jnp.tanh(a @ b))
+    a = np.ones((64, 64), np.float32)
+    np.testing.assert_allclose(np.asarray(f(a, a)), np.tanh(a @ a), rtol=1e-5)
+    libs = [os.path.join(r, n) for r, _, fs in os.walk(tmp_path / "jit") for n in fs
+            if n.endswith(".so")]
+    assert len(libs) == 1
+    out = subprocess.run(["nm", "-D", "--defined-only", libs[0]], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        pytest.skip("no nm here")
+    names = {ln.split()[-1] for ln in out.stdout.splitlines() if ln.strip()}
+    assert names == {"jx__lambda_"}, names
 
 
 @pytest.mark.parametrize("kind", ["other values", "equal values"])

@@ -19,6 +19,7 @@ import llvmlite.binding as llvm
 
 from . import cache, target, tuning
 from .objsyms import global_symbols
+from .tuning import llvm_features  # noqa: F401  (tests patch it here)
 
 from jx import timings
 
@@ -55,23 +56,6 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
                     after_in_child=_after_fork_in_child)
-
-
-def llvm_features(cpu: str) -> str:
-    """The feature string for LLVM's target machine: the host's exact set for the
-    host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
-    defaults otherwise. On AVX-512 CPUs the loop vectoriser's preferred width is
-    set explicitly (Intel's tunings default to 256 bits, against clock drops on old
-    parts): for the host as measured there (tuning "vector_bits"), else 512."""
-    if cpu == target.host_cpu():
-        feats = target._llvm().get_host_cpu_features().flatten()
-    else:
-        feats = ""
-    if "avx512f" in target.features(cpu):
-        bits = tuning.value("vector_bits") if cpu == target.host_cpu() else 512
-        feats = (feats + "," if feats else "") + ("+" if bits == 256 else "-") + \
-            "prefer-256-bit"
-    return feats
 
 
 def target_machine(cpu: str | None = None, triple: str | None = None,
@@ -144,6 +128,7 @@ class JitModule:
             triple = target.host_triple()
             self.object_key = object_key(ir_text, cpu, triple, "default")
             obj, self.cache_hit = cached_object(ir_text, cpu, triple, reloc="default")
+        _runtime_for_mcjit()
         libcalls_for_jit(cpu)
         for name, code in routines.items():
             routine_for_jit(name, code, cpu)
@@ -159,17 +144,33 @@ class JitModule:
 
 
 @functools.lru_cache(maxsize=None)
+def _runtime_for_mcjit() -> None:
+    """The parallel runtime in LLVM's own list of libraries, where MCJIT resolves a
+    module's symbols (loaded globally by parallel.jit_library as well)."""
+    from . import parallel
+    path = parallel.jit_library()
+    if path is not None:
+        llvm.load_library_permanently(path)
+
+
+@functools.lru_cache(maxsize=None)
 def libcalls_for_jit(cpu: str):
     """Compile libcalls.py for this process once (per target CPU) and make its
     routines visible to every later JIT module (llvm.add_symbol); returns the
     engine, which the cache keeps alive: the code must stay mapped. Kept by name
     like a routine (its IR is a function of the target and jx's sources), so a
     process that finds it builds none."""
-    obj = find_routine(LIBCALLS, cpu, "default")
+    obj = libcalls_object(cpu, "default")
+    return _map_symbols(obj, cpu, global_symbols(obj)[0])
+
+
+def libcalls_object(cpu: str, reloc: str) -> bytes:
+    """libcalls.py's object for cpu and reloc, compiled once per host."""
+    obj = find_routine(LIBCALLS, cpu, reloc)
     if obj is None:
         from . import libcalls
-        obj = routine_object(LIBCALLS, libcalls.module_ir(), cpu, "default")
-    return _map_symbols(obj, cpu, global_symbols(obj)[0])
+        obj = routine_object(LIBCALLS, libcalls.module_ir(), cpu, reloc)
+    return obj
 
 
 LIBCALLS = "jx.libcalls"

@@ -18,9 +18,8 @@ from jx.runtime.abi import DIMS_LAST_SUFFIX, LEGACY_PREFIX, entry_symbol
 from jx.runtime.abi import STATUS, STATUS_CANCELLED, STATUS_OUT_OF_MEMORY
 from jx.runtime.entry import _data_ptr as data_ptr
 
-from .compiler import JitModule
-
-# (module.py, the code generator, is imported on a program cache miss only)
+# (module.py, the code generator, and compiler.py, LLVM, are imported only on a
+# program cache miss, or to load with MCJIT where there is no linker: native.py)
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 # an entry with symbolic sizes takes their values first (module.py)
@@ -50,25 +49,39 @@ class CompiledFunction:
         self.symbols = symbols_of([v.aval.shape for v in program.graph.inputs])
         self._cpu, self._ir_text = cpu, None
         threads = parallel.available()
+        symbol = entry_symbol(name, LEGACY_PREFIX)
+        exports = [symbol] + ([symbol + DIMS_LAST_SUFFIX] if self.symbols else [])
+        native = threads and _native().enabled()
         with timings.stage("key"):
-            key = program_cache.jit_key(program, name, cpu, threads)
-            found = program_cache.lookup(key, cpu) if key else None
+            key = program_cache.jit_key(program, name, cpu, threads,
+                                        "pic" if native else "default")
+            if native:
+                found = _native().find(key) if key else None
+            else:
+                found = program_cache.lookup(key, cpu) if key else None
         if found is not None:           # compiled before: no IR built
-            obj, routines = found
             with timings.stage("load"):
-                self.jit = JitModule(None, cpu, routines, obj=obj)
+                if native:
+                    self.jit = _native().Library(found, cache_hit=True)
+                else:
+                    from .compiler import JitModule
+                    self.jit = JitModule(None, cpu, found[1], obj=found[0])
         else:
             with timings.stage("emit"):
                 from .module import ModuleBuilder
-                mb = ModuleBuilder(name, parallel=threads, cpu=cpu)
+                mb = ModuleBuilder(name, parallel=threads, cpu=cpu,
+                                   reloc="pic" if native else "default")
                 mb.entry(name, program)
                 self._ir_text = mb.text()
                 routines = mb.routines()
             with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
-                self.jit = JitModule(self._ir_text, cpu, routines)
-            if key:
+                if native:
+                    self.jit = _native().build(key, self._ir_text, cpu, routines, exports)
+                else:
+                    from .compiler import JitModule
+                    self.jit = JitModule(self._ir_text, cpu, routines)
+            if key and not native:
                 program_cache.remember(key, self.jit.object_key, routines)
-        symbol = entry_symbol(name, LEGACY_PREFIX)
         parallel.watch_interrupts()
         self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
         # (pmap's form of a symbolic entry: the dims array as one more input)
@@ -94,7 +107,9 @@ class CompiledFunction:
         if self._ir_text is None:
             from . import parallel
             from .module import ModuleBuilder
-            mb = ModuleBuilder(self.symbol, parallel=parallel.available(), cpu=self._cpu)
+            threads = parallel.available()
+            mb = ModuleBuilder(self.symbol, parallel=threads, cpu=self._cpu,
+                               reloc="pic" if threads and _native().enabled() else "default")
             mb.entry(self.symbol, self.program)
             self._ir_text = mb.text()
         return self._ir_text
@@ -241,6 +256,11 @@ class CompiledFunction:
             text += f"; its largest intermediate is {big} ({_gib(_nbytes(big.shape, big.dtype))})"
         return OutOfMemoryError(text + ": use smaller arrays or split the work into chunks "
                                 "(e.g. with jx.lax.scan or a Python loop over slices)")
+
+
+def _native():
+    from . import native
+    return native
 
 
 def _arrays(outs, weak) -> list:

@@ -90,13 +90,16 @@ def object_file() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def jit_library() -> str | None:
-    """Build and load the runtime into this process (once); None without cc."""
+    """Build and load the runtime into this process (once), its symbols global for
+    the code loaded after it (jx.jit's shared objects, MCJIT's modules: see
+    compiler.JitModule); None without cc."""
     path = Build("shared").wait()
     if path is None:
         return None
-    import llvmlite.binding as llvm
-    llvm.load_library_permanently(path)
+    import ctypes
+    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     return path
 
 

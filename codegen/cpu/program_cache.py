@@ -81,8 +81,8 @@ def host_parts(cpu: str, triple: str, reloc: str) -> list:
     host-measured constants (tuning.py) and the versions of jx and LLVM."""
     import llvmlite
 
-    from . import compiler, tuning
-    return [cpu, triple, reloc, compiler.llvm_features(cpu),
+    from . import tuning
+    return [cpu, triple, reloc, tuning.llvm_features(cpu),
             repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry()),
             repr(sorted((k, tuning.value(k)) for k in tuning.DEFAULTS)),
             __version__, llvmlite.__version__, sources_fingerprint()]
@@ -92,8 +92,10 @@ def enabled() -> bool:
     return os.environ.get("JX_PROGRAM_CACHE", "1").strip() != "0"
 
 
-def jit_key(program, symbol: str, cpu: str, parallel: bool) -> str | None:
-    """The key of a jx.jit module holding one entry `symbol` for `program`, or None
+def jit_key(program, symbol: str, cpu: str, parallel: bool,
+            reloc: str = "default") -> str | None:
+    """The key of a jx.jit module holding one entry `symbol` for `program` (reloc:
+    "pic", a shared object, native.py; "default", an MCJIT object), or None
     when the program has no canonical form (a param holding a Python object) or
     the program cache is off."""
     if not enabled():
@@ -102,7 +104,7 @@ def jit_key(program, symbol: str, cpu: str, parallel: bool) -> str | None:
     if digest is None:
         return None
     parts = ["jit", digest, symbol, f"parallel={bool(parallel)}",
-             *host_parts(cpu, target.host_triple(), "default")]
+             *host_parts(cpu, target.host_triple(), reloc)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

@@ -8,7 +8,7 @@ the backend derives from it: the instruction-set extensions the code may use
 cache blocking, see gemm.py). The host's own facts (flags, caches, the
 extension-to-flag table) are read by jx.runtime.host; this module names them
 as LLVM does. The feature string a target machine is built with also depends on
-tuned constants, so it is made by compiler.llvm_features.
+tuned constants, so it is made by tuning.llvm_features.
 """
 from __future__ import annotations
 
@@ -78,19 +78,74 @@ def _llvm():
     return llvm
 
 
+# LLVM's view of this host (CPU name, triple, exact feature string) is kept in the
+# cache under a stamp of what determines it (the CPU's identity and flags as the
+# kernel reports them, the machine, llvmlite's version): a process that only loads
+# code it compiled before then never loads LLVM (~20 ms of a first call).
+HOST_FILE = "host-llvm.json"
+_STAMP_KEYS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+
+
+def _host_stamp() -> str | None:
+    """A digest of /proc/cpuinfo's identity and flags of the first CPU, the machine
+    and llvmlite's version; None where there is no /proc/cpuinfo to read."""
+    import hashlib
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n", 1)[0]
+    except OSError:
+        return None
+    fields = {}
+    for line in first.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in _STAMP_KEYS:
+            fields[name.strip()] = value.strip()
+    if "flags" not in fields:
+        return None
+    import llvmlite           # (the package's version only: not its LLVM library)
+    text = repr((sorted(fields.items()), platform.machine(), llvmlite.__version__))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _host() -> dict:
+    """{"cpu", "triple", "features"} as LLVM reports them for this host, from the
+    record when its stamp matches, else from LLVM (and recorded)."""
+    from jx.runtime.store import read_record, save_record
+    stamp = _host_stamp()
+    rec = read_record(HOST_FILE, stamp) if stamp else None
+    if isinstance(rec, dict) and all(isinstance(rec.get(k), str)
+                                     for k in ("cpu", "triple", "features")):
+        return rec
+    llvm = _llvm()
+    rec = {"cpu": llvm.get_host_cpu_name(), "triple": llvm.get_process_triple(),
+           "features": llvm.get_host_cpu_features().flatten()}
+    if stamp:
+        try:
+            save_record(HOST_FILE, stamp, rec)
+        except OSError:
+            pass              # a read-only cache only costs speed
+    return rec
+
+
 def host_cpu() -> str:
-    return _llvm().get_host_cpu_name()
+    return _host()["cpu"]
 
 
 def host_triple() -> str:
-    return _llvm().get_process_triple()
+    return _host()["triple"]
+
+
+def host_feature_string() -> str:
+    """LLVM's feature string of this host ("+avx2,-avx512f,...")."""
+    return _host()["features"]
 
 
 @functools.lru_cache(maxsize=None)
 def host_features() -> frozenset:
     """LLVM's names of the extensions this CPU has (and the OS enables)."""
-    feats = _llvm().get_host_cpu_features()
-    return frozenset(f for f in feats if feats[f])
+    return frozenset(f[1:] for f in _host()["features"].split(",") if f.startswith("+"))
 
 
 def check_cpu(name: str, where: str = "--cpu") -> str:

@@ -86,6 +86,20 @@ def using(**values):
             OVERRIDE.update(saved)
 
 
+def llvm_features(cpu: str) -> str:
+    """The feature string for LLVM's target machine: the host's exact set for the
+    host (LLVM's CPU name alone can include extensions a VM hides), the CPU's
+    defaults otherwise. On AVX-512 CPUs the loop vectoriser's preferred width is
+    set explicitly (Intel's tunings default to 256 bits, against clock drops on old
+    parts): for the host as measured there (tuning "vector_bits"), else 512."""
+    feats = target.host_feature_string() if cpu == target.host_cpu() else ""
+    if "avx512f" in target.features(cpu):
+        bits = value("vector_bits") if cpu == target.host_cpu() else 512
+        feats = (feats + "," if feats else "") + ("+" if bits == 256 else "-") + \
+            "prefer-256-bit"
+    return feats
+
+
 def mode() -> str:
     """JX_TUNE: 'auto' (measure at the first compile; the default) or 'off'."""
     m = os.environ.get("JX_TUNE", "auto").strip().lower() or "auto"

@@ -1,0 +1,132 @@
+"""jx.jit's modules as shared objects: a position-independent object linked by
+`ld` with the routines and compiler-runtime routines it calls, kept in the cache
+under the program's key and loaded with dlopen.
+
+Loading code this way needs nothing of LLVM: a process whose programs are all
+in the cache never imports llvmlite (~20 ms) nor builds an MCJIT engine per
+module and routine (~10 ms), and linking costs ~3 ms where MCJIT's loading cost
+more. Each library exports its entry symbols only (a version script): the
+routines inside are its own, so any number of them load side by side (RTLD_LOCAL),
+and the parallel runtime's symbols come from the runtime library, loaded
+globally first (parallel.jit_library). Without `ld` or the runtime (no C
+compiler), or with JX_JIT_LOADER=mcjit, jx.jit loads objects with MCJIT instead
+(compiler.JitModule).
+
+A library is written to a temporary name and renamed, with its sha256 recorded
+beside it (cache.record_digest); one that fails the check is rebuilt.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+from . import cache, target
+
+FOLDER = "jit"
+
+
+@functools.lru_cache(maxsize=None)
+def linker() -> str | None:
+    return os.environ.get("JX_LD") or shutil.which("ld") or shutil.which("ld.bfd")
+
+
+def enabled() -> bool:
+    """Whether jx.jit loads its code as shared objects here (see the module doc)."""
+    if os.environ.get("JX_JIT_LOADER", "").strip().lower() == "mcjit" or linker() is None:
+        return False
+    from . import parallel
+    return parallel.jit_library() is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime() -> ctypes.CDLL:
+    from . import parallel
+    return ctypes.CDLL(parallel.jit_library())
+
+
+def path_for(key: str) -> str:
+    return os.path.join(cache.cache_dir(), FOLDER, key[:2], key + ".so")
+
+
+class Library:
+    """A loaded shared object of jx.jit code (the interface of compiler.JitModule)."""
+
+    def __init__(self, path: str, cache_hit: bool):
+        self.path, self.cache_hit, self.object_key = path, cache_hit, None
+        self._lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+
+    def address(self, symbol: str) -> int:
+        return ctypes.cast(getattr(self._lib, symbol), ctypes.c_void_p).value
+
+
+def find(key: str) -> str | None:
+    """The path of the library stored under key, or None (absent or damaged)."""
+    path = path_for(key)
+    if not cache.is_intact(path):
+        return None
+    cache._touch(path)
+    return path
+
+
+def build(key: str | None, ir_text: str, cpu: str, routines: dict, exports: list) -> Library:
+    """Compile the module (through the object cache) and link it with the routines
+    it declares ({name: IR text or object}, ModuleBuilder(reloc="pic").routines)
+    and the compiler-runtime routines; stored under key (None: under a digest of
+    what was linked), loaded."""
+    from . import compiler, symbols
+    from .objsyms import global_symbols
+    triple = target.host_triple()
+    obj, hit = compiler.cached_object(ir_text, cpu, triple, reloc="pic")
+    pieces = [compiler.libcalls_object(cpu, "pic")]
+    pieces += [compiler.routine_object(name, code, cpu, "pic")
+               for name, code in sorted(routines.items())]
+    defined = set()
+    for data in pieces:
+        defined |= global_symbols(data)[0]
+    from . import routines as routines_mod
+    routines_mod.BUILT.update(defined - global_symbols(pieces[0])[0])
+    runtime = _runtime()
+    symbols.check(obj, lambda n: n in defined or hasattr(runtime, n) or
+                  symbols.in_c_library(n), "a jx.jit module")
+    if key is None:
+        h = hashlib.sha256()
+        for data in (obj, *pieces):
+            h.update(hashlib.sha256(data).digest())
+        key = h.hexdigest()
+    path = path_for(key)
+    if not cache.is_intact(path):
+        _link(path, obj, pieces, exports)
+    return Library(path, cache_hit=hit)
+
+
+def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
+    folder = os.path.dirname(path)
+    cache.make_dir(folder)
+    with tempfile.TemporaryDirectory(prefix=".jx-link-", dir=folder) as tmp:
+        files = []
+        for i, data in enumerate([obj, *pieces]):
+            files.append(os.path.join(tmp, f"{i}.o"))
+            with open(files[-1], "wb") as f:
+                f.write(data)
+        script = os.path.join(tmp, "exports.map")
+        with open(script, "w") as f:
+            f.write("{\n  global:\n" + "".join(f"    {n};\n" for n in exports) +
+                    "  local: *;\n};\n")
+        out = os.path.join(tmp, "module.so")
+        proc = subprocess.run([linker(), "-shared", "-o", out, "--build-id=none",
+                               "-z", "noexecstack", "-z", "now",
+                               f"--version-script={script}", *files],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            from jx.errors import JxError
+            raise JxError(f"linking a jx.jit module with {linker()} failed: "
+                          f"{proc.stderr.strip()[:2000]}; set JX_JIT_LOADER=mcjit to load "
+                          "code without a linker, and please report this")
+        os.chmod(out, 0o700)
+        os.replace(out, path)
+    cache.record_digest(path)
