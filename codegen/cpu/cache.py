@@ -224,8 +224,9 @@ def store_files(key: str, sources: dict) -> None:
 # -- the size cap (see the module docstring) ----------------------------------------------
 DEFAULT_MAX = 1 << 30
 # evictable (programs/: the records leading from a fused program to its object,
-# program_cache.py); runtime/ and the host's records are kept
-ENTRY_FOLDERS = ("objects", "artifacts", "programs")
+# program_cache.py; jit/: jx.jit's shared objects, native.py); runtime/ and the
+# host's records are kept
+ENTRY_FOLDERS = ("objects", "artifacts", "programs", "jit")
 RUNTIME_OBJECTS = os.path.join("runtime", "objects")   # libcalls, routines: kept
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_FILE = "size"

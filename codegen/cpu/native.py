@@ -130,3 +130,4 @@ def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
         os.chmod(out, 0o700)
         os.replace(out, path)
     cache.record_digest(path)
+    cache._added([path, path + ".sha256"])     # (the size cap counts it)
