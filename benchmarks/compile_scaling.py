@@ -105,7 +105,8 @@ def build_runtime() -> None:
     import jx
     from jx.codegen.cpu import compiler, target
     jx.jit(lambda x: x + 1)(np.ones(2, np.float32))
-    compiler.build_routines(target.jit_cpu())
+    for reloc in ("pic", "default"):     # jx.jit's shared objects; MCJIT's objects
+        compiler.build_routines(target.jit_cpu(), reloc)
 
 
 def _seed_cache(folder: str) -> None:
