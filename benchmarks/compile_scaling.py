@@ -116,7 +116,7 @@ def _seed_cache(folder: str) -> None:
     src = os.path.dirname(store.record_path("tuning.json"))
     if os.path.isdir(os.path.join(src, "runtime")):
         shutil.copytree(os.path.join(src, "runtime"), os.path.join(folder, "runtime"))
-    for name in ("tuning.json", "machine.json", "host-llvm.json"):
+    for name in ("tuning.json", "machine.json", "host-llvm.json", "sources.json"):
         if os.path.isfile(os.path.join(src, name)):
             shutil.copy(os.path.join(src, name), folder)
 

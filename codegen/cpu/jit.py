@@ -67,8 +67,9 @@ class CompiledFunction:
                     from .compiler import JitModule
                     self.jit = JitModule(None, cpu, found[1], obj=found[0])
         else:
-            with timings.stage("emit"):
+            with timings.stage("import"):
                 from .module import ModuleBuilder
+            with timings.stage("emit"):
                 mb = ModuleBuilder(name, parallel=threads, cpu=cpu,
                                    reloc="pic" if native else "default")
                 mb.entry(name, program)

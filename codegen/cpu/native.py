@@ -78,7 +78,9 @@ def build(key: str | None, ir_text: str, cpu: str, routines: dict, exports: list
     it declares ({name: IR text or object}, ModuleBuilder(reloc="pic").routines)
     and the compiler-runtime routines; stored under key (None: under a digest of
     what was linked), loaded."""
-    from . import compiler, symbols
+    from jx import timings
+    with timings.stage("import"):
+        from . import compiler, symbols
     from .objsyms import global_symbols
     triple = target.host_triple()
     obj, hit = compiler.cached_object(ir_text, cpu, triple, reloc="pic")

@@ -26,11 +26,13 @@ import json
 import os
 
 from jx.passes.program_key import program_digest
+from jx.runtime.store import read_json, record_path, write_json
 from jx.version import __version__
 
 from . import cache, target
 
 FOLDER = "programs"
+SOURCES_FILE = "sources.json"      # the last source digest, beside the host's records
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,20 +40,23 @@ def sources_fingerprint() -> str:
     """sha256 of the sources of every jx layer code generation depends on (the
     frontend's dtypes and dims, the passes' cost model, the runtime's ABI, the
     backend), once per process. Reading them all takes ~5 ms; their sizes and
-    modification times ~1 ms, so the digest is kept in the cache under those and
-    read again while no file has changed."""
+    modification times ~1 ms, so the digest is kept in the cache (sources.json)
+    with a stamp of those and read again while no file has changed."""
     files = _source_files()
     stamp = hashlib.sha256(repr([(p, st.st_size, st.st_mtime_ns) for p, _, st in files])
                            .encode()).hexdigest()
-    record = cache.load_record(stamp, FOLDER)
-    if isinstance(record, dict) and isinstance(record.get("sources"), str):
+    record = read_json(record_path(SOURCES_FILE))
+    if record.get("stamp") == stamp and isinstance(record.get("sources"), str):
         return record["sources"]
     h = hashlib.sha256()
     for path, name, _ in files:
         with open(path, "rb") as f:
             h.update(name.encode() + b"\0" + f.read())
     digest = h.hexdigest()
-    cache.store_record(stamp, json.dumps({"sources": digest}).encode(), FOLDER)
+    try:
+        write_json(record_path(SOURCES_FILE), {"stamp": stamp, "sources": digest})
+    except OSError:
+        pass                  # a read-only cache only costs speed
     return digest
 
 
