@@ -611,6 +611,9 @@ def _lane_count(b, dt, span: int, roots: int = 1) -> int:
     return k
 
 
+SHORT_ROW_BLOCKS = 8
+
+
 def _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span) -> list:
     """Element i of the innermost reduced dim goes to partial result i mod K (K lanes
     in an array the loop vectoriser turns into K/W vector registers: its inner loop
@@ -639,10 +642,15 @@ def _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span) -> lis
     with U.loop_nest(b, lead, "r", outer=outer if lead else None) as lead_idx:
         lo, hi = inner if inner is not None else (U.i64(0), U.i64(n))
         stop = b.add(lo, b.and_(b.sub(hi, lo), U.i64(-k)))     # k is a power of two
-        # A block storing its elements (spill) is vectorised with a run-time overlap
-        # check and a scalar copy, which unrolling repeated for no speed (a softmax
-        # row kernel's first reduction 8 times over: its LLVM time halved without)
-        hint = U.no_unroll_hint(b.module) if spill is not None else None
+        # Not unrolled where that only cost LLVM time (run times level: layernorm
+        # 512 and 1024 wide, softmax): a short row (at most SHORT_ROW_BLOCKS blocks)
+        # became straight code of n scalar steps for the SLP vectoriser to rebuild
+        # (attention's layernorm rows: 43 -> 27 ms of LLVM), and a block storing its
+        # elements (spill), vectorised with a run-time overlap check and a scalar
+        # copy, came out 8 times over (its softmax rows: LLVM time halved). A long
+        # one keeps LLVM's partial unrolling (a 2048 x 2048 sum: 4% faster).
+        short = inner is None and not U.is_symbolic(n) and n // k <= SHORT_ROW_BLOCKS
+        hint = U.no_unroll_hint(b.module) if spill is not None or short else None
         with U.for_step(b, lo, stop, k, "blk", hint) as base:
             block(lead_idx, base, U.i64(k))
         block(lead_idx, stop, b.sub(hi, stop))                 # the last n mod k
