@@ -416,13 +416,16 @@ def main(argv=None) -> int:
         except ImportError:
             with_jax = False
     quiet = args.json == "-"
+    commit_start = _commit()
     t0 = time.perf_counter()
     results = run(tuple(args.only), with_jax,
                   progress=lambda m: print(m, file=sys.stderr if quiet else sys.stdout,
                                            flush=True), repeats=max(1, args.repeats))
     command = "jx bench --suite latency" + "".join(f" --only {o}" for o in args.only) + \
         (f" --repeats {args.repeats}" if args.repeats > 1 else "")
-    commit = _commit()
+    commit_end = _commit()
+    commit = commit_start if commit_end == commit_start else \
+        f"{commit_start}, the checkout moving to {commit_end} during the run"
     text = report(results, command, commit, max(1, args.repeats))
     doc = {"command": command, "commit": commit, "repeats": max(1, args.repeats),
            "cpu": machine.cpu_model(),
