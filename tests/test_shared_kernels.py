@@ -135,8 +135,9 @@ ref = x.astype(np.float64)
 for i in range(n):
     ref = np.sin(ref) * 0.9 if i % 2 else np.tanh(ref) + 0.1
 assert np.abs(got - ref).max() < 1e-5, np.abs(got - ref).max()
+from jx.codegen.cpu.jit import jit_reloc
 from jx.codegen.cpu.module import ModuleBuilder
-mb = ModuleBuilder("again")
+mb = ModuleBuilder("again", reloc=jit_reloc())     # the routines' form jx.jit uses
 mb.entry("again", jx.jit(f).lower(jx.f32[1000]))
 print({name: type(code).__name__ for name, code in mb.routines().items()})
 '''

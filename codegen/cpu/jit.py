@@ -108,9 +108,8 @@ class CompiledFunction:
         if self._ir_text is None:
             from . import parallel
             from .module import ModuleBuilder
-            threads = parallel.available()
-            mb = ModuleBuilder(self.symbol, parallel=threads, cpu=self._cpu,
-                               reloc="pic" if threads and _native().enabled() else "default")
+            mb = ModuleBuilder(self.symbol, parallel=parallel.available(), cpu=self._cpu,
+                               reloc=jit_reloc())
             mb.entry(self.symbol, self.program)
             self._ir_text = mb.text()
         return self._ir_text
@@ -262,6 +261,13 @@ class CompiledFunction:
 def _native():
     from . import native
     return native
+
+
+def jit_reloc() -> str:
+    """The form of jx.jit's objects and routines here: "pic" for the shared
+    objects native.py links, "default" for MCJIT's (no linker, JX_JIT_LOADER=mcjit)."""
+    from . import parallel
+    return "pic" if parallel.available() and _native().enabled() else "default"
 
 
 def _arrays(outs, weak) -> list:
