@@ -123,7 +123,8 @@ def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
         proc = subprocess.run([linker(), "-shared", "-o", out, "--build-id=none",
                                "-z", "noexecstack", "-z", "now",
                                f"--version-script={script}", *files],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True,
+                              close_fds=False)   # (lets Python spawn it: ~2 ms less)
         if proc.returncode != 0:
             from jx.errors import JxError
             raise JxError(f"linking a jx.jit module with {linker()} failed: "

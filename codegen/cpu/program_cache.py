@@ -76,7 +76,7 @@ def _source_files() -> list:
             for name in sorted(files):
                 if name.endswith((".py", ".c", ".h")):
                     path = os.path.join(folder, name)
-                    out.append((path, os.path.relpath(path, root), os.stat(path)))
+                    out.append((path, path[len(root) + 1:], os.stat(path)))
     return out
 
 
