@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
-MODEL = textwrap.dedent('''
-    import jx
-    import jx.numpy as jnp
-
-    @jx.export(p={"w": jx.f32[4, 3], "b": jx.f32[3]}, x=jx.f32[5, 4])
-    def affine(p, x):
-        return {"y": jnp.maximum(x @ p["w"] + p["b"], 0.0), "s": jnp.sum(x, axis=0)}
-
-    @jx.export(n=jx.i32[7], static={"k": 3})
-    def shift(n, k):
-        return n * k - 1, jnp.cumsum(n)
-''')
+from test_compile import TINY as MODEL  # noqa: E402  (the same two-entry model)
 ENTRY_STAGES = ("trace", "passes", "fuse", "emit")
 MODULE_STAGES = ("emit", "optimise", "codegen", "link", "load")
 
