@@ -8,7 +8,7 @@ and warm:
   JAX cold   no persistent compilation cache
   JAX warm   JAX's persistent compilation cache, filled by a process before it
 
-    jx bench --suite latency [--only NAME] [--out FILE.md] [--json FILE|-]
+    jx bench --suite latency [--only NAME] [--out DIR] [--json FILE|-] [--repeats N]
                              [--compile-breakdown]
 
 The first call is timed from just before the jitted entry is called (model loaded,
