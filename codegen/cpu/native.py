@@ -54,7 +54,12 @@ def path_for(key: str) -> str:
 
 
 class Library:
-    """A loaded shared object of jx.jit code (the interface of compiler.JitModule)."""
+    """A loaded shared object of jx.jit code (the interface of compiler.JitModule).
+
+    Unloaded (dlclose) when collected, as an MCJIT engine frees its code: ctypes
+    never unloads a library, and a process that compiles many functions (a test
+    suite, a server seeing new shapes) would otherwise keep every one mapped, four
+    mappings each, up to the kernel's limit on them (vm.max_map_count, 65530)."""
 
     def __init__(self, path: str, cache_hit: bool):
         self.path, self.cache_hit, self.object_key = path, cache_hit, None
@@ -62,6 +67,19 @@ class Library:
 
     def address(self, symbol: str) -> int:
         return ctypes.cast(getattr(self._lib, symbol), ctypes.c_void_p).value
+
+    def __del__(self):
+        lib, self._lib = getattr(self, "_lib", None), None
+        if lib is not None:
+            _dlclose(lib._handle)
+
+
+def _dlclose(handle: int) -> None:
+    import _ctypes
+    try:
+        _ctypes.dlclose(handle)
+    except OSError:
+        pass
 
 
 def find(key: str) -> str | None:
@@ -122,6 +140,7 @@ def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
         out = os.path.join(tmp, "module.so")
         proc = subprocess.run([linker(), "-shared", "-o", out, "--build-id=none",
                                "-z", "noexecstack", "-z", "now",
+                               "-z", "noseparate-code",    # two mappings, not four
                                f"--version-script={script}", *files],
                               capture_output=True, text=True,
                               close_fds=False)   # (lets Python spawn it: ~2 ms less)
