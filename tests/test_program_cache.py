@@ -227,3 +227,27 @@ def test_artifact_key_sees_constant_values(kind):
             for v in (c, other, c)]
     assert keys[0] == keys[2]
     assert (keys[0] != keys[1]) == (kind == "other values")
+
+
+def test_dropped_functions_release_their_code(tmp_path, monkeypatch):
+    """A process that compiles many functions and drops them does not keep their
+    code mapped: mappings are a bounded resource (vm.max_map_count)."""
+    import gc
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    x = np.arange(8, dtype=np.float32)
+
+    def maps():
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+
+    def compile_some(n):
+        for i in range(n):
+            f = jx.jit(lambda a, i=i: a * i + 1.0 + i)
+            np.testing.assert_allclose(np.asarray(f(x)), x * i + 1.0 + i)
+
+    compile_some(5)
+    gc.collect()
+    before = maps()
+    compile_some(40)
+    gc.collect()
+    assert maps() - before < 20, maps() - before
