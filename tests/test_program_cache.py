@@ -251,3 +251,25 @@ def test_dropped_functions_release_their_code(tmp_path, monkeypatch):
     compile_some(40)
     gc.collect()
     assert maps() - before < 20, maps() - before
+
+
+def test_a_cache_that_cannot_hold_libraries_falls_back_to_mcjit(tmp_path, monkeypatch):
+    """A linker failing (or a cache on a noexec mount, where dlopen fails): one
+    warning, and jx.jit keeps working with MCJIT for the rest of the process."""
+    from jx.codegen.cpu import native
+    if not native.enabled():
+        pytest.skip("no linker or C compiler here: jx.jit loads code with MCJIT")
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "_DISABLED", [])
+
+    def failing(*a, **k):
+        raise native.LinkError("ld: cannot map it here")
+
+    monkeypatch.setattr(native, "_link", failing)
+    x = np.linspace(0, 1, 33, dtype=np.float32)
+    with pytest.warns(UserWarning, match="MCJIT"):
+        y = jx.jit(lambda a: jnp.exp(a) - a)(x)
+    np.testing.assert_allclose(np.asarray(y), np.exp(x) - x, rtol=1e-6)
+    assert not native.enabled()
+    z = jx.jit(lambda a: jnp.cos(a) * 2)(x)          # no second warning
+    np.testing.assert_allclose(np.asarray(z), np.cos(x) * 2, rtol=1e-6)

@@ -40,7 +40,7 @@ class CompiledFunction:
     allocated NumPy arrays, or jx.Arrays over them with arrays=True (jx.jit)."""
 
     def __init__(self, program, name: str = "fn", arrays: bool = False, out_weak=None):
-        from . import parallel, program_cache
+        from . import parallel
         from .target import jit_cpu
         cpu = jit_cpu()
         self.name = name
@@ -51,38 +51,16 @@ class CompiledFunction:
         threads = parallel.available()
         symbol = entry_symbol(name, LEGACY_PREFIX)
         exports = [symbol] + ([symbol + DIMS_LAST_SUFFIX] if self.symbols else [])
-        native = threads and _native().enabled()
-        with timings.stage("key"):
-            key = program_cache.jit_key(program, name, cpu, threads,
-                                        "pic" if native else "default")
-            if native:
-                found = _native().find(key) if key else None
-            else:
-                found = program_cache.lookup(key, cpu) if key else None
-        if found is not None:           # compiled before: no IR built
-            with timings.stage("load"):
-                if native:
-                    self.jit = _native().Library(found, cache_hit=True)
-                else:
-                    from .compiler import JitModule
-                    self.jit = JitModule(None, cpu, found[1], obj=found[0])
-        else:
-            with timings.stage("import"):
-                from .module import ModuleBuilder
-            with timings.stage("emit"):
-                mb = ModuleBuilder(name, parallel=threads, cpu=cpu,
-                                   reloc="pic" if native else "default")
-                mb.entry(name, program)
-                self._ir_text = mb.text()
-                routines = mb.routines()
-            with timings.stage("load"):     # (LLVM's stages, on a cache miss, inside)
-                if native:
-                    self.jit = _native().build(key, self._ir_text, cpu, routines, exports)
-                else:
-                    from .compiler import JitModule
-                    self.jit = JitModule(self._ir_text, cpu, routines)
-            if key and not native:
-                program_cache.remember(key, self.jit.object_key, routines)
+        self.jit = None
+        if threads and _native().enabled():
+            try:
+                self.jit = self._load_native(program, cpu, exports)
+            except (OSError, _native().LinkError) as err:
+                # a cache folder mounted noexec, a linker that fails: MCJIT loads
+                # code from memory, for the rest of the process
+                _native().disable(err)
+        if self.jit is None:
+            self.jit = self._load_mcjit(program, cpu, threads)
         parallel.watch_interrupts()
         self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
         # (pmap's form of a symbolic entry: the dims array as one more input)
@@ -100,6 +78,50 @@ class CompiledFunction:
         self.leaf_names = None       # the arguments' paths, for errors (jx.jit sets them)
         self._call = self._make_symbolic_call(arrays) if self.symbols else \
             self._make_call(arrays)
+
+    def _load_native(self, program, cpu: str, exports: list):
+        """The entry's code as a shared object (native.py): found by the program's
+        key, or generated, compiled and linked."""
+        from . import program_cache
+        native = _native()
+        with timings.stage("key"):
+            key = program_cache.jit_key(program, self.symbol, cpu, True, "pic")
+            found = native.find(key) if key else None
+        if found is not None:           # compiled before: no IR built
+            with timings.stage("load"):
+                return native.Library(found, cache_hit=True)
+        ir_text, routines = self._emit(program, cpu, True, "pic")
+        with timings.stage("load"):     # (LLVM's stages, on a miss, inside)
+            return native.build(key, ir_text, cpu, routines, exports)
+
+    def _load_mcjit(self, program, cpu: str, threads: bool):
+        """The entry's code as an object loaded by LLVM's MCJIT: found through the
+        program cache's record, or generated and compiled."""
+        from . import program_cache
+        with timings.stage("key"):
+            key = program_cache.jit_key(program, self.symbol, cpu, threads, "default")
+            found = program_cache.lookup(key, cpu) if key else None
+        with timings.stage("import"):
+            from .compiler import JitModule
+        if found is not None:
+            with timings.stage("load"):
+                return JitModule(None, cpu, found[1], obj=found[0])
+        ir_text, routines = self._emit(program, cpu, threads, "default")
+        with timings.stage("load"):
+            jit = JitModule(ir_text, cpu, routines)
+        if key:
+            program_cache.remember(key, jit.object_key, routines)
+        return jit
+
+    def _emit(self, program, cpu: str, threads: bool, reloc: str) -> tuple:
+        """(LLVM IR, {routine: IR or object}) of the module holding the entry."""
+        with timings.stage("import"):
+            from .module import ModuleBuilder
+        with timings.stage("emit"):
+            mb = ModuleBuilder(self.symbol, parallel=threads, cpu=cpu, reloc=reloc)
+            mb.entry(self.symbol, program)
+            self._ir_text = mb.text()
+            return self._ir_text, mb.routines()
 
     @property
     def ir_text(self) -> str:

@@ -28,6 +28,24 @@ import tempfile
 from . import cache, target
 
 FOLDER = "jit"
+_DISABLED: list = []        # why this process stopped using shared objects, if it did
+
+
+class LinkError(Exception):
+    """ld could not link a jx.jit module (jx.jit then loads code with MCJIT)."""
+
+
+def disable(reason) -> None:
+    """Load jx.jit's code with MCJIT for the rest of the process (a cache folder
+    that cannot hold executable files, a linker that fails), saying so once."""
+    if not _DISABLED:
+        import warnings
+        warnings.warn(f"jx.jit cannot load its code as shared objects ({reason}); it "
+                      "loads code with LLVM's MCJIT instead, which keeps working but "
+                      "cannot skip LLVM's import on a cache hit. Set JX_CACHE_DIR to a "
+                      "folder on a filesystem that allows executables, or "
+                      "JX_JIT_LOADER=mcjit to silence this", stacklevel=4)
+    _DISABLED.append(str(reason))
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,7 +55,8 @@ def linker() -> str | None:
 
 def enabled() -> bool:
     """Whether jx.jit loads its code as shared objects here (see the module doc)."""
-    if os.environ.get("JX_JIT_LOADER", "").strip().lower() == "mcjit" or linker() is None:
+    if _DISABLED or linker() is None or \
+            os.environ.get("JX_JIT_LOADER", "").strip().lower() == "mcjit":
         return False
     from . import parallel
     return parallel.jit_library() is not None
@@ -145,10 +164,7 @@ def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
                               capture_output=True, text=True,
                               close_fds=False)   # (lets Python spawn it: ~2 ms less)
         if proc.returncode != 0:
-            from jx.errors import JxError
-            raise JxError(f"linking a jx.jit module with {linker()} failed: "
-                          f"{proc.stderr.strip()[:2000]}; set JX_JIT_LOADER=mcjit to load "
-                          "code without a linker, and please report this")
+            raise LinkError(f"{linker()} failed: {proc.stderr.strip()[:2000]}")
         os.chmod(out, 0o700)
         os.replace(out, path)
     cache.record_digest(path)
