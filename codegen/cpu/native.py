@@ -17,12 +17,14 @@ beside it (cache.record_digest); one that fails the check is rebuilt.
 """
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import functools
 import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from . import cache, target
@@ -87,18 +89,15 @@ class Library:
     def address(self, symbol: str) -> int:
         return ctypes.cast(getattr(self._lib, symbol), ctypes.c_void_p).value
 
-    def __del__(self):
+    def __del__(self, _finalizing=sys.is_finalizing, _dlclose=_ctypes.dlclose):
+        # (at exit the process unmaps everything itself: nothing to unload, and
+        # the pool's threads may still be parked in the runtime)
         lib, self._lib = getattr(self, "_lib", None), None
-        if lib is not None:
-            _dlclose(lib._handle)
-
-
-def _dlclose(handle: int) -> None:
-    import _ctypes
-    try:
-        _ctypes.dlclose(handle)
-    except OSError:
-        pass
+        if lib is not None and not _finalizing():
+            try:
+                _dlclose(lib._handle)
+            except OSError:
+                pass
 
 
 def find(key: str) -> str | None:
