@@ -33,7 +33,9 @@ JAX_NAMES = {
 # missing from the first JAX module is looked up next (jx.numpy.rsqrt is jax.lax.rsqrt).
 SUBMODULES = {"numpy": ("jax.numpy", "jax.lax", "jax.nn"), "lax": ("jax.lax", "jax.numpy"),
               "nn": ("jax.nn", "jax.numpy"), "random": ("jax.random",),
-              "tree_util": ("jax.tree_util",)}
+              "tree_util": ("jax.tree_util",),
+              # jx.scipy's names (samples/gp.py imports jx.scipy.linalg)
+              "scipy": ("jax.scipy",), "scipy.linalg": ("jax.scipy.linalg",)}
 
 
 class JaxUnavailable(Exception):

@@ -122,9 +122,6 @@ def child(argv: list) -> None:
             jax.config.update("jax_compilation_cache_dir", job["jax_cache"])
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
             jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-        # jx.scipy's names too (samples/gp.py imports jx.scipy.linalg): JAX's
-        jaxshim.SUBMODULES.setdefault("scipy", ("jax.scipy",))
-        jaxshim.SUBMODULES.setdefault("scipy.linalg", ("jax.scipy.linalg",))
         fns, note = jaxshim.jax_entries(job["model"])
         if job["entry"] not in fns:
             raise SystemExit(note or f"no JAX function for {job['entry']}")
