@@ -21,7 +21,7 @@ import hashlib
 import numpy as np
 
 from jx.dims import Dim
-from jx.ir import Graph, Literal, Var
+from jx.ir import Graph, Literal
 
 VERSION = 1          # bump when the serialisation changes
 

@@ -17,7 +17,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from . import cache, target, tuning
+from . import cache, target
 from .objsyms import global_symbols
 from .tuning import llvm_features  # noqa: F401  (tests patch it here)
 
