@@ -18,7 +18,6 @@ from jx.errors import MissingRuleError
 from jx.ir import Graph, Literal
 
 
-
 class RuleTable(dict):
     """A transformation's rule table (jvp, vjp, vmap), keyed by primitive name. The
     rule families (jx.passes.*_rules) fill the tables when first imported; jx.passes
@@ -45,41 +44,27 @@ class RuleTable(dict):
                 raise
             cls._state = "done"
 
-    def __getitem__(self, key):
-        RuleTable.load()
-        return super().__getitem__(key)
-
-    def __contains__(self, key):
-        RuleTable.load()
-        return super().__contains__(key)
-
-    def __iter__(self):
-        RuleTable.load()
-        return super().__iter__()
-
-    def __len__(self):
-        RuleTable.load()
-        return super().__len__()
-
     def get(self, key, default=None):
         RuleTable.load()
         return super().get(key, default)
 
-    def keys(self):
-        RuleTable.load()
-        return super().keys()
-
-    def values(self):
-        RuleTable.load()
-        return super().values()
-
-    def items(self):
-        RuleTable.load()
-        return super().items()
-
     def copy(self):
         RuleTable.load()
         return dict(super().items())
+
+
+def _after_load(method):
+    """dict's `method`, reading the table once the families are in."""
+    def read(self, *args):
+        RuleTable.load()
+        return method(self, *args)
+    read.__name__ = method.__name__
+    return read
+
+
+for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "keys", "values",
+              "items"):
+    setattr(RuleTable, _name, _after_load(getattr(dict, _name)))
 
 
 def rule_for(table: dict, prim, pass_name: str, eqn=None) -> Callable:
