@@ -40,7 +40,7 @@ JIT_SCRIPT = """
     import numpy as np
     import jx, jx.numpy as jnp
     from jx.codegen.cpu import cache, compiler
-    cache.backend_fingerprint = lambda: "test_integrity"
+    cache.sources_fingerprint = lambda: "test_integrity"
     emitted = []
     real = compiler.emit_object
     compiler.emit_object = lambda *a, **k: emitted.append(1) or real(*a, **k)

@@ -68,7 +68,7 @@ def test_key_changes_with_what_codegen_sees():
 
 
 def test_key_changes_with_jx_version_and_sources(monkeypatch):
-    from jx.codegen.cpu import program_cache
+    from jx.codegen.cpu import cache, program_cache
     prog = _program()
     monkeypatch.delenv("JX_PROGRAM_CACHE", raising=False)   # (keys only: nothing is run)
     base = _key(prog)
@@ -76,7 +76,7 @@ def test_key_changes_with_jx_version_and_sources(monkeypatch):
     other_version = _key(prog)
     monkeypatch.undo()
     monkeypatch.delenv("JX_PROGRAM_CACHE", raising=False)
-    monkeypatch.setattr(program_cache, "sources_fingerprint", lambda: "edited")
+    monkeypatch.setattr(cache, "sources_fingerprint", lambda: "edited")
     other_sources = _key(prog)
     assert len({base, other_version, other_sources}) == 3
 

@@ -1,5 +1,5 @@
 """The persistent compilation cache: object code keyed by
-sha256(IR text, target triple, cpu, jx version, llvmlite version, backend sources).
+sha256(IR text, target triple, cpu, jx version, llvmlite version, jx's sources).
 
 Location: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx (the folder
 and its atomic, private files are jx.runtime.store's). Writes are atomic (temp
@@ -34,29 +34,63 @@ import time
 import warnings
 
 from jx.runtime import elf
-from jx.runtime.store import cache_dir, make_dir, replace_file
+from jx.runtime.store import (cache_dir, make_dir, read_json, record_path, replace_file,
+                              write_json)
 from jx.version import __version__
 
 
+SOURCES_FILE = "sources.json"      # the last source digest, beside the host's records
+
+
 @functools.lru_cache(maxsize=None)
-def backend_fingerprint() -> str:
-    """Hash of this backend's own sources: a changed code generator (or LLVM option)
-    must miss the cache even while jx's version stays the same."""
+def sources_fingerprint() -> str:
+    """sha256 of the sources of every jx layer code generation depends on (the
+    package's top: dtypes, dims, the IR; the passes; the runtime's ABI; this
+    backend): a changed code generator must miss the cache even while jx's version
+    stays the same. Once per process. Reading them all takes ~5 ms, their sizes and
+    modification times ~1 ms, so the digest is kept in sources.json with a stamp of
+    those and read again while no file has changed."""
+    files = _source_files()
+    stamp = hashlib.sha256(repr([(p, st.st_size, st.st_mtime_ns) for p, _, st in files])
+                           .encode()).hexdigest()
+    record = read_json(record_path(SOURCES_FILE))
+    if record.get("stamp") == stamp and isinstance(record.get("sources"), str):
+        return record["sources"]
     h = hashlib.sha256()
+    for path, name, _ in files:
+        with open(path, "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    digest = h.hexdigest()
+    try:
+        write_json(record_path(SOURCES_FILE), {"stamp": stamp, "sources": digest})
+    except OSError:
+        pass                  # a read-only cache only costs speed
+    return digest
+
+
+def _source_files() -> list:
+    """[(path, name within its layer, stat)] of the sources sources_fingerprint
+    covers (found without importing the packages)."""
+    from importlib.util import find_spec
     here = os.path.dirname(os.path.abspath(__file__))
-    for folder, _, files in sorted(os.walk(here)):
-        for name in sorted(files):
-            if name.endswith((".py", ".c", ".h")):
-                with open(os.path.join(folder, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-    return h.hexdigest()[:16]
+    roots = [os.path.abspath(find_spec(name).submodule_search_locations[0])
+             for name in ("jx", "jx.passes", "jx.runtime")]
+    out = []
+    for root in roots + [here]:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".c", ".h")):
+                    path = os.path.join(folder, name)
+                    out.append((path, path[len(root) + 1:], os.stat(path)))
+    return out
 
 
 def cache_key(ir_text: str, cpu: str, triple: str) -> str:
     import llvmlite
     h = hashlib.sha256()
     for part in (ir_text, cpu, triple, __version__, llvmlite.__version__,
-                 backend_fingerprint()):
+                 sources_fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -1,83 +1,34 @@
-"""Object code found by the fused program, before any LLVM IR is built.
+"""Compiled code found by the fused program, before any LLVM IR is built.
 
 The object cache (cache.py) keys code by its LLVM IR text, so a process had to
 build and print a program's whole module just to find out that it had compiled it
 before (for the attention block, ~40 ms of a ~110 ms cache hit). Here a jx.jit
-program is keyed by what generates that IR instead: the fused program's digest
-(jx.passes.program_key), the entry's symbol, and every fact about the host and
-the compiler that code generation reads (program_key_parts). The key leads to a
-small record, kept in the cache's `programs` folder: the IR key of the object and
-the shared routines it calls. A hit loads that object and those routines, and no
-IR is built; anything missing (an evicted object, a routine not built on this
-host) is a miss, and the program is generated and compiled as before.
+program is keyed by what generates that IR instead (jit_key): the fused program's
+digest (jx.passes.program_key), the entry's symbol, and every fact about the host
+and the compiler that code generation reads (host_parts), jx's own sources among
+them (cache.sources_fingerprint), so a changed code generator misses even at the
+same version. The key names the shared object jx.jit loads (native.py); where
+code is loaded with MCJIT instead, it leads to a small record in the cache's
+`programs` folder: the IR key of the object and the shared routines it calls
+(lookup, remember). A hit builds no IR; anything missing (an evicted object, a
+routine not built on this host) is a miss, and the program is generated and
+compiled as before.
 
 JX_PROGRAM_CACHE=0 turns this off (objects are then found by their IR only), for
 work on the code generator itself, whose patched state no key can see.
-
-The key holds the sha256 of jx's own sources (compiler, passes, runtime), not
-just the version: a changed code generator must miss, even in a checkout whose
-version stays the same.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 
 from jx.passes.program_key import program_digest
-from jx.runtime.store import read_json, record_path, write_json
 from jx.version import __version__
 
 from . import cache, target
 
 FOLDER = "programs"
-SOURCES_FILE = "sources.json"      # the last source digest, beside the host's records
-
-
-@functools.lru_cache(maxsize=None)
-def sources_fingerprint() -> str:
-    """sha256 of the sources of every jx layer code generation depends on (the
-    frontend's dtypes and dims, the passes' cost model, the runtime's ABI, the
-    backend), once per process. Reading them all takes ~5 ms; their sizes and
-    modification times ~1 ms, so the digest is kept in the cache (sources.json)
-    with a stamp of those and read again while no file has changed."""
-    files = _source_files()
-    stamp = hashlib.sha256(repr([(p, st.st_size, st.st_mtime_ns) for p, _, st in files])
-                           .encode()).hexdigest()
-    record = read_json(record_path(SOURCES_FILE))
-    if record.get("stamp") == stamp and isinstance(record.get("sources"), str):
-        return record["sources"]
-    h = hashlib.sha256()
-    for path, name, _ in files:
-        with open(path, "rb") as f:
-            h.update(name.encode() + b"\0" + f.read())
-    digest = h.hexdigest()
-    try:
-        write_json(record_path(SOURCES_FILE), {"stamp": stamp, "sources": digest})
-    except OSError:
-        pass                  # a read-only cache only costs speed
-    return digest
-
-
-def _source_files() -> list:
-    """[(path, name within its layer, stat)] of jx's sources below the CLI: the package's top (dtypes,
-    dims, the IR), passes, runtime and this backend."""
-    import jx.ir
-    import jx.passes
-    import jx.runtime
-    here = os.path.dirname(os.path.abspath(__file__))
-    roots = [os.path.dirname(os.path.abspath(m.__file__)) for m in (jx.ir, jx.passes,
-                                                                       jx.runtime)]
-    out = []
-    for root in roots + [here]:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".c", ".h")):
-                    path = os.path.join(folder, name)
-                    out.append((path, path[len(root) + 1:], os.stat(path)))
-    return out
 
 
 def host_parts(cpu: str, triple: str, reloc: str) -> list:
@@ -90,7 +41,7 @@ def host_parts(cpu: str, triple: str, reloc: str) -> list:
     return [cpu, triple, reloc, tuning.llvm_features(cpu),
             repr(sorted(target.cache_sizes().items())), repr(target.l1_geometry()),
             repr(sorted((k, tuning.value(k)) for k in tuning.DEFAULTS)),
-            __version__, llvmlite.__version__, sources_fingerprint()]
+            __version__, llvmlite.__version__, cache.sources_fingerprint()]
 
 
 def enabled() -> bool:
