@@ -52,7 +52,7 @@ class CompiledFunction:
         symbol = entry_symbol(name, LEGACY_PREFIX)
         exports = [symbol] + ([symbol + DIMS_LAST_SUFFIX] if self.symbols else [])
         self.jit = None
-        if threads and _native().enabled():
+        if jit_reloc() == "pic":
             try:
                 self.jit = self._load_native(program, cpu, exports)
             except (OSError, _native().LinkError) as err:
@@ -129,11 +129,7 @@ class CompiledFunction:
         cache, which needs none)."""
         if self._ir_text is None:
             from . import parallel
-            from .module import ModuleBuilder
-            mb = ModuleBuilder(self.symbol, parallel=parallel.available(), cpu=self._cpu,
-                               reloc=jit_reloc())
-            mb.entry(self.symbol, self.program)
-            self._ir_text = mb.text()
+            self._emit(self.program, self._cpu, parallel.available(), jit_reloc())
         return self._ir_text
 
     def _make_symbolic_call(self, arrays: bool):

@@ -90,7 +90,6 @@ def object_file() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def jit_library() -> str | None:
     """Build and load the runtime into this process (once), its symbols global for
     the code loaded after it (jx.jit's shared objects, MCJIT's modules: see
