@@ -29,16 +29,25 @@ X86_FLAGS = {
 }
 
 
-def _cpuinfo(field: str) -> str | None:
-    """The first value of a /proc/cpuinfo field, or None where it cannot be read."""
+@functools.lru_cache(maxsize=None)
+def cpu_fields() -> dict:
+    """{field: value} of the first CPU in /proc/cpuinfo ({} where it cannot be read)."""
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(field):
-                    return line.split(":", 1)[1].strip()
+            first = f.read().split("\n\n", 1)[0]
     except OSError:
-        pass
-    return None
+        return {}
+    fields = {}
+    for line in first.splitlines():
+        name, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(name.strip(), value.strip())
+    return fields
+
+
+def _cpuinfo(field: str) -> str | None:
+    """The first value of a /proc/cpuinfo field, or None where it cannot be read."""
+    return cpu_fields().get(field)
 
 
 @functools.lru_cache(maxsize=None)

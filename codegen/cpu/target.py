@@ -91,16 +91,7 @@ def _host_stamp() -> str | None:
     and llvmlite's version; None where there is no /proc/cpuinfo to read."""
     import hashlib
     import platform
-    try:
-        with open("/proc/cpuinfo") as f:
-            first = f.read().split("\n\n", 1)[0]
-    except OSError:
-        return None
-    fields = {}
-    for line in first.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() in _STAMP_KEYS:
-            fields[name.strip()] = value.strip()
+    fields = {k: v for k, v in host.cpu_fields().items() if k in _STAMP_KEYS}
     if "flags" not in fields:
         return None
     import llvmlite           # (the package's version only: not its LLVM library)
