@@ -34,6 +34,7 @@ from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SHAPES_SUFFIX, SIGNATURE
 from jx.version import __version__
 
 from . import cache, compiler
+from .native import version_script
 from .module import ModuleBuilder
 
 
@@ -236,8 +237,7 @@ def link_shared(obj: bytes, out_path: str, extra_objects: tuple = (),
         if exports is not None:
             script = os.path.join(tmp, "exports.map")
             with open(script, "w") as f:
-                f.write("{\n  global:\n" + "".join(f"    {n};\n" for n in exports)
-                        + "  local: *;\n};\n")
+                f.write(version_script(exports))
             cmd += [f"-Wl,--version-script={script}",
                     f"-Wl,-soname,{os.path.basename(out_path)}"]
         _run(cmd, f"linking {out_path}")

@@ -79,11 +79,11 @@ class Library:
 
     Unloaded (dlclose) when collected, as an MCJIT engine frees its code: ctypes
     never unloads a library, and a process that compiles many functions (a test
-    suite, a server seeing new shapes) would otherwise keep every one mapped, four
-    mappings each, up to the kernel's limit on them (vm.max_map_count, 65530)."""
+    suite, a server seeing new shapes) would otherwise keep every one mapped, up to
+    the kernel's limit on mappings (vm.max_map_count, 65530)."""
 
     def __init__(self, path: str, cache_hit: bool):
-        self.path, self.cache_hit, self.object_key = path, cache_hit, None
+        self.path, self.cache_hit = path, cache_hit
         self._lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
 
     def address(self, symbol: str) -> int:
@@ -123,11 +123,10 @@ def build(key: str | None, ir_text: str, cpu: str, routines: dict, exports: list
     pieces = [compiler.libcalls_object(cpu, "pic")]
     pieces += [compiler.routine_object(name, code, cpu, "pic")
                for name, code in sorted(routines.items())]
-    defined = set()
-    for data in pieces:
-        defined |= global_symbols(data)[0]
+    libcalls_defined, *routines_defined = [global_symbols(data)[0] for data in pieces]
     from . import routines as routines_mod
-    routines_mod.BUILT.update(defined - global_symbols(pieces[0])[0])
+    routines_mod.BUILT.update(*routines_defined)
+    defined = libcalls_defined.union(*routines_defined)
     runtime = _runtime()
     symbols.check(obj, lambda n: n in defined or hasattr(runtime, n) or
                   symbols.in_c_library(n), "a jx.jit module")
@@ -142,6 +141,13 @@ def build(key: str | None, ir_text: str, cpu: str, routines: dict, exports: list
     return Library(path, cache_hit=hit)
 
 
+def version_script(exports) -> str:
+    """A linker version script exporting `exports` and making every other symbol
+    local (jx.jit's libraries here, artifacts in artifact.link_shared)."""
+    return ("{\n  global:\n" + "".join(f"    {n};\n" for n in exports) +
+            "  local: *;\n};\n")
+
+
 def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
     folder = os.path.dirname(path)
     cache.make_dir(folder)
@@ -153,8 +159,7 @@ def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
                 f.write(data)
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
-            f.write("{\n  global:\n" + "".join(f"    {n};\n" for n in exports) +
-                    "  local: *;\n};\n")
+            f.write(version_script(exports))
         out = os.path.join(tmp, "module.so")
         proc = subprocess.run([linker(), "-shared", "-o", out, "--build-id=none",
                                "-z", "noexecstack", "-z", "now",
