@@ -35,18 +35,10 @@ def _program_cache_off_when_patching(request):
     target fact), which the program cache's key cannot see: such tests key their
     objects by the IR they generate (JX_PROGRAM_CACHE=0), so they run the code
     their patch produced, not an object found for the unpatched program."""
-    if "monkeypatch" not in request.fixturenames:
+    with pytest.MonkeyPatch.context() as mp:     # (its own: a test's undo() keeps it)
+        if "monkeypatch" in request.fixturenames:
+            mp.setenv("JX_PROGRAM_CACHE", "0")
         yield
-        return
-    saved = os.environ.get("JX_PROGRAM_CACHE")
-    os.environ["JX_PROGRAM_CACHE"] = "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("JX_PROGRAM_CACHE", None)
-        else:
-            os.environ["JX_PROGRAM_CACHE"] = saved
 
 
 def _is_64_bit_dtype(v) -> bool:
