@@ -41,15 +41,12 @@ JIT_SCRIPT = """
     import jx, jx.numpy as jnp
     from jx.codegen.cpu import cache, compiler
     cache.sources_fingerprint = lambda: "test_integrity"
-    emitted = []
-    real = compiler.emit_object
-    compiler.emit_object = lambda *a, **k: emitted.append(1) or real(*a, **k)
     x = (np.arange(1200, dtype=np.float32).reshape(12, 100) / 300 - 2)
     f = jx.jit(lambda a: jnp.tanh(a) * 2 + a.sum(axis=0))
     g = jx.jit(lambda a: jnp.exp(-a * a).sum(axis=1))
     np.testing.assert_allclose(f(x), np.tanh(x) * 2 + x.sum(axis=0), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(g(x), np.exp(-x * x).sum(axis=1), rtol=1e-5, atol=1e-4)
-    print("emitted", len(emitted))
+    print("emitted", compiler.EMITTED[0])
 """
 
 

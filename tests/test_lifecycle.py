@@ -507,9 +507,11 @@ def test_sigint_is_not_lost_to_calls_starting_on_other_threads():
 
 def test_compile_worker_builds_restarts_and_reports(monkeypatch, tmp_path):
     """Compiles past compiler.IN_PROCESS run in a worker process: its code is the
-    same, a worker that died is replaced, and IR LLVM rejects is a clear error."""
+    same, a worker that died is replaced, and IR LLVM rejects is a clear error.
+    (jx.jit's compiles go to the worker where they are not forked: JX_COMPILE_FORK=0.)"""
     from jx.codegen.cpu import compiler
     monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("JX_COMPILE_FORK", "0")
     monkeypatch.setattr(compiler, "IN_PROCESS", 0)
     monkeypatch.setattr(compiler, "WORKER_COMPILES", 2)
     x = np.linspace(-2, 2, 33, dtype=np.float32)
@@ -535,6 +537,7 @@ def test_compile_worker_that_cannot_start_compiles_here(monkeypatch, tmp_path):
     from jx.codegen.cpu import compiler
     compiler._stop_worker()
     monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))        # a miss: LLVM must run
+    monkeypatch.setenv("JX_COMPILE_FORK", "0")
     monkeypatch.setattr(compiler, "IN_PROCESS", 0)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
     x = np.arange(5, dtype=np.float32)

@@ -15,8 +15,6 @@ import subprocess
 import sys
 import threading
 
-import llvmlite.binding as llvm
-
 from . import cache, target
 from .objsyms import global_symbols
 from .tuning import llvm_features  # noqa: F401  (tests patch it here)
@@ -32,7 +30,8 @@ COMPILE_LOCK = threading.RLock()
 def _llvmlite_lock():
     """llvmlite's own lock around each of its foreign calls (private; None if it
     is gone), held at fork so that no call is half-way through in the child."""
-    return getattr(getattr(llvm.ffi, "lib", None), "_lock", None)
+    ffi = sys.modules.get("llvmlite.binding.ffi")     # (not loaded: nothing to hold)
+    return getattr(getattr(ffi, "lib", None), "_lock", None)
 
 
 def _before_fork() -> None:
@@ -58,10 +57,16 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
                     after_in_child=_after_fork_in_child)
 
 
+# llvmlite's binding (LLVM itself, ~20 ms to load) is loaded on first use, not with
+# this module: jx.jit's code generation reads the object cache through here, and
+# its LLVM runs in forked children (compile_fork.py) which load it themselves.
+_llvm = target._llvm
+
+
 def target_machine(cpu: str | None = None, triple: str | None = None,
                    features: str | None = None, reloc: str = "default"):
     """The host machine by default; a named cpu/triple cross-compiles."""
-    llvm = target._llvm()
+    llvm = _llvm()
     triple = triple or target.host_triple()
     cpu = target.host_cpu() if cpu in (None, "native") else cpu
     if features is None:
@@ -82,7 +87,7 @@ SYMBOLIC_MARK = '%"dim.'
 
 def optimise(ir_text: str, tm):
     """Parse + verify (a malformed module is a backend bug), then the pipeline."""
-    target._llvm()
+    llvm = _llvm()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
     mod.triple = tm.triple
@@ -135,6 +140,7 @@ class JitModule:
         from . import symbols
         symbols.check(obj, symbols.resolvable_in_process, "a jx.jit module")
         tm = target_machine(cpu)       # the engine takes ownership: one per module
+        llvm = _llvm()
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
@@ -150,7 +156,7 @@ def _runtime_for_mcjit() -> None:
     from . import parallel
     path = parallel.jit_library()
     if path is not None:
-        llvm.load_library_permanently(path)
+        _llvm().load_library_permanently(path)
 
 
 @functools.lru_cache(maxsize=None)
@@ -180,6 +186,7 @@ def _map_symbols(obj: bytes, cpu: str, names) -> object:
     """obj loaded into this process, each of `names` it defines made visible to
     every later JIT module; returns the engine, which must stay alive (the code
     stays mapped as long as it does)."""
+    llvm = _llvm()
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(cpu))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -281,12 +288,41 @@ def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",
     return data, False
 
 
+def cached_objects(texts: list, cpu: str, triple: str, reloc: str, children=None,
+                   routines: dict | None = None) -> tuple:
+    """(objects of a module's parts (split.py), {name: object} of `routines`
+    ({name: IR text or object}, routines.py), whether every part was a cache hit):
+    each found in the cache or compiled, the misses side by side by `children`
+    (compile_fork.Children) or, without them, here in turn."""
+    names = sorted(routines or {})
+    jobs = [(object_key(t, cpu, triple, reloc), "objects", t) for t in texts]
+    jobs += [(_routine_key(name, cpu, triple, reloc), cache.RUNTIME_OBJECTS, routines[name])
+             for name in names]
+    objs = [code if isinstance(code, bytes) else cache.load(key, folder)
+            for key, folder, code in jobs]
+    todo = [i for i, o in enumerate(objs) if o is None]
+    if children is not None and todo:
+        features = llvm_features(cpu)
+        made = children.compile([(jobs[i][2], cpu, triple, features, reloc) for i in todo])
+        EMITTED[0] += len(made)
+    else:
+        if children is not None:
+            children.close()
+        made = [emit_object(jobs[i][2], cpu, triple, reloc) for i in todo]
+    for i, data in zip(todo, made):
+        objs[i] = data
+        cache.store(jobs[i][0], data, jobs[i][1])
+    n = len(texts)
+    return objs[:n], dict(zip(names, objs[n:])), all(i >= n for i in todo)
+
+
 # llvmlite 0.50 keeps ~120-130 KB for good on every optimisation run (its pass
 # builder's instrumentation callbacks are never freed), whatever jx closes. A
 # process's first IN_PROCESS compiles run here, so a typical program pays no
 # start-up cost; later ones run in a worker process (compile_worker.py), replaced
 # after WORKER_COMPILES, so a process that keeps compiling new shapes (a server,
 # a test suite) stays bounded. The worker also keeps an LLVM crash out of the caller.
+# (jx.jit's compiles run in forked children instead where they can: compile_fork.py.)
 IN_PROCESS = 24
 WORKER_COMPILES = 400
 _WORKER: dict = {"proc": None, "served": 0, "compiles": 0}
@@ -296,8 +332,14 @@ class CompileWorkerError(RuntimeError):
     """The compile worker failed: LLVM rejected the IR or the process died."""
 
 
+# How many objects LLVM emitted for this process (here, in the worker or in
+# forked children): tests assert that a cache hit adds none.
+EMITTED = [0]
+
+
 def emit_object(ir_text: str, cpu: str | None = None, triple: str | None = None,
                 reloc: str = "pic") -> bytes:
+    EMITTED[0] += 1
     cpu = target.host_cpu() if cpu in (None, "native") else cpu
     triple = triple or target.host_triple()
     features = llvm_features(cpu)      # here: it may depend on tuning.using

@@ -81,7 +81,8 @@ class CompiledFunction:
 
     def _load_native(self, program, cpu: str, exports: list):
         """The entry's code as a shared object (native.py): found by the program's
-        key, or generated, compiled and linked."""
+        key, or generated, compiled (by forked children, started before the IR is
+        emitted: compile_fork.py) and linked."""
         from . import program_cache
         native = _native()
         with timings.stage("key"):
@@ -90,9 +91,16 @@ class CompiledFunction:
         if found is not None:           # compiled before: no IR built
             with timings.stage("load"):
                 return native.Library(found, cache_hit=True)
-        ir_text, routines = self._emit(program, cpu, True, "pic")
-        with timings.stage("load"):     # (LLVM's stages, on a miss, inside)
-            return native.build(key, ir_text, cpu, routines, exports)
+        from . import compile_fork
+        children = compile_fork.start()
+        try:
+            texts, routines = self._emit(program, cpu, True, "pic",
+                                         parts=len(children) if children else 1)
+            with timings.stage("load"):     # (LLVM's stages, on a miss, inside)
+                return native.build(key, texts, cpu, routines, exports, children)
+        finally:
+            if children is not None:
+                children.close()
 
     def _load_mcjit(self, program, cpu: str, threads: bool):
         """The entry's code as an object loaded by LLVM's MCJIT: found through the
@@ -113,13 +121,18 @@ class CompiledFunction:
             program_cache.remember(key, jit.object_key, routines)
         return jit
 
-    def _emit(self, program, cpu: str, threads: bool, reloc: str) -> tuple:
-        """(LLVM IR, {routine: IR or object}) of the module holding the entry."""
+    def _emit(self, program, cpu: str, threads: bool, reloc: str, parts: int = 0) -> tuple:
+        """(LLVM IR, {routine: IR or object}) of the module holding the entry; with
+        `parts`, the IR as a list of at most that many texts (ModuleBuilder.texts)."""
         with timings.stage("import"):
             from .module import ModuleBuilder
         with timings.stage("emit"):
             mb = ModuleBuilder(self.symbol, parallel=threads, cpu=cpu, reloc=reloc)
             mb.entry(self.symbol, program)
+            if parts:
+                texts = mb.texts(parts)
+                self._ir_text = texts[0] if len(texts) == 1 else None
+                return texts, mb.routines()
             self._ir_text = mb.text()
             return self._ir_text, mb.routines()
 

@@ -24,7 +24,7 @@ from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
 from .opaque import OPAQUE, PARALLEL_OPAQUE
-from . import compiler, epilogue, mathcalls, routines, target, tuning
+from . import compiler, epilogue, mathcalls, routines, split, target, tuning
 # The opaque rule families register into OPAQUE when imported. Every lowering (CPU
 # jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
 # them here fills the table before any read, and opaque.py never imports its
@@ -734,10 +734,21 @@ class ModuleBuilder:
         return routines.declared(self.module)
 
     def text(self) -> str:
+        self._keep_alive()
+        return str(self.module)
+
+    def texts(self, parts: int) -> list:
+        """The module as up to `parts` texts LLVM can compile side by side, each
+        defining some of its functions (split.py); one text when splitting would
+        not pay."""
+        self._keep_alive()
+        plan = split.plan(self.module, parts, split.MIN_COST)
+        return [str(self.module)] if plan is None else split.texts(self.module, plan)
+
+    def _keep_alive(self) -> None:
         if not self.module.__dict__.get("_jx_kept"):    # once: it adds a global
             mathcalls.keep_alive(self.module)
             self.module._jx_kept = True
-        return str(self.module)
 
 
 def ir_hash(text: str) -> str:

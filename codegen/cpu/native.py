@@ -109,35 +109,40 @@ def find(key: str) -> str | None:
     return path
 
 
-def build(key: str | None, ir_text: str, cpu: str, routines: dict, exports: list) -> Library:
-    """Compile the module (through the object cache) and link it with the routines
-    it declares ({name: IR text or object}, ModuleBuilder(reloc="pic").routines)
-    and the compiler-runtime routines; stored under key (None: under a digest of
-    what was linked), loaded."""
+def build(key: str | None, texts: list, cpu: str, routines: dict, exports: list,
+          children=None) -> Library:
+    """Compile the module's parts (split.py; through the object cache, by the forked
+    `children` when given: compile_fork.py) and link them with the routines they
+    declare ({name: IR text or object}, ModuleBuilder(reloc="pic").routines) and the
+    compiler-runtime routines; stored under key (None: under a digest of what was
+    linked), loaded."""
     from jx import timings
     with timings.stage("import"):
         from . import compiler, symbols
     from .objsyms import global_symbols
     triple = target.host_triple()
-    obj, hit = compiler.cached_object(ir_text, cpu, triple, reloc="pic")
-    pieces = [compiler.libcalls_object(cpu, "pic")]
-    pieces += [compiler.routine_object(name, code, cpu, "pic")
-               for name, code in sorted(routines.items())]
+    libcalls = compiler.find_routine(compiler.LIBCALLS, cpu, "pic")
+    if libcalls is None:
+        from . import libcalls as libcalls_mod
+        libcalls = libcalls_mod.module_ir()
+    objs, shared, hit = compiler.cached_objects(
+        texts, cpu, triple, "pic", children, {**routines, compiler.LIBCALLS: libcalls})
+    pieces = [shared.pop(compiler.LIBCALLS), *shared.values()]
     libcalls_defined, *routines_defined = [global_symbols(data)[0] for data in pieces]
     from . import routines as routines_mod
     routines_mod.BUILT.update(*routines_defined)
     defined = libcalls_defined.union(*routines_defined)
     runtime = _runtime()
-    symbols.check(obj, lambda n: n in defined or hasattr(runtime, n) or
+    symbols.check(objs, lambda n: n in defined or hasattr(runtime, n) or
                   symbols.in_c_library(n), "a jx.jit module")
     if key is None:
         h = hashlib.sha256()
-        for data in (obj, *pieces):
+        for data in (*objs, *pieces):
             h.update(hashlib.sha256(data).digest())
         key = h.hexdigest()
     path = path_for(key)
     if not cache.is_intact(path):
-        _link(path, obj, pieces, exports)
+        _link(path, [*objs, *pieces], exports)
     return Library(path, cache_hit=hit)
 
 
@@ -148,12 +153,12 @@ def version_script(exports) -> str:
             "  local: *;\n};\n")
 
 
-def _link(path: str, obj: bytes, pieces: list, exports: list) -> None:
+def _link(path: str, pieces: list, exports: list) -> None:
     folder = os.path.dirname(path)
     cache.make_dir(folder)
     with tempfile.TemporaryDirectory(prefix=".jx-link-", dir=folder) as tmp:
         files = []
-        for i, data in enumerate([obj, *pieces]):
+        for i, data in enumerate(pieces):
             files.append(os.path.join(tmp, f"{i}.o"))
             with open(files[-1], "wb") as f:
                 f.write(data)

@@ -44,10 +44,16 @@ def in_c_library(name: str) -> bool:
     return not name.startswith("__") and any(hasattr(lib, name) for lib in _c_libraries())
 
 
-def check(obj: bytes, provided, what: str) -> set:
+def check(obj, provided, what: str) -> set:
     """The object's undefined symbols, each of which `provided(name)` must accept;
-    UnresolvedSymbolError naming those it does not."""
-    _, undefined = global_symbols(obj)
+    UnresolvedSymbolError naming those it does not. obj: an object, or the list
+    of a module's parts (split.py), which define what they need of each other."""
+    if isinstance(obj, (bytes, bytearray)):
+        _, undefined = global_symbols(obj)
+    else:
+        tables = [global_symbols(o) for o in obj]
+        undefined = set().union(*(u for _, u in tables)) - \
+            set().union(*(d for d, _ in tables))
     for name in undefined:
         SEEN.setdefault(name, what)
     missing = sorted(n for n in undefined if not provided(n))

@@ -1,0 +1,190 @@
+"""Forked children that run LLVM for jx.jit's cold compiles (native.build), one
+module part each (split.py), side by side.
+
+A cold first call spends about half its time in LLVM, which uses one core per
+module and, through llvmlite, one thread per process. Children forked when the
+program cache misses, before the parent emits the IR, first load LLVM (~20 ms,
+meanwhile) and then each optimise and emit one part, so that:
+  - the parts compile on as many cores as there are parts;
+  - the parent never loads LLVM: a process whose compiles all go this way
+    keeps neither llvmlite's per-compile leak (compiler.py) nor an LLVM crash;
+  - a fork costs ~2 ms (a new interpreter, compile_worker.py's way, ~55 ms).
+
+Requests and replies are compiler.read_message/write_message's framed pickles
+over a pipe pair per child. A child that gets no request (the module had fewer
+parts than children, or every part was in the object cache) sees end of input
+and exits. Each child serves one request and exits with os._exit: nothing of the
+parent's (atexit handlers, buffered files) runs twice.
+
+Where forking is unsafe or impossible (no os.fork, an MPI process: some MPI
+transports break in a forked child), `start` returns None and the caller
+compiles in this process (compiler.emit_object).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import warnings
+
+from jx import timings
+
+MAX_CHILDREN = 4
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def wanted() -> int:
+    """How many children a cold compile uses here: the cores this process may run
+    on, at most MAX_CHILDREN (each part costs a fork and a parse of the module's
+    declarations); 0 where children are not used (JX_COMPILE_FORK=0, no fork, MPI)."""
+    if os.environ.get("JX_COMPILE_FORK", "").strip() == "0" or not hasattr(os, "fork") \
+            or "mpi4py.MPI" in sys.modules:
+        return 0
+    return max(1, min(MAX_CHILDREN, usable_cores()))
+
+
+class Children:
+    """n forked children, each waiting for one list of compile requests
+    (compiler.emit_here's arguments) to answer with their objects."""
+
+    def __init__(self, n: int):
+        self.procs: list = []            # (pid, request fd, reply fd)
+        try:
+            for _ in range(n):
+                self._fork()
+        except OSError:                  # out of processes or memory: fewer children
+            pass
+
+    def _fork(self) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        with warnings.catch_warnings():  # (3.12+: fork with threads alive; see _serve)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            # the parent's ends of the earlier children's pipes: a child holding
+            # one would keep that sibling from seeing end of input
+            for _, w, r in self.procs:
+                os.close(w)
+                os.close(r)
+            os.close(req_w)
+            os.close(rep_r)
+            _serve(req_r, rep_w)         # never returns
+        os.close(req_r)
+        os.close(rep_w)
+        self.procs.append((pid, req_w, rep_r))
+
+    def __len__(self) -> int:
+        return len(self.procs)
+
+    def compile(self, requests: list) -> list:
+        """The object of each request (compiler.emit_here's arguments), the
+        requests shared out over the children, largest first, each to the child
+        with the least IR so far; the children are done after it."""
+        from .compiler import CompileWorkerError, read_message, write_message
+        shares: list = [[] for _ in self.procs]
+        sizes = [0] * len(self.procs)
+        for i in sorted(range(len(requests)), key=lambda i: -len(requests[i][0])):
+            c = sizes.index(min(sizes))
+            shares[c].append(i)
+            sizes[c] += len(requests[i][0])
+        try:
+            for (pid, w, _), share in zip(self.procs, shares):
+                if share:
+                    with os.fdopen(w, "wb", closefd=False) as f:
+                        write_message(f, [requests[i] for i in share])
+            self._close_requests()
+            replies = []
+            with timings.stage("llvm"):
+                for (pid, _, r), share in zip(self.procs, shares):
+                    if share:
+                        with os.fdopen(r, "rb", closefd=False) as f:
+                            replies.append((pid, share, read_message(f)))
+        except BaseException:
+            self.close(kill=True)
+            raise
+        self.close()
+        out: list = [None] * len(requests)
+        for pid, share, reply in replies:
+            if reply is None:
+                raise CompileWorkerError(
+                    f"a process compiling with LLVM for jx (pid {pid}) died compiling a "
+                    f"module for {requests[share[0]][1]}: an LLVM crash, or the process "
+                    "was killed. Its messages, if any, are above; please report it with "
+                    "the model")
+            status, payload = reply
+            if status != "ok":
+                raise CompileWorkerError(f"LLVM could not compile a module jx generated "
+                                         f"({payload}): a jx backend bug; please report it "
+                                         "with the model")
+            for i, data in zip(share, payload):
+                out[i] = data
+        return out
+
+    def _close_requests(self) -> None:
+        for i, (pid, w, r) in enumerate(self.procs):
+            if w is not None:
+                os.close(w)
+                self.procs[i] = (pid, None, r)
+
+    def close(self, kill: bool = False) -> None:
+        """End every child (those without a request see end of input) and reap it."""
+        self._close_requests()
+        for pid, _, r in self.procs:
+            if kill:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.close(r)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.procs = []
+
+    def __del__(self):
+        if getattr(self, "procs", None):
+            self.close(kill=True)
+
+
+def start(n: int | None = None) -> Children | None:
+    """Children for one cold compile, or None (none wanted here, or none forked)."""
+    n = wanted() if n is None else n
+    if n <= 0:
+        return None
+    children = Children(n)
+    return children if len(children) else None
+
+
+def _serve(req_r: int, rep_w: int) -> None:
+    """A child's life: load LLVM, answer one request, exit. Only this thread
+    exists here (the parent's others, such as its thread pool's, did not fork);
+    it takes no lock they could have held but the allocator's, which fork
+    handles, and LLVM's, which compiler's fork handlers hold across the fork."""
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent decides what stops
+        from .compiler import emit_here, read_message, write_message
+        from .target import _llvm
+        _llvm()                          # while the parent emits the IR
+        with os.fdopen(req_r, "rb") as requests, os.fdopen(rep_w, "wb") as replies:
+            request = read_message(requests)
+            if request is not None:
+                try:
+                    reply = ("ok", [emit_here(*r) for r in request])
+                except Exception as e:   # noqa: BLE001 - a backend bug: the parent raises it
+                    reply = ("error", f"{type(e).__name__}: {e}")
+                write_message(replies, reply)
+        code = 0
+    except BaseException:                # (the parent reports the death)
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code)
