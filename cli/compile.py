@@ -10,6 +10,7 @@ import time
 
 import click
 
+from jx import gc_pause
 from jx.errors import JxError
 
 from . import check as check_mod, dump, loading
@@ -319,9 +320,10 @@ def register(main: click.Group, reports_errors) -> None:
                 contextlib.nullcontext(out_dir)
             with place as tmp:
                 try:
-                    res = compile_model(model, tmp, entries, shapes, target, cpu, name, arch,
-                                        lenient=many, prefix=prefix, static=static,
-                                        bakes=bakes, specialize=specialize)
+                    with gc_pause.paused():      # (see jx/gc_pause.py)
+                        res = compile_model(model, tmp, entries, shapes, target, cpu, name,
+                                            arch, lenient=many, prefix=prefix, static=static,
+                                            bakes=bakes, specialize=specialize)
                 except loading.NoEntrySelected as e:
                     click.echo(f"skipped {loading.display_path(model)}: {e.message}", err=True)
                     continue

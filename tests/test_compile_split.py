@@ -192,3 +192,40 @@ def test_fork_is_not_used_where_it_is_unsafe(monkeypatch):
     assert compile_fork.wanted() == 0
     monkeypatch.delitem(sys.modules, "mpi4py.MPI")
     assert 1 <= compile_fork.wanted() <= compile_fork.MAX_CHILDREN
+
+
+def test_collector_is_paused_while_compiling_and_restored():
+    import gc
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())          # runs while tracing, inside the compile
+        return jnp.sin(x) * 2.0
+
+    x = np.linspace(0, 1, 7, dtype=np.float32)
+    assert gc.isenabled()
+    np.testing.assert_allclose(jx.jit(f)(x), np.sin(x) * 2.0, rtol=1e-6)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()                             # a program that runs without it keeps it off
+    try:
+        y = np.linspace(0, 1, 9, dtype=np.float32)          # another shape: a compile
+        np.testing.assert_allclose(jx.jit(f)(y), np.sin(y) * 2.0, rtol=1e-6)
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_artifact_is_the_same_built_by_children_or_here(tmp_path):
+    """`jx compile` splits the module the same way whether or not it forks: the
+    library is byte for byte the same (and `jx compile --check` stays meaningful)."""
+    libs = []
+    for fork in ("1", "0"):
+        out = tmp_path / f"out{fork}"
+        r = subprocess.run([sys.executable, "-m", "jx.cli.main", "compile", "samples/mlp.py",
+                            "-o", str(out)], capture_output=True, text=True, timeout=600,
+                           cwd=ROOT, env={**os.environ, "JX_TUNE": "off",
+                                          "JX_COMPILE_FORK": fork,
+                                          "JX_CACHE_DIR": str(tmp_path / f"cache{fork}")})
+        assert r.returncode == 0, r.stderr[-3000:]
+        libs.append((out / "libmlp.so").read_bytes())
+    assert libs[0] == libs[1]

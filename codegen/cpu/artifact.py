@@ -33,7 +33,7 @@ from jx.runtime.abi import (ABI_VERSION, LEGACY_PREFIX, SHAPES_SUFFIX, SIGNATURE
                             artifact_symbols, entry_symbol)
 from jx.version import __version__
 
-from . import cache, compiler
+from . import cache, compile_fork, compiler
 from .native import version_script
 from .module import ModuleBuilder
 
@@ -93,9 +93,11 @@ EMIT_SECONDS: dict = {}
 
 def build_module(name: str, entries: list, cpu: str, triple: str,
                  parallel: bool = False, prefix: str | None = None,
-                 routines: dict | None = None) -> tuple:
-    """(LLVM IR text with the manifest embedded, manifest dict); the routines the
-    module declares go into `routines` ({name: IR text or object}) when given."""
+                 routines: dict | None = None, parts: int = 1) -> tuple:
+    """([LLVM IR text of each part, the first with the manifest embedded], manifest
+    dict): the module in at most `parts` parts LLVM compiles side by side
+    (split.py); the routines the module declares go into `routines` ({name: IR
+    text or object}) when given."""
     prefix = prefix or default_prefix(name)
     from .target import host_triple
     # routines are found and kept by name for the host's triple (routines.py)
@@ -121,7 +123,7 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
             "code_sha256": program_hash(e.program),
             **({"baked": e.baked} if e.baked else {})})
     with timings.stage("emit"):
-        code = mb.text()
+        texts = mb.texts(parts)
     if routines is not None:
         routines.update(mb.routines())
     from .target import required_features
@@ -132,8 +134,11 @@ def build_module(name: str, entries: list, cpu: str, triple: str,
                 # the defaults), so `jx compile --check` can tell why two builds differ
                 "tuning": {k: tuning.value(k) for k in sorted(tuning.DEFAULTS)},
                 "entries": records}
-    manifest["content_hash"] = manifest_mod.content_hash(manifest, code)
-    return mb.embed_manifest(manifest_mod.manifest_json(manifest), code, prefix), manifest
+    # (the parts in order: the split is a function of the module and `parts`, so
+    # two builds on one host hash alike)
+    manifest["content_hash"] = manifest_mod.content_hash(manifest, "".join(texts))
+    texts[0] = mb.embed_manifest(manifest_mod.manifest_json(manifest), texts[0], prefix)
+    return texts, manifest
 
 
 def artifact_key(name: str, entries: list, cpu: str, triple: str, runtime_obj,
@@ -175,23 +180,23 @@ def find_cc() -> str:
     return cc
 
 
-def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
-                     shared: dict | None = None) -> tuple:
+def _support_objects(objs: list, runtime_obj, cpu: str, triple: str, shared: dict) -> tuple:
     """The objects linked beside the model's: jx's parallel runtime, its
     compiler-runtime routines and the routines the module declares (`shared`:
     {name: IR text or object}, each compiled once per host); every symbol the model's
-    object needs must be defined by one of them or by the C library (symbols.py)."""
-    from . import libcalls, routines, symbols
+    object needs must be defined by one of them or by the C library (symbols.py).
+    shared[compiler.LIBCALLS] is the compiler-runtime routines' object."""
+    from . import routines, symbols
     from .objsyms import global_symbols
     runtime_defined = frozenset()
     if runtime_obj:
         with open(runtime_obj, "rb") as f:
             runtime_defined = frozenset(global_symbols(f.read())[0])
-    pieces = [("jx_libcalls", compiler.cached_object(libcalls.module_ir(), cpu, triple,
-                                                     runtime=True)[0])]
+    shared = dict(shared)
+    pieces = [("jx_libcalls", shared.pop(compiler.LIBCALLS))]
     pieces += [(name.replace(".", "_"),
                 compiler.routine_object(name, code, cpu, "pic", triple))
-               for name, code in sorted((shared or {}).items())]
+               for name, code in sorted(shared.items())]
     paths, defined = [], set()
     for label, data in pieces:
         path = os.path.join(cache.cache_dir(), "runtime",
@@ -201,7 +206,7 @@ def _support_objects(obj: bytes, runtime_obj, cpu: str, triple: str,
         if label != "jx_libcalls":
             defined |= global_symbols(data)[0]
     routines.BUILT.update(defined)
-    symbols.check(obj, symbols.for_artifact(runtime_defined | defined),
+    symbols.check(objs, symbols.for_artifact(runtime_defined | defined),
                   "the artifact's object")
     return ((runtime_obj,) if runtime_obj else ()) + tuple(paths)
 
@@ -223,16 +228,25 @@ def _run(cmd: list, what: str) -> None:
         raise BuildError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
 
 
-def link_shared(obj: bytes, out_path: str, extra_objects: tuple = (),
+def _write_objects(tmp: str, objs) -> list:
+    """The model's object (bytes) or objects (its parts, split.py) as files in tmp."""
+    paths = []
+    for i, data in enumerate([objs] if isinstance(objs, bytes) else objs):
+        paths.append(os.path.join(tmp, f"model{i}.o"))
+        with open(paths[-1], "wb") as f:
+            f.write(data)
+    return paths
+
+
+def link_shared(objs, out_path: str, extra_objects: tuple = (),
                 exports: list | None = None) -> None:
-    """Link the shared object; with `exports`, only those symbols are visible
-    (a version script) and its soname is its file name."""
+    """Link the shared object from the model's object or objects (bytes or a list);
+    with `exports`, only those symbols are visible (a version script) and its
+    soname is its file name."""
     with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
-        obj_path = os.path.join(tmp, "model.o")
-        with open(obj_path, "wb") as f:
-            f.write(obj)
+        obj_paths = _write_objects(tmp, objs)
         tmp_out = os.path.join(tmp, "model.so")
-        cmd = [find_cc(), "-shared", "-o", tmp_out, obj_path, *extra_objects, "-pthread",
+        cmd = [find_cc(), "-shared", "-o", tmp_out, *obj_paths, *extra_objects, "-pthread",
                "-lm", "-Wl,--build-id=none", "-Wl,-z,noexecstack"]
         if exports is not None:
             script = os.path.join(tmp, "exports.map")
@@ -253,8 +267,8 @@ def _binutil(env: str, names: tuple, purpose: str) -> str:
     return tool
 
 
-def link_static(obj: bytes, out_path: str, extra_objects: tuple, exports: list) -> None:
-    """Write a static library holding one object: the model's merged with the
+def link_static(objs, out_path: str, extra_objects: tuple, exports: list) -> None:
+    """Write a static library holding one object: the model's (its parts) merged with the
     runtime's (`cc -r`), every symbol but `exports` made local, so two such
     libraries (or one and a shared artifact) never clash in a program."""
     objcopy = _binutil("OBJCOPY", ("objcopy", "llvm-objcopy"), "to make the runtime's "
@@ -262,11 +276,9 @@ def link_static(obj: bytes, out_path: str, extra_objects: tuple, exports: list) 
     ar = _binutil("AR", ("ar", "llvm-ar"), "to write the archive")
     stem = os.path.splitext(os.path.basename(out_path))[0]
     with tempfile.TemporaryDirectory(prefix="jx-link-") as tmp:
-        obj_path = os.path.join(tmp, "model.o")
-        with open(obj_path, "wb") as f:
-            f.write(obj)
+        obj_paths = _write_objects(tmp, objs)
         merged = os.path.join(tmp, stem + ".o")
-        _run([find_cc(), "-nostdlib", "-r", "-o", merged, obj_path, *extra_objects],
+        _run([find_cc(), "-nostdlib", "-r", "-o", merged, *obj_paths, *extra_objects],
              f"merging the objects of {out_path}")
         _run([objcopy, "--localize-hidden", merged], f"hiding the runtime in {out_path}")
         from .objsyms import global_symbols
@@ -379,25 +391,37 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             manifest = _manifest_of(lib_path)
         else:
             shared: dict = {}
-            ir_text, manifest = build_module(name, entries, cpu, triple,
-                                             parallel=bool(runtime_obj), prefix=prefix,
-                                             routines=shared)
-            # the header first: it validates the manifest, and nothing is written when
-            # that fails (a library without its header would look like a good build)
-            header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
-            obj, _ = compiler.cached_object(ir_text, cpu, triple)
+            # LLVM in forked children, started now to load it while the IR is emitted
+            # (compile_fork.py); the split is the same whether or not they start
+            children = compile_fork.start()
+            try:
+                texts, manifest = build_module(name, entries, cpu, triple,
+                                               parallel=bool(runtime_obj), prefix=prefix,
+                                               routines=shared, parts=compile_fork.parts())
+                # the header first: it validates the manifest, and nothing is written
+                # when that fails (a library without its header would look like a
+                # good build)
+                header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
+                from . import libcalls
+                shared[compiler.LIBCALLS] = compiler.find_routine(
+                    compiler.LIBCALLS, cpu, "pic", triple) or libcalls.module_ir()
+                objs, shared, _ = compiler.cached_objects(texts, cpu, triple, "pic",
+                                                          children, shared)
+            finally:
+                if children is not None:
+                    children.close()
             with timings.stage("link"):      # the C runtime's cc, the support objects, ld
                 if runtime_obj and not runtime.wait():
                     raise BuildError("the C compiler failed on jx's parallel runtime "
                                      f"({runtime_obj}); check `cc --version` or set CC")
-                support = _support_objects(obj, runtime_obj, cpu, triple, shared)
+                support = _support_objects(objs, runtime_obj, cpu, triple, shared)
             try:
                 with timings.stage("link"):
                     if static:
-                        link_static(obj, lib_path, support, exported_symbols(manifest))
+                        link_static(objs, lib_path, support, exported_symbols(manifest))
                         files.update(_package_files(name, manifest, out_dir))
                     else:
-                        link_shared(obj, lib_path, support, exported_symbols(manifest))
+                        link_shared(objs, lib_path, support, exported_symbols(manifest))
                 cache.replace_file(h_path, header, 0o644)
             except OSError as e:
                 raise BuildError(f"cannot write into {out_dir} ({e.strerror}); pass -o a "

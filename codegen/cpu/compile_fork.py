@@ -39,14 +39,20 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def parts() -> int:
+    """Into how many parts a module is split here (split.py): one per core this
+    process may run on, at most MAX_CHILDREN (each part costs a fork and a parse
+    of the module's declarations)."""
+    return max(1, min(MAX_CHILDREN, usable_cores()))
+
+
 def wanted() -> int:
-    """How many children a cold compile uses here: the cores this process may run
-    on, at most MAX_CHILDREN (each part costs a fork and a parse of the module's
-    declarations); 0 where children are not used (JX_COMPILE_FORK=0, no fork, MPI)."""
+    """How many children a cold compile uses here: parts(), or 0 where children
+    are not used (JX_COMPILE_FORK=0, no os.fork, an MPI process)."""
     if os.environ.get("JX_COMPILE_FORK", "").strip() == "0" or not hasattr(os, "fork") \
             or "mpi4py.MPI" in sys.modules:
         return 0
-    return max(1, min(MAX_CHILDREN, usable_cores()))
+    return parts()
 
 
 class Children:
