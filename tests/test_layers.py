@@ -18,7 +18,7 @@ PACKAGES = {"runtime": "jx.runtime", "frontend": "jx", "passes": "jx.passes",
 
 # Bottom-up. A module may import its own layer (without cycles) and those below.
 LAYERS = {
-    "jx.version": 0, "jx.timings": 0, "jx.runtime": 0,         # runtime: numpy only
+    "jx.version": 0, "jx.timings": 0, "jx.gc_pause": 0, "jx.runtime": 0,  # runtime: numpy only
     "jx.errors": 1, "jx.flags": 1, "jx.dtypes": 1, "jx.tree": 1, "jx.ir": 1, "jx.dims": 1,  # IR, dtypes, primitives
     "jx.printer": 1, "jx.verify": 1, "jx.array": 1, "jx.core": 1, "jx.interpret": 1, "jx.prims": 1,
     "jx.numpy": 2, "jx.lax": 2, "jx.nn": 2, "jx.random": 2,   # the traced library
