@@ -19,7 +19,8 @@ from .api import (clear_registered_caches, leaf_aval, make_jaxpr, merge_static,
 from .core import Tracer, forget_known
 from .dispatch import MISS, make_plan
 from .errors import JxError, MaskedArrayError, reject_masked
-from .staging import stage
+from .staging import finish, stage
+from .staging import trace as trace_staged
 
 # Argument types the fast path keys by (shape, dtype) alone: arrays and NumPy
 # scalars (strongly typed, so a float32 scalar traces exactly as a 0-d array) and
@@ -30,11 +31,16 @@ _FAST_TYPES = frozenset({np.ndarray, Array} | {t for t in np.sctypeDict.values()
 
 
 class _Compiled:
-    __slots__ = ("fn", "out_tree", "graph", "program", "unflatten")
+    __slots__ = ("fn", "out_tree", "unflatten")
 
-    def __init__(self, fn, out_tree, graph, program):
-        self.fn, self.out_tree, self.graph, self.program = fn, out_tree, graph, program
+    def __init__(self, fn, out_tree):
+        self.fn, self.out_tree = fn, out_tree
         self.unflatten = _fast_unflatten(out_tree)
+
+    @property
+    def program(self):
+        """The fused program (built now if the code was found by its traced graph)."""
+        return self.fn.program
 
 
 def _fast_unflatten(out_tree):
@@ -121,13 +127,18 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
             ensure()                 # the host's tuned constants, measured at first use
         if state.log_compiles:
             _log_compile(fun, args, {**static_kw, **kwargs})
-        staged = stage(_with_keywords(fun, static_kw), args, kwargs, argnums)
+        traced = trace_staged(_with_keywords(fun, static_kw), args, kwargs, argnums)
         # the CPU backend mangles the name itself and shows it unmangled in errors
         name = getattr(fun, "__name__", "fn") if backend == "cpu" else _symbol(fun)
         if arrays:
-            arrays["out_weak"] = staged.out_weak
-        compiled = _Compiled(CompiledFunction(staged.program, name, **arrays), staged.out_tree,
-                             staged.graph, staged.program)
+            # the passes and fusion run only if the traced graph's code is not
+            # found in the cache (codegen/cpu/program_cache.py's graph keys)
+            fn = CompiledFunction(lambda: finish(traced).program, name, **arrays,
+                                  out_weak=traced.out_weak,
+                                  traced=(traced.graph, traced.constraints))
+        else:
+            fn = CompiledFunction(finish(traced).program, name)
+        compiled = _Compiled(fn, traced.out_tree)
         cache[key] = compiled
         return compiled
 

@@ -25,18 +25,40 @@ class Staged:
     out_weak: tuple = ()  # the traced outputs' weak types (the passes keep only dtypes)
 
 
+@dataclass(frozen=True)
+class Traced:
+    graph: object        # the traced graph, before the pass pipeline
+    constraints: object  # its declared symbolic constraints (None: fixed sizes)
+    out_tree: object
+    consts: list
+    out_weak: tuple = ()
+
+
 def stage(fun: Callable, args: Sequence, kwargs: dict | None = None,
           static_argnums: Sequence[int] = (), name: str | None = None,
           check: bool = False) -> Staged:
     """Trace fun on abstract versions of args, run the pass pipeline (verifying
     after each stage when `check`) and fuse."""
+    return finish(trace(fun, args, kwargs, static_argnums, name), check)
+
+
+def trace(fun: Callable, args: Sequence, kwargs: dict | None = None,
+          static_argnums: Sequence[int] = (), name: str | None = None) -> Traced:
+    """stage's first half: fun traced on abstract versions of args (jx.jit looks
+    for code compiled from the same graph before running the passes)."""
     with timings.stage("trace"):
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
-    out_tree = graph.out_tree
-    out_weak = tuple(a.aval.weak_type for a in graph.outputs)
     cons = _constraints(graph, args, kwargs, static_argnums)
-    graph, program = fuse_graph(graph, cons, check)
-    return Staged(graph, program, out_tree, consts, out_weak)
+    if cons is None and dims.symbols_of(v.aval.shape for v in graph.inputs):
+        cons = dims.Constraints()
+    return Traced(graph, cons, graph.out_tree, consts,
+                  tuple(a.aval.weak_type for a in graph.outputs))
+
+
+def finish(traced: Traced, check: bool = False) -> Staged:
+    """stage's second half: the pass pipeline and fusion of a traced graph."""
+    graph, program = fuse_graph(traced.graph, traced.constraints, check)
+    return Staged(graph, program, traced.out_tree, traced.consts, traced.out_weak)
 
 
 def fuse_graph(graph, constraints=None, check: bool = False) -> tuple:

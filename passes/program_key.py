@@ -39,6 +39,18 @@ def program_digest(program) -> str | None:
     return hashlib.sha256(f"jx-program-v{VERSION}\0{text}".encode()).hexdigest()
 
 
+def graph_digest(graph, constraints=None) -> str | None:
+    """sha256 (hex) of a traced graph's canonical form and its symbolic
+    constraints (what the pass pipeline and fusion read: the same graph always
+    gives the same program), or None when a param has none."""
+    try:
+        text = repr(_Writer().graph(graph))
+    except Unkeyable:
+        return None
+    cons = None if constraints is None else repr(constraints.symbols_key())
+    return hashlib.sha256(f"jx-graph-v{VERSION}\0{text}\0{cons}".encode()).hexdigest()
+
+
 def _array(arr) -> tuple:
     arr = np.ascontiguousarray(arr)
     data = arr.tobytes()

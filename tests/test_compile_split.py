@@ -229,3 +229,18 @@ def test_artifact_is_the_same_built_by_children_or_here(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         libs.append((out / "libmlp.so").read_bytes())
     assert libs[0] == libs[1]
+
+
+def test_no_fork_while_other_python_threads_run():
+    import threading
+    from jx.codegen.cpu import compile_fork
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert compile_fork.wanted() == 0
+        x = np.arange(6, dtype=np.float32)
+        np.testing.assert_allclose(jx.jit(lambda v: jnp.exp(v) - 1)(x), np.expm1(x), rtol=1e-5)
+    finally:
+        stop.set()
+        t.join()

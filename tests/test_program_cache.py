@@ -111,14 +111,17 @@ PROBE = textwrap.dedent('''
         h = jnp.tanh(x @ w + shift)
         return jx.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + jnp.sin(c), h).sum(axis=0)
     step = jx.jit(f)
+    from jx import timings
+    timings.take()
     out = np.asarray(step(w, x))
+    stages = sorted(timings.take())
     key = program_cache.jit_key(step.lower(w, x), "f", __import__(
         "jx.codegen.cpu.target", fromlist=["x"]).jit_cpu(), True)
     h = np.tanh(x @ w + shift)
     for _ in range(3):
         h = h * 0.5 + np.sin(h)
     from jx.codegen.cpu import compiler          # (objects forked children emitted too)
-    print(json.dumps({**counts, "emitted": compiler.EMITTED[0], "key": key,
+    print(json.dumps({**counts, "emitted": compiler.EMITTED[0], "key": key, "stages": stages,
                       "ok": bool(np.allclose(out, h.sum(0), rtol=1e-5, atol=1e-5))}))
 ''')
 
@@ -143,6 +146,9 @@ def test_hit_builds_no_ir_across_processes_and_hash_seeds(tmp_path, loader):
     warm = _probe(tmp_path, "2", loader)        # another process, another hash seed
     assert warm["ok"] and warm["key"] == cold["key"]
     assert warm["modules"] == 0 and warm["parsed"] == 0 and warm["emitted"] == 0, warm
+    # found by the traced graph's key: neither the passes nor fusion ran
+    assert {"passes", "fuse"} <= set(cold["stages"]), cold
+    assert not {"passes", "fuse", "emit"} & set(warm["stages"]), warm
 
 
 PLAIN = textwrap.dedent('''
@@ -274,3 +280,43 @@ def test_a_cache_that_cannot_hold_libraries_falls_back_to_mcjit(tmp_path, monkey
     assert not native.enabled()
     z = jx.jit(lambda a: jnp.cos(a) * 2)(x)          # no second warning
     np.testing.assert_allclose(np.asarray(z), np.cos(x) * 2, rtol=1e-6)
+
+
+def test_graph_key_follows_the_traced_graph():
+    """The traced graph's key (a hit skips the passes): stable for the same graph,
+    different for a changed constant, shape, dtype or constraint."""
+    from jx.codegen.cpu import program_cache, target
+    from jx.staging import trace
+
+    def key(fun, *args, constraints=None):
+        t = trace(fun, args)
+        return program_cache.graph_key(t.graph, constraints or t.constraints, "f",
+                                       target.jit_cpu(), True, "pic")
+
+    x = np.ones((4, 3), np.float32)
+    c = np.linspace(0, 1, 3, dtype=np.float32)
+    base = key(lambda a: jnp.sin(a) * c, x)
+    assert base is not None and base == key(lambda a: jnp.sin(a) * c, x)
+    others = {key(lambda a: jnp.sin(a) * c[::-1].copy(), x),
+              key(lambda a: jnp.sin(a) * c, np.ones((5, 3), np.float32)),
+              key(lambda a: jnp.sin(a) * c, np.ones((4, 3), np.float16)),
+              key(lambda a: jnp.cos(a) * c, x)}
+    assert base not in others and len(others) == 4
+
+
+def test_program_of_a_graph_hit_is_built_on_demand(tmp_path, monkeypatch):
+    """A function whose code came by its graph's key still shows its program and IR."""
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("JX_PROGRAM_CACHE", "1")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+
+    def f(a):
+        return jnp.tanh(a) @ a.T
+
+    np.testing.assert_allclose(jx.jit(f)(x), np.tanh(x) @ x.T, rtol=1e-5, atol=1e-6)
+    jx.clear_caches()
+    g = jx.jit(f)
+    np.testing.assert_allclose(g(x), np.tanh(x) @ x.T, rtol=1e-5, atol=1e-6)
+    compiled = next(iter(g._cache.values()))
+    assert compiled.fn.jit.cache_hit and compiled.fn._program is None
+    assert compiled.program.kernels and "define" in compiled.fn.ir_text

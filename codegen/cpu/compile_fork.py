@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import warnings
 
 from jx import timings
@@ -48,9 +49,12 @@ def parts() -> int:
 
 def wanted() -> int:
     """How many children a cold compile uses here: parts(), or 0 where children
-    are not used (JX_COMPILE_FORK=0, no os.fork, an MPI process)."""
+    are not used: JX_COMPILE_FORK=0, no os.fork, an MPI process, or other Python
+    threads running. (A child has only the forking thread: a lock another Python
+    thread held at the fork, the import lock among them, stays held in it for
+    good. Threads of C libraries, the runtime's pool or BLAS's, hold none it takes.)"""
     if os.environ.get("JX_COMPILE_FORK", "").strip() == "0" or not hasattr(os, "fork") \
-            or "mpi4py.MPI" in sys.modules:
+            or "mpi4py.MPI" in sys.modules or threading.active_count() > 1:
         return 0
     return parts()
 
@@ -74,14 +78,14 @@ class Children:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
-            # the parent's ends of the earlier children's pipes: a child holding
-            # one would keep that sibling from seeing end of input
-            for _, w, r in self.procs:
-                os.close(w)
-                os.close(r)
-            os.close(req_w)
-            os.close(rep_r)
-            _serve(req_r, rep_w)         # never returns
+            # every descriptor but its two pipe ends closed: one it kept of the
+            # parent's (another child's request pipe, from any thread's compile)
+            # would keep that child from seeing the end of its input
+            try:
+                _close_all_but(req_r, rep_w)
+                _serve(req_r, rep_w)     # never returns
+            finally:
+                os._exit(1)
         os.close(req_r)
         os.close(rep_w)
         self.procs.append((pid, req_w, rep_r))
@@ -174,6 +178,19 @@ def start(n: int | None = None) -> Children | None:
         return None
     children = Children(n)
     return children if len(children) else None
+
+
+def _close_all_but(*keep: int) -> None:
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:                      # no /proc: the usual bound
+        fds = range(3, 1024)
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _serve(req_r: int, rep_w: int) -> None:

@@ -39,14 +39,25 @@ class CompiledFunction:
     """Calls the entry on flat arrays (NumPy or jx.Array); outputs are freshly
     allocated NumPy arrays, or jx.Arrays over them with arrays=True (jx.jit)."""
 
-    def __init__(self, program, name: str = "fn", arrays: bool = False, out_weak=None):
+    def __init__(self, program, name: str = "fn", arrays: bool = False, out_weak=None,
+                 traced=None):
+        """program: the fused program; or, with `traced` = (the traced graph it comes
+        from, its constraints), a function building it: the code is then looked
+        for under the graph's key first (program_cache.graph_key), and the
+        program is built only on a miss, or when asked for (ir_text, errors)."""
         from . import parallel
         from .target import jit_cpu
         cpu = jit_cpu()
         self.name = name
-        self.program = program
+        self._gkey = None                # the traced graph's key, to record on a miss
+        if traced is None:
+            self._program, self._build, self._traced = program, None, False
+            graph, self._constraints = program.graph, getattr(program, "constraints", None)
+        else:
+            self._program, self._build, self._traced = None, program, True
+            graph, self._constraints = traced
         self.symbol = name = safe_symbol(str(name))
-        self.symbols = symbols_of([v.aval.shape for v in program.graph.inputs])
+        self.symbols = symbols_of([v.aval.shape for v in graph.inputs])
         self._cpu, self._ir_text = cpu, None
         threads = parallel.available()
         symbol = entry_symbol(name, LEGACY_PREFIX)
@@ -54,71 +65,110 @@ class CompiledFunction:
         self.jit = None
         if jit_reloc() == "pic":
             try:
-                self.jit = self._load_native(program, cpu, exports)
+                self.jit = self._load_native(graph, cpu, exports)
             except (OSError, _native().LinkError) as err:
                 # a cache folder mounted noexec, a linker that fails: MCJIT loads
                 # code from memory, for the rest of the process
                 _native().disable(err)
         if self.jit is None:
-            self.jit = self._load_mcjit(program, cpu, threads)
+            self.jit = self._load_mcjit(graph, cpu, threads)
         parallel.watch_interrupts()
         self.fn = (_DIMS_ENTRY if self.symbols else _ENTRY)(self.jit.address(symbol))
         # (pmap's form of a symbolic entry: the dims array as one more input)
         self.dims_last = self.jit.address(symbol + DIMS_LAST_SUFFIX) if self.symbols else None
-        g = program.graph
-        self.in_avals = [v.aval for v in g.inputs]
-        self.out_specs = [(a.aval.shape, a.aval.dtype) for a in g.outputs]
+        # (the traced graph's signature is the program's: the passes keep it)
+        self.in_avals = [v.aval for v in graph.inputs]
+        self.out_specs = [(a.aval.shape, a.aval.dtype) for a in graph.outputs]
         # (allocate, shape, dtype) per output, the allocator chosen once by size
         self.out_allocs = () if self.symbols else \
             tuple((pool.allocator(s, d), s, d) for s, d in self.out_specs)
         # the traced outputs' weak types (simplification may forward a strong input)
         self.out_weak = tuple(out_weak) if out_weak is not None else \
-            tuple(a.aval.weak_type for a in g.outputs)
+            tuple(a.aval.weak_type for a in graph.outputs)
 
         self.leaf_names = None       # the arguments' paths, for errors (jx.jit sets them)
         self._call = self._make_symbolic_call(arrays) if self.symbols else \
             self._make_call(arrays)
 
-    def _load_native(self, program, cpu: str, exports: list):
-        """The entry's code as a shared object (native.py): found by the program's
-        key, or generated, compiled (by forked children, started before the IR is
-        emitted: compile_fork.py) and linked."""
+    @property
+    def program(self):
+        """The fused program (built now if the code was found by its traced graph)."""
+        if self._program is None:
+            self._program = self._build()
+            self._build = None
+        return self._program
+
+    def _key(self, graph, cpu: str, threads: bool, reloc: str, find) -> tuple:
+        """(the program's key, what `find` found under it or None): looked up by the
+        traced graph's key first, which spares the passes and fusion; on a miss
+        the program is built and keyed, and the graph's key is then recorded."""
         from . import program_cache
-        native = _native()
+        if self._traced:
+            with timings.stage("key"):
+                gkey = program_cache.graph_key(graph, self._constraints, self.symbol, cpu,
+                                               threads, reloc)
+                key = program_cache.program_of_graph(gkey) if gkey else None
+                found = find(key) if key else None
+            if found is not None:
+                return key, found
+            self._gkey = gkey
+        program = self.program
+        if self._traced and _signature(program.graph) != _signature(graph):
+            raise AssertionError(f"jx.jit function {self.name!r}: the pass pipeline changed "
+                                 "its signature; a jx bug, please report it")
         with timings.stage("key"):
-            key = program_cache.jit_key(program, self.symbol, cpu, True, "pic")
-            found = native.find(key) if key else None
+            key = program_cache.jit_key(program, self.symbol, cpu, threads, reloc)
+            return key, (find(key) if key else None)
+
+    def _remember_graph(self, key: str | None) -> None:
+        """The traced graph's key leads to `key`, the program's, from now on."""
+        if key and self._gkey:
+            from . import program_cache
+            program_cache.remember_graph(self._gkey, key)
+            self._gkey = None
+
+    def _load_native(self, graph, cpu: str, exports: list):
+        """The entry's code as a shared object (native.py): found by the traced
+        graph's or the program's key, or generated, compiled (by forked children,
+        started before the IR is emitted: compile_fork.py) and linked."""
+        native = _native()
+        key, found = self._key(graph, cpu, True, "pic", native.find)
         if found is not None:           # compiled before: no IR built
+            self._remember_graph(key)
             with timings.stage("load"):
                 return native.Library(found, cache_hit=True)
         from . import compile_fork
         children = compile_fork.start()
         try:
-            texts, routines = self._emit(program, cpu, True, "pic",
+            texts, routines = self._emit(self.program, cpu, True, "pic",
                                          parts=len(children) if children else 1)
             with timings.stage("load"):     # (LLVM's stages, on a miss, inside)
-                return native.build(key, texts, cpu, routines, exports, children)
+                lib = native.build(key, texts, cpu, routines, exports, children)
         finally:
             if children is not None:
                 children.close()
+        self._remember_graph(key)
+        return lib
 
-    def _load_mcjit(self, program, cpu: str, threads: bool):
+    def _load_mcjit(self, graph, cpu: str, threads: bool):
         """The entry's code as an object loaded by LLVM's MCJIT: found through the
-        program cache's record, or generated and compiled."""
+        program cache's record (by the traced graph's or the program's key), or
+        generated and compiled."""
         from . import program_cache
-        with timings.stage("key"):
-            key = program_cache.jit_key(program, self.symbol, cpu, threads, "default")
-            found = program_cache.lookup(key, cpu) if key else None
+        key, found = self._key(graph, cpu, threads, "default",
+                               lambda k: program_cache.lookup(k, cpu))
         with timings.stage("import"):
             from .compiler import JitModule
         if found is not None:
+            self._remember_graph(key)
             with timings.stage("load"):
                 return JitModule(None, cpu, found[1], obj=found[0])
-        ir_text, routines = self._emit(program, cpu, threads, "default")
+        ir_text, routines = self._emit(self.program, cpu, threads, "default")
         with timings.stage("load"):
             jit = JitModule(ir_text, cpu, routines)
         if key:
             program_cache.remember(key, jit.object_key, routines)
+            self._remember_graph(key)
         return jit
 
     def _emit(self, program, cpu: str, threads: bool, reloc: str, parts: int = 0) -> tuple:
@@ -199,7 +249,7 @@ class CompiledFunction:
                 raise ShapeError(f"{what}: {names[i]} has shape {tuple(s)}, expected {a}")
         try:
             return bind([a.shape for a in self.in_avals], shapes, names,
-                        self.program.constraints)
+                        self._constraints)
         except DimensionSpecError as e:
             raise ShapeError(f"{what}: the arguments do not fit its symbolic dimensions: "
                              f"{e}") from None
@@ -287,6 +337,11 @@ class CompiledFunction:
             text += f"; its largest intermediate is {big} ({_gib(_nbytes(big.shape, big.dtype))})"
         return OutOfMemoryError(text + ": use smaller arrays or split the work into chunks "
                                 "(e.g. with jx.lax.scan or a Python loop over slices)")
+
+
+def _signature(graph) -> tuple:
+    return (tuple((v.aval.shape, v.aval.dtype) for v in graph.inputs),
+            tuple((a.aval.shape, a.aval.dtype) for a in graph.outputs))
 
 
 def _native():

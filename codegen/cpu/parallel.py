@@ -16,7 +16,6 @@ import functools
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 
 from . import cache
@@ -67,6 +66,7 @@ class Build:
         flags = ["-O2", "-fPIC", "-pthread"]
         cmd = [cc, *flags, "-c", unity] if kind == "object" else \
             [cc, *flags, "-DJX_VISIBLE", "-shared", unity]
+        import subprocess            # (not on a cache hit's path: ~3 ms)
         self._proc = subprocess.Popen(cmd + ["-o", self._tmp], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
 

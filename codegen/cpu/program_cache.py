@@ -90,3 +90,37 @@ def remember(key: str, object_key: str, routines) -> None:
     these routines."""
     record = {"object": object_key, "routines": sorted(routines)}
     cache.store_record(key, json.dumps(record, sort_keys=True).encode(), FOLDER)
+
+
+# A traced graph's key leads to its program's key (above): the pass pipeline and
+# fusion are functions of the graph, its constraints and jx's sources, so a hit
+# skips them too (a gradient's passes were a third of its first call from the
+# cache). Records live beside the programs' (a graph key is a digest of other
+# text than a program key: they never meet).
+def graph_key(graph, constraints, symbol: str, cpu: str, parallel: bool,
+              reloc: str) -> str | None:
+    """The key of a traced graph compiled as jx.jit entry `symbol` (with the same
+    options as jit_key), or None (no canonical form, or the cache is off)."""
+    if not enabled():
+        return None
+    from jx.passes.program_key import graph_digest
+    digest = graph_digest(graph, constraints)
+    if digest is None:
+        return None
+    parts = ["graph", digest, symbol, f"parallel={bool(parallel)}",
+             *host_parts(cpu, target.host_triple(), reloc)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def program_of_graph(gkey: str) -> str | None:
+    """The program key recorded for a graph key, or None."""
+    record = cache.load_record(gkey, FOLDER)
+    try:
+        key = record["program"] if record is not None else None
+    except (KeyError, TypeError):
+        return None
+    return key if isinstance(key, str) and len(key) == 64 else None
+
+
+def remember_graph(gkey: str, program_key: str) -> None:
+    cache.store_record(gkey, json.dumps({"program": program_key}).encode(), FOLDER)

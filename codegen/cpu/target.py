@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import sys
 
 from jx.errors import JxError
@@ -169,6 +168,7 @@ def _llvm_accepts(name: str) -> bool:
             "l.initialize_native_asmprinter(); t = l.Target.from_triple(l.get_process_triple()); "
             f"tm = t.create_target_machine(cpu={name!r}); "
             "m = l.parse_assembly('define void @f() { ret void }'); tm.emit_object(m)")
+    import subprocess            # (not on a cache hit's path: ~3 ms)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return proc.returncode == 0 and "not a recognized processor" not in proc.stderr
 
