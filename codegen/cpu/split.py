@@ -1,14 +1,15 @@
 """A module's definitions split into parts that LLVM compiles side by side, one
-object each, linked together afterwards (compiler.emit_objects, native.py,
-artifact.py).
+object each (compile_fork.py, compiler.cached_objects), linked together
+afterwards (native.py for jx.jit, artifact.py for `jx compile`).
 
 LLVM is single-threaded per module and llvmlite serialises its calls in a
 process, so the only way to use a second core on a cold compile is a second
 process over part of the module. LLVM has no module splitter that llvmlite
 exposes; the split is made here, on the llvmlite.ir module before printing:
 each part is the whole module with the other parts' function bodies left out
-(printed as declarations). Constants and other module-local globals are printed
-in every part; each object keeps only those its functions use.
+(printed as declarations). Small module-local constants are printed in every
+part, each object keeping those its functions use; a large one is defined by
+the part that uses it first and declared by the others (LARGE_BYTES).
 
 Functions are split along the call graph's cheap edges only: an internal
 function goes with everything it references (a kernel with its outlined
