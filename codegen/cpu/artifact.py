@@ -393,11 +393,12 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
             shared: dict = {}
             # LLVM in forked children, started now to load it while the IR is emitted
             # (compile_fork.py); the split is the same whether or not they start
-            children = compile_fork.start()
+            children = compile_fork.early()
             try:
                 texts, manifest = build_module(name, entries, cpu, triple,
                                                parallel=bool(runtime_obj), prefix=prefix,
                                                routines=shared, parts=compile_fork.parts())
+                children = compile_fork.late(children, len(texts))
                 # the header first: it validates the manifest, and nothing is written
                 # when that fails (a library without its header would look like a
                 # good build)

@@ -138,10 +138,12 @@ class CompiledFunction:
             with timings.stage("load"):
                 return native.Library(found, cache_hit=True)
         from . import compile_fork
-        children = compile_fork.start()
+        children = compile_fork.early()
         try:
             texts, routines = self._emit(self.program, cpu, True, "pic",
-                                         parts=len(children) if children else 1)
+                                         parts=len(children) if children else
+                                         compile_fork.wanted() or 1)
+            children = compile_fork.late(children, len(texts))
             with timings.stage("load"):     # (LLVM's stages, on a miss, inside)
                 lib = native.build(key, texts, cpu, routines, exports, children)
         finally:
