@@ -31,16 +31,22 @@ _FAST_TYPES = frozenset({np.ndarray, Array} | {t for t in np.sctypeDict.values()
 
 
 class _Compiled:
-    __slots__ = ("fn", "out_tree", "unflatten")
+    __slots__ = ("fn", "out_tree", "unflatten", "_program")
 
-    def __init__(self, fn, out_tree):
-        self.fn, self.out_tree = fn, out_tree
+    def __init__(self, fn, out_tree, program=None):
+        self.fn, self.out_tree, self._program = fn, out_tree, program
         self.unflatten = _fast_unflatten(out_tree)
 
     @property
     def program(self):
-        """The fused program (built now if the code was found by its traced graph)."""
-        return self.fn.program
+        """The fused program (on the CPU, built now if the code was found by the
+        traced graph's key)."""
+        return self._program if self._program is not None else self.fn.program
+
+    @property
+    def graph(self):
+        """The graph after the pass pipeline (for inspection)."""
+        return self.program.graph
 
 
 def _fast_unflatten(out_tree):
@@ -136,9 +142,10 @@ def jit(fun: Callable | None = None, /, *, static_argnums: int | Sequence[int] |
             fn = CompiledFunction(lambda: finish(traced).program, name, **arrays,
                                   out_weak=traced.out_weak,
                                   traced=(traced.graph, traced.constraints))
+            compiled = _Compiled(fn, traced.out_tree)
         else:
-            fn = CompiledFunction(finish(traced).program, name)
-        compiled = _Compiled(fn, traced.out_tree)
+            program = finish(traced).program
+            compiled = _Compiled(CompiledFunction(program, name), traced.out_tree, program)
         cache[key] = compiled
         return compiled
 
