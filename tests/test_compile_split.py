@@ -191,7 +191,11 @@ def test_fork_is_not_used_where_it_is_unsafe(monkeypatch):
     monkeypatch.setitem(sys.modules, "mpi4py.MPI", object())
     assert compile_fork.wanted() == 0
     monkeypatch.delitem(sys.modules, "mpi4py.MPI")
-    assert 1 <= compile_fork.wanted() <= compile_fork.MAX_CHILDREN
+    import threading
+    if threading.active_count() == 1:        # (an earlier test may leave a thread behind)
+        assert 1 <= compile_fork.wanted() <= compile_fork.MAX_CHILDREN
+    else:
+        assert compile_fork.wanted() == 0
 
 
 def test_collector_is_paused_while_compiling_and_restored():
