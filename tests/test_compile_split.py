@@ -161,6 +161,9 @@ def test_unforked_compile_gives_the_same_results(tmp_path):
 
 
 def test_children_report_bad_ir_and_death():
+    import threading
+    if threading.active_count() > 1:
+        pytest.skip("an earlier test left a Python thread running: no fork here")
     from jx.codegen.cpu import compile_fork, compiler, target
     cpu, triple = target.jit_cpu(), target.host_triple()
     features = compiler.llvm_features(cpu)
