@@ -49,8 +49,6 @@ def trace(fun: Callable, args: Sequence, kwargs: dict | None = None,
     with timings.stage("trace"):
         graph, consts = trace_pytree(fun, args, kwargs, static_argnums, name=name)
     cons = _constraints(graph, args, kwargs, static_argnums)
-    if cons is None and dims.symbols_of(v.aval.shape for v in graph.inputs):
-        cons = dims.Constraints()
     return Traced(graph, cons, graph.out_tree, consts,
                   tuple(a.aval.weak_type for a in graph.outputs))
 

@@ -403,9 +403,7 @@ def build_artifact(name: str, entries: list, out_dir: str, cpu: str | None = Non
                 # when that fails (a library without its header would look like a
                 # good build)
                 header = cheader.header_text(manifest, os.path.basename(lib_path)).encode()
-                from . import libcalls
-                shared[compiler.LIBCALLS] = compiler.find_routine(
-                    compiler.LIBCALLS, cpu, "pic", triple) or libcalls.module_ir()
+                shared[compiler.LIBCALLS] = compiler.libcalls_code(cpu, "pic", triple)
                 objs, shared, _ = compiler.cached_objects(texts, cpu, triple, "pic",
                                                           children, shared)
             finally:

@@ -168,9 +168,11 @@ class Children:
 
 
 def _work(ir_text: str) -> float:
-    """LLVM's time for a module's text, roughly (split.COST's unit): a fixed cost
-    per function defined and a cost per character."""
-    return 8.0 * ir_text.count("\ndefine ") + 0.0005 * len(ir_text)
+    """LLVM's time for a module's text, roughly, in split.COST's unit: its fixed
+    cost per optimised function defined, and split.COST_PER_CHAR per character."""
+    from . import split
+    return split.COST["optimised"][0] * ir_text.count("\ndefine ") + \
+        split.COST_PER_CHAR * len(ir_text)
 
 
 def start(n: int | None = None) -> Children | None:

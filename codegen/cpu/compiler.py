@@ -172,10 +172,16 @@ def libcalls_for_jit(cpu: str):
 
 def libcalls_object(cpu: str, reloc: str) -> bytes:
     """libcalls.py's object for cpu and reloc, compiled once per host."""
-    obj = find_routine(LIBCALLS, cpu, reloc)
+    return routine_object(LIBCALLS, libcalls_code(cpu, reloc), cpu, reloc)
+
+
+def libcalls_code(cpu: str, reloc: str, triple: str | None = None):
+    """libcalls.py as a routine's code (routines.py): the host's object when it has
+    one compiled, else the IR to compile."""
+    obj = find_routine(LIBCALLS, cpu, reloc, triple)
     if obj is None:
         from . import libcalls
-        obj = routine_object(LIBCALLS, libcalls.module_ir(), cpu, reloc)
+        return libcalls.module_ir()
     return obj
 
 
@@ -293,7 +299,7 @@ def cached_objects(texts: list, cpu: str, triple: str, reloc: str, children=None
     """(objects of a module's parts (split.py), {name: object} of `routines`
     ({name: IR text or object}, routines.py), whether every part was a cache hit):
     each found in the cache or compiled, the misses side by side by `children`
-    (compile_fork.Children) or, without them, here in turn."""
+    (compile_fork.Children, which the caller ends) or, without them, here in turn."""
     names = sorted(routines or {})
     jobs = [(object_key(t, cpu, triple, reloc), "objects", t) for t in texts]
     jobs += [(_routine_key(name, cpu, triple, reloc), cache.RUNTIME_OBJECTS, routines[name])
@@ -306,8 +312,6 @@ def cached_objects(texts: list, cpu: str, triple: str, reloc: str, children=None
         made = children.compile([(jobs[i][2], cpu, triple, features, reloc) for i in todo])
         EMITTED[0] += len(made)
     else:
-        if children is not None:
-            children.close()
         made = [emit_object(jobs[i][2], cpu, triple, reloc) for i in todo]
     for i, data in zip(todo, made):
         objs[i] = data

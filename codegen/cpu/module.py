@@ -742,8 +742,11 @@ class ModuleBuilder:
         defining some of its functions (split.py); one text when splitting would
         not pay."""
         self._keep_alive()
-        plan = split.plan(self.module, parts, split.MIN_COST)
-        return [str(self.module)] if plan is None else split.texts(self.module, plan)
+        if parts < 2:
+            return [str(self.module)]
+        refs = split.references(self.module)
+        plan = split.plan(self.module, parts, split.MIN_COST, refs)
+        return [str(self.module)] if plan is None else split.texts(self.module, plan, refs)
 
     def _keep_alive(self) -> None:
         if not self.module.__dict__.get("_jx_kept"):    # once: it adds a global

@@ -120,12 +120,9 @@ def build(key: str | None, texts: list, cpu: str, routines: dict, exports: list,
         from . import compiler, symbols
     from .objsyms import global_symbols
     triple = target.host_triple()
-    libcalls = compiler.find_routine(compiler.LIBCALLS, cpu, "pic")
-    if libcalls is None:
-        from . import libcalls as libcalls_mod
-        libcalls = libcalls_mod.module_ir()
     objs, shared, hit = compiler.cached_objects(
-        texts, cpu, triple, "pic", children, {**routines, compiler.LIBCALLS: libcalls})
+        texts, cpu, triple, "pic", children,
+        {**routines, compiler.LIBCALLS: compiler.libcalls_code(cpu, "pic")})
     pieces = [shared.pop(compiler.LIBCALLS), *shared.values()]
     libcalls_defined, *routines_defined = [global_symbols(data)[0] for data in pieces]
     from . import routines as routines_mod

@@ -32,6 +32,9 @@ import llvmlite.ir as ir
 # alone (mean error 30%: loops weigh more than their instruction count says).
 # Only the ratios matter for balancing; MIN_COST is in the same unit.
 COST = {"optimised": (8.0, 0.047), "plain": (1.0, 0.022)}
+# The same fit by text length, for a module only seen as text (a routine's IR):
+# per character of the printed IR (compile_fork.py, with the fixed cost above).
+COST_PER_CHAR = 0.0005
 # A module estimated under this is compiled whole: a part costs a fork, a pipe
 # round trip and a parse of the module's declarations.
 MIN_COST = 25.0
@@ -44,15 +47,19 @@ def _cost(fn: ir.Function) -> float:
     return fixed + per * sum(len(b.instructions) for b in fn.blocks)
 
 
-def _references(fn: ir.Function, defined: dict) -> set:
-    """Names of the module's defined functions and global variables fn's
-    instructions reference."""
-    out = set()
-    for block in fn.blocks:
-        for ins in block.instructions:
-            for op in getattr(ins, "operands", ()):
-                if isinstance(op, ir.GlobalValue) and op.name in defined:
-                    out.add(op.name)
+def references(module: ir.Module) -> dict:
+    """{function: the names of the module's defined functions and large constants
+    its instructions reference}, for each defined function: read once for plan and
+    texts (a walk over every instruction, ~15 ms on a large gradient)."""
+    known = {**_functions(module), **_large(module)}
+    out = {}
+    for name, fn in _functions(module).items():
+        refs = out[name] = set()
+        for block in fn.blocks:
+            for ins in block.instructions:
+                for op in getattr(ins, "operands", ()):
+                    if isinstance(op, ir.GlobalValue) and op.name in known:
+                        refs.add(op.name)
     return out
 
 
@@ -83,10 +90,11 @@ def _functions(module: ir.Module) -> dict:
     return {f.name: f for f in module.functions if f.blocks}
 
 
-def plan(module: ir.Module, parts: int, min_cost: float) -> list | None:
+def plan(module: ir.Module, parts: int, min_cost: float,
+         refs: dict | None = None) -> list | None:
     """The defined functions' names in at most `parts` lists of balanced cost, or
     None when the module is not worth splitting: its estimated cost is under
-    min_cost, or one call-graph component holds most of it."""
+    min_cost, or one call-graph component holds most of it. refs: references(module)."""
     defined = _functions(module)
     if parts < 2 or len(defined) < 2:
         return None
@@ -101,10 +109,12 @@ def plan(module: ir.Module, parts: int, min_cost: float) -> list | None:
             n = parent[n]
         return n
 
+    refs = references(module) if refs is None else refs
     for name, f in defined.items():
         if f.linkage in ("internal", "private"):
-            for other in _references(f, defined):
-                parent[root(other)] = root(name)
+            for other in refs[name]:
+                if other in defined:
+                    parent[root(other)] = root(name)
     groups: dict = {}
     for name in defined:                # (module order: the same plan every time)
         groups.setdefault(root(name), []).append(name)
@@ -121,13 +131,15 @@ def plan(module: ir.Module, parts: int, min_cost: float) -> list | None:
     return [sorted(b[1], key=order.__getitem__) for b in bins if b[1]]
 
 
-def texts(module: ir.Module, plan_: list) -> list:
-    """The IR text of each part of plan_ (plan's lists of function names)."""
+def texts(module: ir.Module, plan_: list, refs: dict | None = None) -> list:
+    """The IR text of each part of plan_ (plan's lists of function names).
+    refs: references(module)."""
     functions, large = _functions(module), _large(module)
+    refs = references(module) if refs is None else refs
     part_of = {name: i for i, names in enumerate(plan_) for name in names}
     crossing, owner = set(), {}
-    for name, f in functions.items():
-        for other in _references(f, {**functions, **large}):
+    for name in functions:
+        for other in refs[name]:
             if other in large:
                 owner.setdefault(other, part_of[name])
             elif part_of[other] != part_of[name] and \

@@ -70,7 +70,6 @@ class UnknownCpuError(JxError, ValueError):
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def _llvm():
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
