@@ -136,13 +136,18 @@ COLD_SCRIPT = """
 """
 
 
-def test_cold_jit_compiles_in_children_and_matches_numpy(tmp_path):
+def _used_host(cache) -> None:
+    """cache as on a host that used jx before: its LLVM record, C runtime and tuned
+    constants, but no program's code."""
     import shutil
-    # a host that used jx before: its LLVM record, C runtime and tuned constants
     _run("import numpy as np, jx; jx.jit(lambda x: x + 1)(np.ones(2, np.float32))",
-         {"JX_CACHE_DIR": str(tmp_path)})
+         {"JX_CACHE_DIR": str(cache)})
     for folder in ("objects", "jit", "programs"):
-        shutil.rmtree(tmp_path / folder, ignore_errors=True)
+        shutil.rmtree(cache / folder, ignore_errors=True)
+
+
+def test_cold_jit_compiles_in_children_and_matches_numpy(tmp_path):
+    _used_host(tmp_path)
     out = _run(COLD_SCRIPT, {"JX_CACHE_DIR": str(tmp_path), "JX_PROGRAM_CACHE": "1"})
     words = out.split()
     parts = eval(out.split("parts", 1)[1].split("emitted")[0])
@@ -153,6 +158,70 @@ def test_cold_jit_compiles_in_children_and_matches_numpy(tmp_path):
     # a second process finds every library: no child, nothing emitted
     out = _run(COLD_SCRIPT, {"JX_CACHE_DIR": str(tmp_path), "JX_PROGRAM_CACHE": "1"})
     assert "parts [] emitted 0" in out, out
+
+
+CHILDREN_SCRIPT = """
+    import sys
+    import numpy as np
+    import jx, jx.numpy as jnp
+    from jx.codegen.cpu import compile_fork
+    sys.path.insert(0, "tests")
+    from test_compile_split import _mlp, _mlp_inputs, _mlp_numpy
+    seen = []
+    real = compile_fork.Children.compile
+    compile_fork.Children.compile = lambda self, r: seen.append(len(self)) or real(self, r)
+    x = np.linspace(-1, 1, 33, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(jx.jit(lambda v: jnp.tanh(v) * 3.0)(x)),
+                               np.tanh(x) * 3.0, rtol=1e-6, atol=1e-6)
+    params, x = _mlp_inputs(np.random.default_rng(0), batch=4)
+    np.testing.assert_allclose(np.asarray(jx.jit(_mlp)(params, x)), _mlp_numpy(params, x),
+                               rtol=2e-4, atol=2e-4)
+    print("children", seen, "wanted", compile_fork.wanted())
+"""
+
+
+def test_children_follow_the_kernels(tmp_path):
+    """One child for a program of one kernel (its module cannot split: a second
+    child would only compete for the cores); up to one per core for several."""
+    _used_host(tmp_path)
+    out = _run(CHILDREN_SCRIPT, {"JX_CACHE_DIR": str(tmp_path), "JX_PROGRAM_CACHE": "1"})
+    seen = eval(out.split("children", 1)[1].split("wanted")[0])
+    wanted = int(out.split("wanted")[1])
+    assert seen[0] == 1, out
+    assert seen[1] == min(wanted, 4) and len(seen) == 2, out
+
+
+def test_ended_children_are_reaped_without_waiting():
+    import threading
+    import time
+    if threading.active_count() > 1:
+        pytest.skip("an earlier test left a Python thread running: no fork here")
+    from jx.codegen.cpu import compile_fork
+    children = compile_fork.start(2)
+    pids = [p for p, _, _ in children.procs]
+    children.close()                     # returns while they may still be exiting
+    assert children.procs == []
+    deadline = time.monotonic() + 30
+    while compile_fork._EXITING and time.monotonic() < deadline:
+        time.sleep(0.02)
+        compile_fork.reap()
+    assert not compile_fork._EXITING
+    for pid in pids:                     # reaped: no zombie left behind
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_library_links_from_files_without_memory_files(tmp_path, monkeypatch):
+    """Where os.memfd_create is missing, ld reads its inputs from a temporary folder."""
+    import jx
+    import jx.numpy as jnp
+    monkeypatch.setenv("JX_CACHE_DIR", str(tmp_path))
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    x = np.linspace(0, 2, 19, dtype=np.float32)
+    got = jx.jit(lambda v: jnp.exp(v) - 7.5)(x)
+    np.testing.assert_allclose(np.asarray(got), np.exp(x) - 7.5, rtol=1e-6, atol=1e-5)
+    libs = list((tmp_path / "jit").glob("*/*.so"))
+    assert libs and not list((tmp_path / "jit").glob("*/.jx-*")), libs   # nothing left over
 
 
 def test_unforked_compile_gives_the_same_results(tmp_path):

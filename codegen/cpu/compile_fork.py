@@ -2,9 +2,12 @@
 module part each (split.py), side by side.
 
 A cold first call spends about half its time in LLVM, which uses one core per
-module and, through llvmlite, one thread per process. Children forked when the
-program cache misses, before the parent emits the IR, first load LLVM (~20 ms,
-meanwhile) and then each optimise and emit one part, so that:
+module and, through llvmlite, one thread per process. A child forked as soon as
+the traced graph's key misses (jit.py), and, once the program is built, one more
+per kernel up to one per core (a module splits along its kernels; for a single
+kernel a second child would only compete for the cores: ~9 ms of a 60 ms first
+call), first load LLVM (~20 ms, meanwhile) and then each optimise and emit one
+part, so that:
   - the parts compile on as many cores as there are parts;
   - the parent never loads LLVM: a process whose compiles all go this way
     keeps neither llvmlite's per-compile leak (compiler.py) nor an LLVM crash;
@@ -33,6 +36,18 @@ import warnings
 from jx import timings
 
 MAX_CHILDREN = 4
+_EXITING: list = []          # pids of children ended but perhaps not yet reaped
+
+
+def reap(block: bool = False) -> None:
+    """Reap the ended children that have exited (block: wait for every one)."""
+    for pid in list(_EXITING):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:        # reaped already (someone's os.wait)
+            done = pid
+        if done:
+            _EXITING.remove(pid)
 
 
 def usable_cores() -> int:
@@ -147,7 +162,9 @@ class Children:
                 self.procs[i] = (pid, None, r)
 
     def close(self, kill: bool = False) -> None:
-        """End every child (those without a request see end of input) and reap it."""
+        """End every child (those without a request see end of input). A killed
+        child is reaped now; one ending by itself is left to exit while this process
+        goes on (an exit that unmaps LLVM takes ~4 ms) and reaped at the next start."""
         self._close_requests()
         for pid, _, r in self.procs:
             if kill:
@@ -156,11 +173,9 @@ class Children:
                 except ProcessLookupError:
                     pass
             os.close(r)
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _EXITING.append(pid)
         self.procs = []
+        reap(block=kill)
 
     def __del__(self):
         if getattr(self, "procs", None):
@@ -177,6 +192,7 @@ def _work(ir_text: str) -> float:
 
 def start(n: int | None = None) -> Children | None:
     """Children for one cold compile, or None (none wanted here, or none forked)."""
+    reap()
     n = wanted() if n is None else n
     if n <= 0:
         return None
@@ -184,15 +200,28 @@ def start(n: int | None = None) -> Children | None:
     return children if len(children) else None
 
 
-def early() -> Children | None:
-    """Children forked before the IR is emitted, so that they load LLVM meanwhile:
-    only where this process has not loaded it. Where it has (a later compile of a
-    process that compiled in-process before, a test suite), children forked once
-    the parts are known inherit it (late), and a module of one part compiles here,
-    as a fork, a pipe and a child's first touches of the parent's memory cost more
-    than they save on a small module (30 small functions: 62 ms a compile forked,
-    40 here)."""
-    return None if "llvmlite.binding.ffi" in sys.modules else start()
+def early(n: int | None = None) -> Children | None:
+    """n children (default wanted()) forked before the IR is emitted, so that they
+    load LLVM meanwhile: only where this process has not loaded it. Where it has (a
+    later compile of a process that compiled in-process before, a test suite),
+    children forked once the parts are known inherit it (late), and a module of
+    one part compiles here, as a fork, a pipe and a child's first touches of the
+    parent's memory cost more than they save on a small module (30 small
+    functions: 62 ms a compile forked, 40 here)."""
+    return None if "llvmlite.binding.ffi" in sys.modules else start(n)
+
+
+def more(children: Children | None, n: int) -> Children | None:
+    """children grown to n (at most wanted()) by forking the missing ones now; None
+    stays None (no forking here, or LLVM loaded: see early)."""
+    n = min(n, wanted())
+    if children is not None:
+        try:
+            while len(children) < n:
+                children._fork()
+        except OSError:
+            pass
+    return children
 
 
 def late(children: Children | None, n_parts: int) -> Children | None:

@@ -295,11 +295,13 @@ def cached_object(ir_text: str, cpu: str, triple: str, reloc: str = "pic",
 
 
 def cached_objects(texts: list, cpu: str, triple: str, reloc: str, children=None,
-                   routines: dict | None = None) -> tuple:
+                   routines: dict | None = None, keep_parts: bool = True) -> tuple:
     """(objects of a module's parts (split.py), {name: object} of `routines`
     ({name: IR text or object}, routines.py), whether every part was a cache hit):
     each found in the cache or compiled, the misses side by side by `children`
-    (compile_fork.Children, which the caller ends) or, without them, here in turn."""
+    (compile_fork.Children, which the caller ends) or, without them, here in turn.
+    keep_parts=False: the parts' objects compiled now are not stored (what is
+    built from them is kept under a key of its own: native.build)."""
     names = sorted(routines or {})
     jobs = [(object_key(t, cpu, triple, reloc), "objects", t) for t in texts]
     jobs += [(_routine_key(name, cpu, triple, reloc), cache.RUNTIME_OBJECTS, routines[name])
@@ -313,10 +315,11 @@ def cached_objects(texts: list, cpu: str, triple: str, reloc: str, children=None
         EMITTED[0] += len(made)
     else:
         made = [emit_object(jobs[i][2], cpu, triple, reloc) for i in todo]
+    n = len(texts)
     for i, data in zip(todo, made):
         objs[i] = data
-        cache.store(jobs[i][0], data, jobs[i][1])
-    n = len(texts)
+        if keep_parts or i >= n:
+            cache.store(jobs[i][0], data, jobs[i][1])
     return objs[:n], dict(zip(names, objs[n:])), all(i >= n for i in todo)
 
 

@@ -98,10 +98,11 @@ class CompiledFunction:
             self._build = None
         return self._program
 
-    def _key(self, graph, cpu: str, threads: bool, reloc: str, find) -> tuple:
+    def _key(self, graph, cpu: str, threads: bool, reloc: str, find, on_miss=None) -> tuple:
         """(the program's key, what `find` found under it or None): looked up by the
         traced graph's key first, which spares the passes and fusion; on a miss
-        the program is built and keyed, and the graph's key is then recorded."""
+        (on_miss() is called then) the program is built and keyed, and the graph's
+        key is then recorded."""
         from . import program_cache
         if self._traced:
             with timings.stage("key"):
@@ -112,6 +113,8 @@ class CompiledFunction:
             if found is not None:
                 return key, found
             self._gkey = gkey
+            if on_miss is not None:
+                on_miss()
         program = self.program
         if self._traced and _signature(program.graph) != _signature(graph):
             raise AssertionError(f"jx.jit function {self.name!r}: the pass pipeline changed "
@@ -132,14 +135,25 @@ class CompiledFunction:
         graph's or the program's key, or generated, compiled (by forked children,
         started before the IR is emitted: compile_fork.py) and linked."""
         native = _native()
-        key, found = self._key(graph, cpu, True, "pic", native.find)
+        from . import compile_fork
+        # one child forked as soon as the traced graph's key misses, to load LLVM
+        # while the passes, fusion and emission run here
+        forked: list = []
+        try:
+            key, found = self._key(graph, cpu, True, "pic", native.find,
+                                   lambda: forked.append(compile_fork.early(1)))
+        except BaseException:
+            _end(forked, kill=True)
+            raise
         if found is not None:           # compiled before: no IR built
+            _end(forked, kill=True)
             self._remember_graph(key)
             with timings.stage("load"):
                 return native.Library(found, cache_hit=True)
-        from . import compile_fork
-        children = compile_fork.early()
+        children = forked[0] if forked else compile_fork.early(1)
         try:
+            # a module splits along its kernels (split.py): a child per kernel at most
+            children = compile_fork.more(children, len(self.program.kernels))
             texts, routines = self._emit(self.program, cpu, True, "pic",
                                          parts=len(children) if children else
                                          compile_fork.wanted() or 1)
@@ -344,6 +358,12 @@ class CompiledFunction:
 def _signature(graph) -> tuple:
     return (tuple((v.aval.shape, v.aval.dtype) for v in graph.inputs),
             tuple((a.aval.shape, a.aval.dtype) for a in graph.outputs))
+
+
+def _end(forked: list, kill: bool) -> None:
+    for children in forked:
+        if children is not None:
+            children.close(kill=kill)
 
 
 def _native():
