@@ -249,13 +249,13 @@ def routine_for_jit(name: str, code, cpu: str) -> None:
 
 def build_routines(cpu: str, reloc: str = "default") -> int:
     """Compile every routine (routines.py) a program for cpu may call, the math
-    routines and the GEMM's, into the cache, as a host that compiled programs of
-    every kind has them (the compile benchmark starts from that state); returns
+    routines, the GEMM's and the FFT's, into the cache, as a host that compiled
+    programs of every kind has them (the compile benchmark starts from that state); returns
     how many were compiled now. reloc: jx.jit's form, or "pic" for artifacts'."""
     import llvmlite.ir as ir
     import numpy as np
 
-    from . import gemm, mathcalls, mathlib, routines
+    from . import fft_tables, gemm, mathcalls, mathlib, routines
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
     module._jx_routine_lookup = lambda name: find_routine(name, cpu, reloc)
@@ -264,6 +264,7 @@ def build_routines(cpu: str, reloc: str = "default") -> int:
             mathcalls._function(module, name, np.dtype(dt), 1 if name in mathlib.UNARY else 2)
     for dt in ("float32", "float64"):
         gemm.build_routines(module, dt)
+        fft_tables.fill_routine(module, dt)
     todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
     for name, code in todo.items():
         routine_object(name, code, cpu, reloc)

@@ -210,6 +210,9 @@ def fft_function(module, plan: Plan, dt, width: int, scale: float = 1.0) -> ir.F
         return module.globals[name]
     elem = _elem(dt)
     fn, b = _function(module, name, [U.PTR] * 8)
+    # called once per row, by the forward and inverse kernels alike: LLVM optimises
+    # one copy (inlined into each caller, its 1000 instructions were optimised twice)
+    fn.attributes.add("noinline")
     for a in fn.args:
         a.add_attribute("noalias")
     xr, xi, yr, yi, wr, wi, tr, ti = fn.args

@@ -58,6 +58,14 @@ def _cis(module) -> ir.Function:
     return fn
 
 
+def _run_once(fn: ir.Function) -> None:
+    """Code a process runs once (a table's fill): not inlined into the kernels nor
+    unrolled or vectorised, which cost more compile time than the fill takes."""
+    fn.attributes.add("noinline")
+    fn.attributes.add("optsize")
+    fn.attributes.add("cold")
+
+
 def _twiddle(b, module, k, n, elem):
     """exp(-2 pi i k / n) rounded to elem: (re, im)."""
     got = b.call(_cis(module), [k, n if isinstance(n, ir.Value) else U.i64(n)])
@@ -99,21 +107,45 @@ def _init_function(module, plan: Plan, dt, width: int) -> ir.Function:
         return module.globals[name]
     elem = _elem(dt)
     fn, b = _function(module, name, [U.PTR, U.PTR])
+    _run_once(fn)
     tr, ti = fn.args
     if plan.blue is None:
+        fill = fill_routine(module, dt)
         for st in plan.stages:
-            if st.m == 1:
-                continue
-            for j in range(1, st.r):
-                with U.for_range(b, st.m, "tw.p") as p:
-                    c, s = _twiddle(b, module, _mul(b, p, j), st.r * st.m, elem)
-                    off = _add(b, st.tw + (j - 1) * st.m, p)
-                    b.store(c, _gep(b, tr, off, elem))
-                    b.store(s, _gep(b, ti, off, elem))
+            if st.m > 1:
+                b.call(fill, [_gep(b, tr, st.tw, elem), _gep(b, ti, st.tw, elem),
+                              U.i64(st.r - 1), U.i64(st.m), U.i64(st.r * st.m)])
     else:
         _init_bluestein(b, module, plan, dt, width, tr, ti)
     b.ret_void()
     return fn
+
+
+def fill_routine(module, dt) -> ir.Function:
+    """fill(tr, ti, rows, count, n): exp(-2 pi i p j / n) at (j - 1) count + p for
+    1 <= j <= rows, p < count: a stage's twiddles (rows r - 1, count m, n r m), or
+    a row of them (rows 1). A routine (routines.py): compiled once per host and
+    dtype, not per plan (each plan's own loops were a third of a transform's LLVM
+    time)."""
+    from . import routines
+    name = f"jx.fft.fill.{_name(dt)}"
+    fn = routines.define(module, name, ir.FunctionType(U.VOID, [U.PTR, U.PTR] + [U.I64] * 3))
+    if fn is not None:
+        elem = _elem(dt)
+        tr, ti, rows, count, n = fn.args
+        for a in (tr, ti):
+            a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        with U.for_between(b, U.i64(0), rows, "tw.j") as j0:
+            j = b.add(j0, U.i64(1))
+            base = b.mul(j0, count)
+            with U.for_between(b, U.i64(0), count, "tw.p") as p:
+                c, s = _twiddle(b, fn.module, b.mul(p, j), n, elem)
+                off = b.add(base, p)
+                b.store(c, _gep(b, tr, off, elem))
+                b.store(s, _gep(b, ti, off, elem))
+        b.ret_void()
+    return module.globals[name]
 
 
 def _init_bluestein(b, module, plan, dt, width, tr, ti):
@@ -169,6 +201,7 @@ def cached_table(b, module, name: str, entries: int, elem, fill):
         g.linkage = "internal"
         g.initializer = ir.Constant(U.PTR, None)
         fn, mb = _function(module, make_name, [], U.PTR)
+        _run_once(fn)
         mem = checked_malloc(mb, module, 2 * entries * _size(elem))
         fill(mb, mem, _gep(mb, mem, entries, elem))
         res = mb.cmpxchg(g, ir.Constant(U.PTR, None), mem, "acq_rel", "acquire")
@@ -203,8 +236,5 @@ def twiddles(b, module, count: int, n: int, dt):
     elem = _elem(dt)
 
     def fill(mb, tr, ti):
-        with U.for_range(mb, count, "tw.k") as k:
-            c, s = _twiddle(mb, module, k, n, elem)
-            mb.store(c, _gep(mb, tr, k, elem))
-            mb.store(s, _gep(mb, ti, k, elem))
+        mb.call(fill_routine(module, dt), [tr, ti, U.i64(1), U.i64(count), U.i64(n)])
     return cached_table(b, module, f"{_name(dt)}.r{n}", count, elem, fill)

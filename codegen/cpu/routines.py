@@ -1,6 +1,7 @@
 """Routines: functions whose body is fixed by their name and the target, the same
 in every program that calls them (the math routines of mathcalls.py, GEMM's
-panel packing and packed micro-kernel), compiled once per host and shared.
+panel packing and packed micro-kernel, the FFT's passes and twiddle fill),
+compiled once per host and shared.
 
 A CPU program's module only declares a routine; its definition goes into a
 module of its own (`define`), which the JIT loads and an artifact links from the
