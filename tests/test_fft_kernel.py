@@ -184,3 +184,27 @@ def test_artifact(tmp_path, rng):
     (fr, fi), (rr, ri) = rt.load(lib).spectra(re, im, x)
     assert _err(fr + 1j * fi, np.fft.fft(re + 1j * im.astype(np.float64))) < 1e-6
     assert _err(rr + 1j * ri, np.fft.rfft(x.astype(np.float64))) < 1e-6
+
+
+def test_passes_are_routines_shared_by_every_length():
+    """A transform's passes are calls of routines generic in the stride and group
+    count (fft_stages.pass_routine), compiled once per host: a program's own module
+    has no pass loop, and lengths of the same radices call the same routines."""
+    from jx.codegen.cpu import target
+    from jx.codegen.cpu.module import ModuleBuilder
+
+    def module_text(n):
+        x = np.zeros((2, n), np.float32)
+        prog = jx.jit(lambda re, im: bind(fs.fft_c2c, re, im, inverse=True)).lower(x, x)
+        mb = ModuleBuilder("f", parallel=True, cpu=target.host_cpu(), reloc="pic")
+        mb.entry("f", prog)
+        return mb.text(), set(mb.routines())
+
+    seen = {}
+    for n in (2048, 4096, 1 << 18):
+        text, routines = module_text(n)
+        passes = {r for r in routines if r.startswith("jx.fft.pass.")}
+        assert passes and "fft.q" not in text and "fft.t." not in text, n
+        assert any(r.endswith(".scaled") for r in passes), passes     # the inverse's 1/n
+        seen[n] = passes
+    assert seen[2048] & seen[4096] and seen[4096] & seen[1 << 18]

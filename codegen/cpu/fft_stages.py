@@ -73,30 +73,100 @@ def _function(module, name, args, ret=U.VOID):
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
-# ------------------------------------------------------------------ stages
+# ------------------------------------------------------------------ passes
 
-def _stage(b, st: Stage, src, dst, tw, elem, width: int, scale: float = 1.0, task=None):
-    """One Stockham pass src -> dst (each an (re, im) pointer pair), its results
-    times `scale` (the inverse's 1/n, in the last pass: no pass of its own); with
-    task = (t, tasks) (i64 t) only task t's share of it."""
+# A pass is a call of a routine (routines.py) generic in the stage's stride s,
+# twiddled group count m and table offset: its body is a function of the radix,
+# the dtype, the vector width and its form alone, so a host compiles it once
+# whatever lengths its programs transform, and a plan's transform is a short
+# function of calls (each plan's own passes were most of an FFT program's LLVM
+# time: 940 instructions, 60 ms, for a length-2048 transform). Forms:
+#   t<s>        a first pass of stride s < width, s | width (vectors along t = q + s p)
+#   q<l>        a twiddled pass (m > 1), vectors of l lanes along q
+#   q<l>.last   the last pass (m = 1: no twiddles); q<l>.scaled: its results times
+#               the `scale` argument (the inverse's 1/n)
+# Arguments: src, dst and table (re, im pointers each), s, m, tw, [p_lo, p_hi) of
+# the groups p, [q_lo, q_hi) of the strides q (t<s>: unused), scale.
+PASS_ARGS = [U.PTR] * 6 + [U.I64] * 7
+
+
+def _forms(width: int) -> list:
+    lanes = [1 << i for i in range(width.bit_length()) if 1 << i <= width]
+    return [f"t{s}" for s in lanes if s < width] + \
+        [f"q{n}{form}" for n in lanes for form in ("", ".last", ".scaled")]
+
+
+def pass_routine(module, dt, width: int, r: int, form: str) -> ir.Function:
+    """The routine of a radix-r pass of this form (above), as module calls it."""
+    from . import routines
+    elem = _elem(dt)
+    name = f"jx.fft.pass.{_name(dt)}.v{width}.r{r}.{form}"
+    fn = routines.define(module, name, ir.FunctionType(U.VOID, PASS_ARGS + [elem]))
+    if fn is not None:
+        for a in fn.args[:6]:
+            a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        sr, si, dr, di, tr, ti, s, m, tw, p_lo, p_hi, q_lo, q_hi, scale = fn.args
+        if form.startswith("t"):
+            _stage_t(b, Stage(r, int(form[1:]), m, tw), (sr, si), (dr, di), (tr, ti), elem,
+                     width, (p_lo, p_hi))
+        else:
+            lanes, _, last = form[1:].partition(".")
+            _stage_q(b, Stage(r, s, m, tw), (sr, si), (dr, di), None if last else (tr, ti),
+                     elem, int(lanes), (p_lo, p_hi), (q_lo, q_hi),
+                     scale if last == "scaled" else 1.0)
+        b.ret_void()
+    return module.globals[name]
+
+
+def build_routines(module, dt) -> None:
+    """Declare every pass routine a plan for dt can call (routines.py), so that a
+    host can have them compiled before its first FFT."""
+    from . import target
+    from .fft_plan import MAX_RADIX
+    width = max(1, target.vector_bytes(target.of_module(module)) // np.dtype(dt).itemsize)
+    odd = [p for p in range(3, MAX_RADIX + 1, 2) if all(p % q for q in range(3, p, 2))]
+    for r in [2, 4, 8] + odd:
+        for form in _forms(width):
+            pass_routine(module, dt, width, r, form)
+
+
+def _stage(b, module, st: Stage, src, dst, tw, dt, width: int, scale: float = 1.0,
+           task=None):
+    """One Stockham pass src -> dst (each an (re, im) pointer pair) as calls of its
+    routines, its results times `scale` (the inverse's 1/n, in the last pass: no
+    pass of its own); with task = (t, tasks) (i64 t) only task t's share of it."""
     s, m = st.s, st.m
+    elem = _elem(dt)
+    assert m == 1 or scale == 1.0, "only the last pass (m = 1) is scaled"
+
+    def call(form, prange, qrange, k=1.0):
+        args = [_i64(v) for v in (s, m, st.tw, *prange, *qrange)]
+        b.call(pass_routine(module, dt, width, st.r, form),
+               [*src, *dst, *tw, *args, ir.Constant(elem, k)])
+
     if s < width and width % s == 0 and s * m >= width:
         per = width // s                   # twiddle groups p in one vector
         units = m // per
         lo, hi = _share(b, units, task)
-        _stage_t(b, st, src, dst, tw, elem, width, (_mul(b, lo, per), _mul(b, hi, per)), scale)
+        call(f"t{s}", (_mul(b, lo, per), _mul(b, hi, per)), (0, s))
         if units * per < m:                # the groups past whole vectors: the last task's
             with _last_task(b, task):
-                _stage_q(b, st, src, dst, tw, elem, 1, (units * per, m), (0, s), scale)
+                call("q1", (units * per, m), (0, s))
         return
     lanes = width if s >= width else math.gcd(s, width)
+    form = f"q{lanes}" + ("" if m > 1 else ".last" if scale == 1.0 else ".scaled")
     if task is None or m >= task[1]:
-        _stage_q(b, st, src, dst, tw, elem, lanes, _share(b, m, task), (0, s), scale)
+        call(form, _share(b, m, task), (0, s), scale)
     else:                                  # few groups of long strides: the tasks split q
         lo, hi = _share(b, s // lanes, task)
         last = b.icmp_unsigned("==", task[0], U.i64(task[1] - 1))
         q_hi = b.select(last, U.i64(s), _mul(b, hi, lanes))
-        _stage_q(b, st, src, dst, tw, elem, lanes, (0, m), (_mul(b, lo, lanes), q_hi), scale)
+        call(form, (0, m), (_mul(b, lo, lanes), q_hi), scale)
+
+
+def _i64(v):
+    return v if isinstance(v, ir.Value) else U.i64(v)
 
 
 def _share(b, count: int, task):
@@ -118,38 +188,39 @@ def _last_task(b, task):
 
 
 def _butterfly(b, st, src, twiddles, elem, lanes, in_base, scale):
-    r, s, m = st.r, st.s, st.m
-    x = [(_vload(b, src[0], _add(b, in_base, s * k * m), elem, lanes),
-          _vload(b, src[1], _add(b, in_base, s * k * m), elem, lanes)) for k in range(r)]
+    """The r outputs of the butterflies at in_base (s, m: ints or i64 values;
+    scale: a float, or an elem value applied whatever it is)."""
+    r, sm = st.r, _mul(b, st.s, st.m)
+    x = [(_vload(b, src[0], _add(b, in_base, _mul(b, sm, k)), elem, lanes),
+          _vload(b, src[1], _add(b, in_base, _mul(b, sm, k)), elem, lanes)) for k in range(r)]
     y = B.dft(b, x, elem, lanes)
     if twiddles is not None:
         y = [y[0]] + [B.mul(b, y[j], twiddles[j - 1]) for j in range(1, r)]
-    if scale != 1.0:
-        k = B.vconst(elem, scale, lanes)
+    if isinstance(scale, ir.Value) or scale != 1.0:
+        k = B.splat(b, scale, lanes) if isinstance(scale, ir.Value) else \
+            B.vconst(elem, scale, lanes)
         y = [B.scale(b, v, k) for v in y]
     return y
 
 
 def _stage_q(b, st, src, dst, tw, elem, lanes, prange, qrange, scale):
     """Loops p over prange, then q over qrange (lanes-aligned but for its end at s) in
-    vectors of `lanes`, what they leave of s one lane at a time; one twiddle per p,
-    broadcast."""
+    vectors of `lanes`, what they leave of s one lane at a time; one twiddle per p
+    from table tw, broadcast (tw None: a pass without twiddles, m = 1)."""
     r, s, m = st.r, st.s, st.m
-    main = s - s % lanes
+    main = s - s % lanes if isinstance(s, int) else b.and_(s, U.i64(-lanes))
     q_lo, q_hi = qrange
-    static = isinstance(q_hi, int)
-    parts = ((q_lo, min(q_hi, main) if static else _min(b, q_hi, main), lanes),
-             (main, q_hi, 1))
+    parts = ((q_lo, _min(b, q_hi, main), lanes), (main, q_hi, 1))
     with U.for_step(b, prange[0], prange[1], 1, "fft.p") as p:
         tws = None
-        if m > 1:
-            offs = [_add(b, st.tw + (j - 1) * m, p) for j in range(1, r)]
+        if tw is not None:
+            offs = [_add(b, st.tw, _mul(b, j - 1, m), p) for j in range(1, r)]
             tws = [tuple(b.load(_gep(b, part, off, elem), typ=elem) for part in tw)
                    for off in offs]
-        pin, pout = _mul(b, p, s), _mul(b, p, s * r)
+        pin, pout = _mul(b, p, s), _mul(b, p, _mul(b, s, r))
         for k, (lo, hi, v) in enumerate(parts):
             if (isinstance(hi, int) and isinstance(lo, int) and lo >= hi) or \
-                    (k == 1 and main == s):
+                    (k == 1 and (lanes == 1 or (isinstance(s, int) and main == s))):
                 continue
             splat = None if tws is None else \
                 [(B.splat(b, c, v), B.splat(b, d, v)) for c, d in tws]
@@ -157,15 +228,18 @@ def _stage_q(b, st, src, dst, tw, elem, lanes, prange, qrange, scale):
                 y = _butterfly(b, st, src, splat, elem, v, _add(b, q, pin), scale)
                 base = _add(b, q, pout)
                 for j in range(r):
-                    _vstore(b, y[j][0], dst[0], _add(b, base, s * j), elem)
-                    _vstore(b, y[j][1], dst[1], _add(b, base, s * j), elem)
+                    _vstore(b, y[j][0], dst[0], _add(b, base, _mul(b, s, j)), elem)
+                    _vstore(b, y[j][1], dst[1], _add(b, base, _mul(b, s, j)), elem)
 
 
-def _min(b, x, y: int):
-    return b.select(b.icmp_signed("<", x, U.i64(y)), x, U.i64(y))
+def _min(b, x, y):
+    if isinstance(x, int) and isinstance(y, int):
+        return min(x, y)
+    x, y = _i64(x), _i64(y)
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _stage_t(b, st, src, dst, tw, elem, width, prange, scale):
+def _stage_t(b, st, src, dst, tw, elem, width, prange):
     """The first stages (s < width, s | width): one vector runs along t = q + s p over
     width / s groups p; its r results are interleaved back in blocks of s."""
     r, s, m = st.r, st.s, st.m
@@ -178,17 +252,15 @@ def _stage_t(b, st, src, dst, tw, elem, width, prange, scale):
         j, q = divmod(rem, s)
         picks.append((j, pp * s + q))
     with U.for_step(b, prange[0], prange[1], per, "fft.t") as p0:
-        tws = None
-        if m > 1:
-            tws = []
-            for j in range(1, r):
-                off = _add(b, st.tw + (j - 1) * m, p0)
-                pair = []
-                for part in tw:
-                    v = _vload(b, part, off, elem, per)
-                    pair.append(b.shuffle_vector(v, v, repeat))
-                tws.append(tuple(pair))
-        y = _butterfly(b, st, src, tws, elem, width, _mul(b, p0, s), scale)
+        tws = []
+        for j in range(1, r):
+            off = _add(b, st.tw, _mul(b, j - 1, m), p0)
+            pair = []
+            for part in tw:
+                v = _vload(b, part, off, elem, per)
+                pair.append(b.shuffle_vector(v, v, repeat))
+            tws.append(tuple(pair))
+        y = _butterfly(b, st, src, tws, elem, width, _mul(b, p0, s), 1.0)
         base = _mul(b, p0, s * r)
         for part in (0, 1):
             vecs = [y[j][part] for j in range(r)]
@@ -236,26 +308,25 @@ def fft_function(module, plan: Plan, dt, width: int, scale: float = 1.0) -> ir.F
                 ctx = b.alloca(U.PTR, U.i64(len(ptrs)))
                 for slot, ptr in enumerate(ptrs):
                     b.store(ptr, b.gep(ctx, [U.i64(slot)], source_etype=U.PTR))
-                body = _stage_function(module, f"{name}.pass{i}", st, elem, width, k)
+                body = _stage_function(module, f"{name}.pass{i}", st, dt, width, k)
                 b.call(pool, [body, ctx, U.i64(TASKS)])
             else:
-                _stage(b, st, src, dst, (tr, ti), elem, width, k)
+                _stage(b, module, st, src, dst, (tr, ti), dt, width, k)
             src = dst
     b.ret_void()
     return fn
 
 
-def _stage_function(module, name, st, elem, width, scale) -> ir.Function:
+def _stage_function(module, name, st, dt, width, scale) -> ir.Function:
     """body(ctx, lo, hi) for jx_parallel_for: tasks [lo, hi) of TASKS of a pass; ctx
-    holds src, dst and table pointers. The pass itself is a noalias function (LLVM
-    inlines it) so its loads and stores may be reordered."""
+    holds src, dst and table pointers."""
     inner, ib = _function(module, f"{name}.run", [U.PTR] * 6 + [U.I64, U.I64])
     for a in inner.args[:6]:
         a.add_attribute("noalias")
     *ptrs, lo, hi = inner.args
     with U.for_step(ib, lo, hi, 1, "fft.task") as t:
-        _stage(ib, st, tuple(ptrs[0:2]), tuple(ptrs[2:4]), tuple(ptrs[4:6]), elem, width,
-               scale, (t, TASKS))
+        _stage(ib, module, st, tuple(ptrs[0:2]), tuple(ptrs[2:4]), tuple(ptrs[4:6]), dt,
+               width, scale, (t, TASKS))
     ib.ret_void()
     body, bb = _function(module, name, [U.PTR, U.I64, U.I64])
     ctx, lo, hi = body.args
