@@ -467,3 +467,25 @@ def test_float64_to_float16_rounds_once():
         with np.errstate(over="ignore"):
             want = f(x)
         np.testing.assert_array_equal(jx.jit(f)(x), want)
+
+
+def test_elementwise_loops_are_not_unrolled_but_chains_interleave():
+    """A fused elementwise kernel's vector loop carries llvm.loop.unroll.disable (its
+    unrolled copies ran no faster and multiplied LLVM's time); a chain of
+    transcendentals keeps its interleave count beside it."""
+    from jx.codegen.cpu import target, tuning
+    from jx.codegen.cpu.module import ModuleBuilder
+
+    def text(f, *args):
+        mb = ModuleBuilder("f", parallel=False, cpu=target.host_cpu(), reloc="pic")
+        mb.entry("f", jx.jit(f).lower(*args))
+        return mb.text()
+
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    plain = text(lambda v: v * 2.0 + 1.0, x)
+    assert "llvm.loop.unroll.disable" in plain
+    chain = text(lambda v: jnp.tanh(jnp.exp(jnp.sin(v))), x)
+    assert "llvm.loop.unroll.disable" in chain
+    if tuning.value("interleave") and tuning.value("interleave") > 1:
+        assert "llvm.loop.interleave.count" in chain
+    np.testing.assert_allclose(np.asarray(jx.jit(lambda v: v * 2.0 + 1.0)(x)), x * 2 + 1)

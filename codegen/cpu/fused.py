@@ -9,6 +9,7 @@ materialised values are loads. Values are memoised per index within a kernel.
 """
 from __future__ import annotations
 
+
 import types
 
 import llvmlite.ir as ir
@@ -471,7 +472,7 @@ def _emit_window_root(b, em, kernel, ptr, outer, hint) -> None:
 
 TILE = 16
 # Loops whose expression chains INTERLEAVE_FROM or more transcendentals one after
-# another run several vector iterations side by side (U.interleave_hint says why);
+# another run several vector iterations side by side (U.loop_hint says why);
 # how many is measured per host (tuning "interleave": tanh(exp(sqrt)) in a row ran
 # 25% faster with 4 on the first hosts measured). tanh(x) * exp(x), whose two
 # chains already overlap, and single transcendentals gained nothing.
@@ -491,17 +492,18 @@ def _serial_depth(kernel) -> int:
 
 
 def _interleave(b, kernel):
-    """Loop metadata interleaving `interleave` vector iterations of a chain of
-    transcendentals (latency hiding), fewer where the body is large: each copy is
-    the whole body again for LLVM to compile (a 100-operation chain compiled 3x
-    faster at 1 than at 4), and a large body overlaps its iterations anyway."""
+    """The innermost loop's metadata: not unrolled (U.loop_hint), and for a chain of
+    transcendentals `interleave` vector iterations side by side (latency hiding),
+    fewer where the body is large: each copy is the whole body again for LLVM to
+    compile (a 100-operation chain compiled 3x faster at 1 than at 4), and a large
+    body overlaps its iterations anyway."""
     count = tuning.value("interleave")
     if not count or _serial_depth(kernel) < INTERLEAVE_FROM:
-        return None
+        return U.loop_hint(b.module, unroll=False)
     size = sum(code_size(e) for e in kernel.eqns)
     while count > 1 and count * size > INTERLEAVE_BUDGET:
         count //= 2                       # (powers of two: 7 copies ran slower than 8)
-    return U.interleave_hint(b.module, count)
+    return U.loop_hint(b.module, count, unroll=False)
 
 
 def _transposes_last_dim(kernel) -> bool:
@@ -650,7 +652,7 @@ def _float_reduction(b, em, xs, names, at, red_shape, outer, spill, span) -> lis
         # copy, came out 8 times over (its softmax rows: LLVM time halved). A long
         # one keeps LLVM's partial unrolling (a 2048 x 2048 sum: 4% faster).
         short = inner is None and not U.is_symbolic(n) and n // k <= SHORT_ROW_BLOCKS
-        hint = U.no_unroll_hint(b.module) if spill is not None or short else None
+        hint = U.loop_hint(b.module, unroll=False) if spill is not None or short else None
         with U.for_step(b, lo, stop, k, "blk", hint) as base:
             block(lead_idx, base, U.i64(k))
         block(lead_idx, stop, b.sub(hi, stop))                 # the last n mod k

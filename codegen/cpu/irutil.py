@@ -294,35 +294,32 @@ class Callee:
         return self.value.get_reference()
 
 
-def no_unroll_hint(module: ir.Module):
-    """Loop metadata keeping LLVM from unrolling the loop (llvm.loop.unroll.disable):
-    for a loop whose body is already a wide block of work (a float reduction's
-    block of lanes, which LLVM vectorises). Each call makes a new loop ID, as
-    interleave_hint's."""
-    n = module.__dict__.setdefault("_jx_loops", [0])
-    n[0] += 1
-    opt = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
-    tag = module.add_metadata([ir.MetaDataString(module, "jx.loop"),
-                               ir.Constant(ir.IntType(32), n[0])])
-    loop_id = module.add_metadata([opt, tag])
-    loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop IDs name themselves
-    return loop_id
-
-
-def interleave_hint(module: ir.Module, count: int):
-    """Loop metadata asking the vectoriser to run `count` vector iterations
-    interleaved. Its cost model picks 1 for long transcendental chains (register
-    pressure), which leaves the core waiting on one chain's latency; independent
-    chains side by side measured 15-20% faster on the elementwise chain sample.
+def loop_hint(module: ir.Module, interleave: int | None = None, unroll: bool = True):
+    """Loop metadata, or None when there is nothing to ask:
+    - interleave: that many vector iterations side by side. The vectoriser's cost
+      model picks 1 for long transcendental chains (register pressure), which leaves
+      the core waiting on one chain's latency; independent chains side by side
+      measured 15-20% faster on the elementwise chain sample.
+    - unroll=False: no unrolling by LLVM's unroll pass (llvm.loop.unroll.disable),
+      for a loop whose body is already a wide block of work: a vectorised
+      elementwise body (copies ran no faster, and cost up to 4x its instruction
+      selection: 85 ms for a complex-to-real split), a float reduction's block of
+      lanes.
     Each call makes a new loop ID (one per loop, as LLVM expects): the numbered
     `jx.loop` node keeps otherwise equal IDs apart."""
+    opts = []
+    if interleave:
+        opts.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                         ir.Constant(ir.IntType(32), interleave)]))
+    if not unroll:
+        opts.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
+    if not opts:
+        return None
     n = module.__dict__.setdefault("_jx_loops", [0])
     n[0] += 1
-    opt = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                               ir.Constant(ir.IntType(32), count)])
     tag = module.add_metadata([ir.MetaDataString(module, "jx.loop"),
                                ir.Constant(ir.IntType(32), n[0])])
-    loop_id = module.add_metadata([opt, tag])
+    loop_id = module.add_metadata([*opts, tag])
     loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop IDs name themselves
     return loop_id
 
@@ -330,7 +327,7 @@ def interleave_hint(module: ir.Module, count: int):
 @contextmanager
 def for_range(b: ir.IRBuilder, n: int, name: str = "i", hint=None):
     """for (i = 0; i < n; i++) with a static trip count n > 0; yields i (i64).
-    `hint`: loop metadata for the latch (see interleave_hint). A symbolic n (it may
+    `hint`: loop metadata for the latch (see loop_hint). A symbolic n (it may
     be 0 at run time) gets a guarded loop."""
     if isinstance(n, Dim):
         with for_step(b, 0, n, 1, name, hint) as i:
