@@ -217,7 +217,9 @@ def test_plans_of_the_shapes_that_matter(monkeypatch):
     assert (p.rows, p.wo) == ((), 4 * 14 * 14)
     assert p.units >= min(conv.MIN_UNITS, -(-p.wo // p.blk.mr)) and p.chunk % p.blk.mr == 0
     p = conv.plan(kernel((8, 9, 9, 512), (3, 3, 512, 512)))
-    assert p.slab > 1 and p.nc <= p.blk.nc and p.nkb == 9
+    # (a row of 3 taps, 1536 long, in as few K blocks as the host's KC allows)
+    assert p.slab > 1 and p.nc <= p.blk.nc and p.seg == 1536
+    assert p.nkb == 3 * -(-1536 // p.blk.kc)
 
 
 def test_empty_outputs_and_sums(rng):

@@ -175,3 +175,36 @@ def test_a_program_asking_for_a_submodule_gets_the_whole_api():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
     assert out == ["False", "True", "1", "4.0"], out
+
+
+FAMILIES_SCRIPT = """
+import importlib, json
+from jx.codegen.cpu import opaque
+out = {}
+for family in opaque.FAMILIES:
+    before, par = set(opaque.OPAQUE), set(opaque.PARALLEL_OPAQUE)
+    importlib.import_module("jx.codegen.cpu." + family)
+    out[family] = sorted(set(opaque.OPAQUE) - before)
+    assert set(opaque.PARALLEL_OPAQUE) - par <= set(out[family]), family
+print(json.dumps(out))
+"""
+
+
+def test_opaque_families_are_what_their_modules_register():
+    """The opaque rule families are imported on first need (opaque.rule), by the
+    names in opaque.FAMILIES: each module registers exactly its names, and importing
+    the code generator loads none of them."""
+    import json
+    r = subprocess.run([sys.executable, "-c", FAMILIES_SCRIPT], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    from jx.codegen.cpu import opaque
+    got = json.loads(r.stdout)
+    assert got == {f: sorted(names) for f, names in opaque.FAMILIES.items()}
+    code = ("import sys; from jx.codegen.cpu import module; "
+            "print(sorted(m for m in sys.modules if m.startswith('jx.codegen.cpu.')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    loaded = {m.rsplit(".", 1)[1] for m in eval(r.stdout)}
+    assert not loaded & set(opaque.FAMILIES), loaded & set(opaque.FAMILIES)

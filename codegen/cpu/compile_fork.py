@@ -128,6 +128,7 @@ class Children:
                     with os.fdopen(w, "wb", closefd=False) as f:
                         write_message(f, [requests[i] for i in share])
             self._close_requests()
+            import subprocess  # noqa: F401  (the link's, while the children compile)
             replies = []
             with timings.stage("llvm"):
                 for (pid, _, r), share in zip(self.procs, shares):

@@ -11,7 +11,6 @@ import functools
 import os
 import pickle
 import struct
-import subprocess
 import sys
 import threading
 
@@ -400,6 +399,7 @@ def _in_worker(*request) -> bytes:
         # the parent's module path, so the worker imports this same jx
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in [*sys.path, os.environ.get("PYTHONPATH", "")] if p))
+        import subprocess
         try:
             proc = _WORKER["proc"] = subprocess.Popen(
                 [sys.executable, "-m", "jx.codegen.cpu.compile_worker"],
@@ -439,6 +439,7 @@ def _stop_worker(kill: bool = False) -> None:
         proc.kill()
     else:
         proc.stdin.close()              # end of input: it exits
+    import subprocess
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from jx.ir import Var
 from jx.passes.fuse import Kernel, Program
 
-from . import conv
 from . import irutil as U
 from .opaque import _is_matvec
 from .rowfuse import _reads_only_in_place
@@ -25,6 +24,7 @@ def _gemm_kernel(k) -> bool:
     if k.kind != "opaque" or k.epilogue is not None:
         return False
     if k.root.prim.name == "conv_general_dilated":       # (conv.py: per finished row slab)
+        from . import conv
         return conv.takes_epilogue(k)
     if k.root.prim.name != "dot_general":
         return False

@@ -23,18 +23,9 @@ from jx.passes.fuse_print import kernel_signature
 from . import irutil as U
 from .fused import (emit_loop, emit_reduce, emit_reduce_combine, emit_reduce_part,
                     reduce_parts)
-from .opaque import OPAQUE, PARALLEL_OPAQUE
+from . import opaque
 from . import compiler, epilogue, mathcalls, routines, split, target, tuning
-# The opaque rule families register into OPAQUE when imported. Every lowering (CPU
-# jit, pmap, and the CUDA backend's kernels) builds its module here, so importing
-# them here fills the table before any read, and opaque.py never imports its
-# registrants. (Not in the package __init__: that would load llvmlite and all the
-# lowering for light imports such as jx.codegen.cpu.parallel or tuning.)
-from . import collectives, control, opaque_indexing, opaque_scan, opaque_sort  # noqa: F401
-from . import opaque_linalg, opaque_qr  # noqa: F401
-from . import opaque_eigh, opaque_svd  # noqa: F401
-from . import conv  # noqa: F401
-from . import opaque_fft  # noqa: F401
+# (the opaque rule families are imported when a program first needs one: opaque.rule)
 from .rowfuse import group_buffers, row_groups, spill_plan
 
 from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, DIMS_LAST_SUFFIX, LEGACY_PREFIX,
@@ -81,9 +72,8 @@ def _extent(kernel):
             return None
         return (kernel.outputs[0].aval.shape or (reduce_parts(kernel),),
                 kernel.root.inputs[0].aval.size)
-    if kernel.root.prim.name in PARALLEL_OPAQUE:
-        return PARALLEL_OPAQUE[kernel.root.prim.name](kernel)
-    return None
+    extent = opaque.parallel_extent(kernel.root.prim.name)
+    return None if extent is None else extent(kernel)
 
 
 def parallel_chunks(kernel) -> int:
@@ -381,7 +371,7 @@ class ModuleBuilder:
                 b.call(body, [arr, U.i64(0), rows])
 
     def _opaque_rule(self, kernel):
-        rule = OPAQUE.get(kernel.root.prim.name)
+        rule = opaque.rule(kernel.root.prim.name)
         if rule is None:
             from jx.errors import MissingRuleError
             raise MissingRuleError(

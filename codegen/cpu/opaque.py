@@ -1,10 +1,13 @@
 """Lowering of opaque kernels: one primitive each, reading and writing buffers.
 
-`OPAQUE[name](ctx, kernel)` emits the kernel body; ctx gives the builder, the
-buffer pointers (`ctx.ptr(atom)`) and helpers. Other modules add rules to this
-table for their primitive families (control, opaque_indexing, opaque_scan,
-opaque_sort, collectives); module.py, which reads the table, imports them. This
-module imports none of them, so a family can import `opaque_rule` from here.
+`rule(name)(ctx, kernel)` emits the kernel body; ctx gives the builder, the
+buffer pointers (`ctx.ptr(atom)`) and helpers. Other modules add rules to the
+OPAQUE table for their primitive families (FAMILIES); each is imported the first
+time a program needs one of its primitives (`rule`, `parallel_extent`), so a cold
+first call imports only the lowerings its program uses (all of them eagerly: ~5 ms
+of its critical path). This module imports none of them at import time, so a
+family can import `opaque_rule` from here; a test checks FAMILIES against what the
+families register.
 """
 from __future__ import annotations
 
@@ -18,6 +21,53 @@ OPAQUE: dict = {}
 # name -> kernel -> (outer loop shape, work): opaque kernels whose rule honours
 # ctx.outer, so their first loop can be split over threads.
 PARALLEL_OPAQUE: dict = {}
+
+
+# family module (jx.codegen.cpu.<name>) -> the primitives it registers
+FAMILIES = {
+    "collectives": ("all_gather", "all_to_all", "axis_index", "pmax", "pmin", "ppermute",
+                    "psum"),
+    "control": ("cond", "scan", "while"),
+    "opaque_indexing": ("dynamic_update_slice", "gather", "scatter", "scatter_add",
+                        "scatter_max", "scatter_min", "scatter_mul"),
+    "opaque_scan": ("cummax", "cummin", "cumprod", "cumsum"),
+    "opaque_sort": ("sort", "threefry2x32"),
+    "opaque_linalg": ("cholesky", "lu", "triangular_solve"),
+    "opaque_qr": ("householder_panel", "qr"),
+    "opaque_eigh": ("eigh",),
+    "opaque_svd": ("svd",),
+    "conv": ("conv_general_dilated",),
+    "opaque_fft": ("fft_c2c", "fft_c2r", "fft_r2c", "fft_z"),
+}
+_FAMILY_OF = {p: family for family, prims in FAMILIES.items() for p in prims}
+
+
+def _load(name: str) -> None:
+    family = _FAMILY_OF.get(name)
+    if family is not None:
+        import importlib
+        importlib.import_module(f"{__package__}.{family}")
+
+
+def rule(name: str):
+    """The lowering of opaque primitive `name` (its family imported now if it was
+    not yet), or None."""
+    if name not in OPAQUE:
+        _load(name)
+    return OPAQUE.get(name)
+
+
+def parallel_extent(name: str):
+    """PARALLEL_OPAQUE's entry for `name` (its family imported first), or None."""
+    if name not in OPAQUE:
+        _load(name)
+    return PARALLEL_OPAQUE.get(name)
+
+
+def load_all() -> None:
+    """Every family (what lists or checks the whole table needs)."""
+    for prims in FAMILIES.values():
+        _load(prims[0])
 
 
 def opaque_rule(*names):

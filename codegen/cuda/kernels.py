@@ -30,7 +30,7 @@ from jx.ir import Literal, ShapedArray
 from jx.codegen.cpu import irutil as U
 from jx.codegen.cpu.fused import _REDUCE_INIT, FusedEmitter, _arg_reduce, _combine, _merge
 from jx.codegen.cpu.module import ModuleBuilder
-from jx.codegen.cpu.opaque import OPAQUE  # its rule families are registered by cpu.module
+from jx.codegen.cpu import opaque
 from jx.codegen.cpu.rowfuse import group_buffers
 from jx.codegen.cpu.scalar import convert
 
@@ -405,7 +405,7 @@ class GpuModule:
     def serial(self, kernel) -> list:
         """The CPU lowering of an opaque kernel, run by a single GPU thread."""
         prim = kernel.root.prim.name
-        if prim not in OPAQUE:
+        if opaque.rule(prim) is None:
             raise MissingRuleError(
                 f"cuda backend: no lowering for primitive '{prim}'"
                 + (f" (from {kernel.root.source})" if kernel.root.source else "")
