@@ -489,3 +489,29 @@ def test_elementwise_loops_are_not_unrolled_but_chains_interleave():
     if tuning.value("interleave") and tuning.value("interleave") > 1:
         assert "llvm.loop.interleave.count" in chain
     np.testing.assert_allclose(np.asarray(jx.jit(lambda v: v * 2.0 + 1.0)(x)), x * 2 + 1)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32, np.float64])
+def test_large_array_constants_round_trip(dt):
+    """Array literals in a program: a large one (printed through NumPy, every byte
+    escaped), a small one (llvmlite's own printing) and an all-zero one (a
+    zeroinitializer, no bytes in the IR) each reach the code exactly."""
+    from jx.codegen.cpu import target
+    from jx.codegen.cpu.module import ModuleBuilder
+    rng = np.random.default_rng(7)
+    big = (rng.standard_normal((64, 1024)) * 1e3).astype(dt)
+    small = (rng.standard_normal(5) * 10).astype(dt)
+    zeros = np.zeros((256, 256), dt)
+
+    def f(x, y, s):
+        return x + jnp.asarray(big), y + jnp.asarray(zeros), s * jnp.asarray(small)
+    args = (np.ones((64, 1024), dt), np.full((256, 256), 3, dt), np.full(5, 2, dt))
+    got = jx.jit(f)(*args)
+    for g, want in zip(got, (args[0] + big, args[1] + zeros, args[2] * small)):
+        np.testing.assert_array_equal(np.asarray(g), want)
+    mb = ModuleBuilder("f", parallel=False, cpu=target.host_cpu(), reloc="pic")
+    mb.entry("f", jx.jit(f).lower(*args))
+    text = mb.text()
+    assert f"[{zeros.nbytes} x i8] zeroinitializer" in text
+    head = text.split(f"[{big.nbytes} x i8] c\"", 1)[1][:48]
+    assert head == "".join(f"\\{b:02X}" for b in big.tobytes()[:16])

@@ -36,7 +36,10 @@ from jx.runtime.abi import (ABI_VERSION, CHECKSUM_SUFFIX, DIMS_LAST_SUFFIX, LEGA
 
 
 class ConstPool:
-    """Array literals as private global constants, deduplicated by content."""
+    """Array literals as private global constants, deduplicated by content. An
+    all-zero one is a zeroinitializer: no bytes to print, parse or emit for it (a
+    scan's zero carries, 3 MB in the Mandelbrot sample, were printed byte by byte:
+    100 ms of IR text before LLVM saw it), and LLVM folds its loads to zeros."""
 
     def __init__(self, module: ir.Module):
         self.module = module
@@ -53,9 +56,25 @@ class ConstPool:
             g.global_constant = True
             g.linkage = "private"
             g.align = 64
-            g.initializer = ir.Constant(typ, raw)
+            g.initializer = ir.Constant(typ, None) if raw.count(0) == len(raw) else \
+                ir.FormattedConstant(typ, _c_string(raw)) if len(raw) >= 1024 else \
+                ir.Constant(typ, raw)
             self.globals[key] = g
         return self.globals[key]
+
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8)
+
+
+def _c_string(raw: bytes) -> str:
+    """raw as an LLVM c"..." string, every byte escaped (\\XX), built by NumPy:
+    llvmlite escapes byte by byte in Python (~30 ms a MB)."""
+    a = np.frombuffer(raw, np.uint8)
+    out = np.empty((a.size, 3), np.uint8)
+    out[:, 0] = ord("\\")
+    out[:, 1] = _HEX[a >> 4]
+    out[:, 2] = _HEX[a & 15]
+    return 'c"' + out.tobytes().decode("ascii") + '"'
 
 
 ALIGN = 64
