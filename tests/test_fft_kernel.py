@@ -205,6 +205,24 @@ def test_passes_are_routines_shared_by_every_length():
         text, routines = module_text(n)
         passes = {r for r in routines if r.startswith("jx.fft.pass.")}
         assert passes and "fft.q" not in text and "fft.t." not in text, n
+        assert "jx.fft.fill.float32" in routines, routines              # its table
         assert any(r.endswith(".scaled") for r in passes), passes     # the inverse's 1/n
         seen[n] = passes
     assert seen[2048] & seen[4096] and seen[4096] & seen[1 << 18]
+
+
+def test_real_transform_passes_are_routines():
+    """The even-length real transforms' split, post-pass, pre-pass and join are
+    routines generic in the length: a program's module holds none of their loops."""
+    from jx.codegen.cpu import target
+    from jx.codegen.cpu.module import ModuleBuilder
+    x = np.zeros((3, 1000), np.float32)
+    h = np.zeros((3, 501), np.float32)
+    prog = jx.jit(lambda x, hr, hi: (bind(fs.fft_r2c, x), bind(fs.fft_c2r, hr, hi, n=1000))
+                  ).lower(x, h, h)
+    mb = ModuleBuilder("f", parallel=True, cpu=target.host_cpu(), reloc="pic")
+    mb.entry("f", prog)
+    text, routines = mb.text(), set(mb.routines())
+    for name in ("split", "join", "r2c.post", "c2r.pre"):
+        assert f"jx.fft.{name}.float32" in routines, (name, routines)
+    assert "r2c.post" not in text.replace('"jx.fft.r2c.post.float32"', "")

@@ -254,7 +254,7 @@ def build_routines(cpu: str, reloc: str = "default") -> int:
     import llvmlite.ir as ir
     import numpy as np
 
-    from . import fft_stages, fft_tables, gemm, mathcalls, mathlib, routines
+    from . import fft_stages, fft_tables, gemm, mathcalls, mathlib, opaque_fft, routines
     module = ir.Module("jx.routines")
     module.jx_cpu, module._jx_external_routines = cpu, True
     module._jx_routine_lookup = lambda name: find_routine(name, cpu, reloc)
@@ -265,6 +265,7 @@ def build_routines(cpu: str, reloc: str = "default") -> int:
         gemm.build_routines(module, dt)
         fft_tables.fill_routine(module, dt)
         fft_stages.build_routines(module, dt)
+        opaque_fft.build_routines(module, dt)
     todo = {n: c for n, c in routines.declared(module).items() if not isinstance(c, bytes)}
     for name, code in todo.items():
         routine_object(name, code, cpu, reloc)

@@ -228,7 +228,7 @@ def _c2c_strided(ctx, kernel):
 
 @opaque_rule("fft_r2c")
 def _r2c(ctx, kernel):
-    from . import fft_butterfly as B, fft_plan as P, fft_tables as T
+    from . import fft_plan as P, fft_tables as T
     (x,), (ore, oim) = kernel.root.inputs, kernel.root.outputs
     n, rows = _rows(kernel)
     if rows == 0:
@@ -246,31 +246,133 @@ def _r2c(ctx, kernel):
     half = h // 2 + 1
     cr, ci = T.twiddles(b, ctx.module.module, half, n, row.dt)
     xp, rp, ip = ctx.ptr(x), ctx.ptr(ore), ctx.ptr(oim)
-    two = ir.Constant(row.elem, 0.5)
+    module = ctx.module.module
+    split, post = _split(module, row.dt), _r2c_post(module, row.dt)
 
     def one(t):
         src = row.at(xp, b.mul(t, U.i64(n)))
         yr, yi = row.at(rp, b.mul(t, U.i64(h + 1))), row.at(ip, b.mul(t, U.i64(h + 1)))
-        with U.for_range(b, h, "r2c.split") as j:
-            j2 = b.mul(j, U.i64(2))
-            row.st(row.ld(src, j2), zr, j)
-            row.st(row.ld(src, b.add(j2, U.i64(1))), zi, j)
+        b.call(split, [src, zr, zi, U.i64(h)])
         b.call(fn, [zr, zi, yr, yi, wr, wi, tr, ti])
-        with U.for_range(b, half, "r2c.post") as k:
-            back = b.sub(U.i64(h), k)
-            a = (row.ld(yr, k), row.ld(yi, k))
-            wrap = b.select(b.icmp_unsigned("==", back, U.i64(h)), U.i64(0), back)
-            bc = (row.ld(yr, wrap), b.fneg(row.ld(yi, wrap)))
-            e = B.scale(b, B.add(b, a, bc), two)
-            d = B.scale(b, B.sub(b, a, bc), two)
-            f = B.mul(b, (d[1], b.fneg(d[0])), (row.ld(cr, k), row.ld(ci, k)))   # -i d w^k
-            xk, xb = B.add(b, e, f), B.sub(b, e, f)
-            row.st(xb[0], yr, back)
-            row.st(b.fneg(xb[1]), yi, back)
-            row.st(xk[0], yr, k)
-            row.st(xk[1], yi, k)
+        b.call(post, [yr, yi, cr, ci, U.i64(h)])
     row.each(rows, one)
     row.release()
+
+
+# The even-length real transforms' passes around the complex one, and the
+# interleaved transform's, as routines (routines.py) of the dtype alone, generic in
+# the length: compiled once per host, not per program (each program's own loops
+# were a third of a real transform's LLVM time).
+
+def _routine(module, name: str, args: list, body) -> ir.Function:
+    """Routine `name` of these argument types, its body(b, *args) emitted where the
+    host has not compiled it (routines.define); as module calls it."""
+    from . import routines
+    fn = routines.define(module, name, ir.FunctionType(U.VOID, args))
+    if fn is not None:
+        for a in fn.args:
+            if a.type == U.PTR:
+                a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        body(b, *fn.args)
+        b.ret_void()
+    return module.globals[name]
+
+
+def _pair_ops(b, elem):
+    def at(ptr, i):
+        return b.gep(ptr, [i], source_etype=elem, inbounds=True)
+    return (lambda ptr, i: b.load(at(ptr, i), typ=elem)), \
+        (lambda v, ptr, i: b.store(v, at(ptr, i)))
+
+
+def _split(module, dt) -> ir.Function:
+    """split(src, re, im, n): re[j] = src[2 j], im[j] = src[2 j + 1], j < n."""
+    elem = U.storage_type(np.dtype(dt))
+
+    def body(b, src, re, im, n):
+        ld, st = _pair_ops(b, elem)
+        with U.for_between(b, U.i64(0), n, "split") as j:
+            j2 = b.mul(j, U.i64(2))
+            st(ld(src, j2), re, j)
+            st(ld(src, b.add(j2, U.i64(1))), im, j)
+    return _routine(module, f"jx.fft.split.{np.dtype(dt).name}", [U.PTR] * 3 + [U.I64], body)
+
+
+def _join(module, dt) -> ir.Function:
+    """join(re, im, dst, n): dst[2 j] = re[j], dst[2 j + 1] = im[j], j < n."""
+    elem = U.storage_type(np.dtype(dt))
+
+    def body(b, re, im, dst, n):
+        ld, st = _pair_ops(b, elem)
+        with U.for_between(b, U.i64(0), n, "join") as j:
+            j2 = b.mul(j, U.i64(2))
+            st(ld(re, j), dst, j2)
+            st(ld(im, j), dst, b.add(j2, U.i64(1)))
+    return _routine(module, f"jx.fft.join.{np.dtype(dt).name}", [U.PTR] * 3 + [U.I64], body)
+
+
+def _r2c_post(module, dt) -> ir.Function:
+    """post(yr, yi, cr, ci, h): Z = y (the length-h transform of the even and odd
+    elements) -> X_k, k <= h in place (see the module doc); c: w^k, k <= h / 2."""
+    from . import fft_butterfly as B
+    elem = U.storage_type(np.dtype(dt))
+
+    def body(b, yr, yi, cr, ci, h):
+        ld, st = _pair_ops(b, elem)
+        two = ir.Constant(elem, 0.5)
+        half = b.add(b.lshr(h, U.i64(1)), U.i64(1))
+        with U.for_between(b, U.i64(0), half, "r2c.post") as k:
+            back = b.sub(h, k)
+            a = (ld(yr, k), ld(yi, k))
+            wrap = b.select(b.icmp_unsigned("==", back, h), U.i64(0), back)
+            bc = (ld(yr, wrap), b.fneg(ld(yi, wrap)))
+            e = B.scale(b, B.add(b, a, bc), two)
+            d = B.scale(b, B.sub(b, a, bc), two)
+            f = B.mul(b, (d[1], b.fneg(d[0])), (ld(cr, k), ld(ci, k)))   # -i d w^k
+            xk, xb = B.add(b, e, f), B.sub(b, e, f)
+            st(xb[0], yr, back)
+            st(b.fneg(xb[1]), yi, back)
+            st(xk[0], yr, k)
+            st(xk[1], yi, k)
+    return _routine(module, f"jx.fft.r2c.post.{np.dtype(dt).name}",
+                    [U.PTR] * 4 + [U.I64], body)
+
+
+def _c2r_pre(module, dt) -> ir.Function:
+    """pre(sr, si, zr, zi, cr, ci, h, inv): the Hermitian half X_k, k <= h -> Z, the
+    length-h spectrum whose inverse holds the even and odd outputs, times inv."""
+    from . import fft_butterfly as B
+    elem = U.storage_type(np.dtype(dt))
+
+    def body(b, sr, si, zr, zi, cr, ci, h, inv):
+        ld, st = _pair_ops(b, elem)
+        zero = ir.Constant(elem, 0.0)
+        half = b.add(b.lshr(h, U.i64(1)), U.i64(1))
+        with U.for_between(b, U.i64(0), half, "c2r.pre") as k:
+            back = b.sub(h, k)
+            dc = b.icmp_unsigned("==", k, U.i64(0))          # X_0, X_h: real parts only
+            a = (ld(sr, k), b.select(dc, zero, ld(si, k)))
+            bc = (ld(sr, back), b.fneg(b.select(dc, zero, ld(si, back))))
+            e = B.scale(b, B.add(b, a, bc), inv)
+            d = B.scale(b, B.sub(b, a, bc), inv)
+            wk = (ld(cr, k), b.fneg(ld(ci, k)))
+            g = B.mul(b, (b.fneg(d[1]), d[0]), wk)               # i d conj(w^k)
+            zk, zb = B.add(b, e, g), B.sub(b, e, g)
+            with b.if_then(b.icmp_unsigned("<", back, h)):
+                st(zb[0], zr, back)
+                st(b.fneg(zb[1]), zi, back)
+            st(zk[0], zr, k)
+            st(zk[1], zi, k)
+    return _routine(module, f"jx.fft.c2r.pre.{np.dtype(dt).name}",
+                    [U.PTR] * 6 + [U.I64, elem], body)
+
+
+def build_routines(module, dt) -> None:
+    """Declare every routine here for dt (routines.py), as a host that compiled
+    programs of every kind has them."""
+    for make in (_split, _join, _r2c_post, _c2r_pre):
+        make(module, dt)
 
 
 def _odd_row(ctx, kernel, n):
@@ -309,7 +411,7 @@ def _r2c_odd(ctx, kernel, n, rows):
 
 @opaque_rule("fft_c2r")
 def _c2r(ctx, kernel):
-    from . import fft_butterfly as B, fft_plan as P, fft_tables as T
+    from . import fft_plan as P, fft_tables as T
     n = kernel.root.params["n"]
     _, rows = _rows(kernel)
     if rows == 0:
@@ -331,31 +433,14 @@ def _c2r(ctx, kernel):
     (re, im), (x,) = kernel.root.inputs, kernel.root.outputs
     rp, ip, xp = ctx.ptr(re), ctx.ptr(im), ctx.ptr(x)
     inv = ir.Constant(row.elem, 1.0 / n)
-    zero = ir.Constant(row.elem, 0.0)
+    module = ctx.module.module
+    pre, join = _c2r_pre(module, row.dt), _join(module, row.dt)
 
     def one(t):
         sr, si = row.at(rp, b.mul(t, U.i64(h + 1))), row.at(ip, b.mul(t, U.i64(h + 1)))
-        with U.for_range(b, half, "c2r.pre") as k:
-            back = b.sub(U.i64(h), k)
-            dc = b.icmp_unsigned("==", k, U.i64(0))          # X_0, X_h: real parts only
-            a = (row.ld(sr, k), b.select(dc, zero, row.ld(si, k)))
-            bc = (row.ld(sr, back), b.fneg(b.select(dc, zero, row.ld(si, back))))
-            e = B.scale(b, B.add(b, a, bc), inv)
-            d = B.scale(b, B.sub(b, a, bc), inv)
-            wk = (row.ld(cr, k), b.fneg(row.ld(ci, k)))
-            g = B.mul(b, (b.fneg(d[1]), d[0]), wk)               # i d conj(w^k)
-            zk, zb = B.add(b, e, g), B.sub(b, e, g)
-            with b.if_then(b.icmp_unsigned("<", back, U.i64(h))):
-                row.st(zb[0], zr, back)
-                row.st(b.fneg(zb[1]), zi, back)
-            row.st(zk[0], zr, k)
-            row.st(zk[1], zi, k)
+        b.call(pre, [sr, si, zr, zi, cr, ci, U.i64(h), inv])
         b.call(fn, [zi, zr, outi, outr, wr, wi, tr, ti])       # the inverse: swapped
-        dst = row.at(xp, b.mul(t, U.i64(n)))
-        with U.for_range(b, h, "c2r.merge") as j:
-            j2 = b.mul(j, U.i64(2))
-            row.st(row.ld(outr, j), dst, j2)
-            row.st(row.ld(outi, j), dst, b.add(j2, U.i64(1)))
+        b.call(join, [outr, outi, row.at(xp, b.mul(t, U.i64(n))), U.i64(h)])
     row.each(rows, one)
     row.release()
 
@@ -413,20 +498,16 @@ def _z(ctx, kernel):
     src, dst = ctx.ptr(z), ctx.ptr(out)
     b = ctx.b
 
+    split, join = _split(ctx.module.module, part), _join(ctx.module.module, part)
+
     def one(t):
         base = b.mul(t, U.i64(2 * n))
-        with U.for_range(b, n, "fft.split") as j:
-            at = b.add(base, b.mul(j, U.i64(2)))
-            row.st(row.ld(src, at), xr, j)
-            row.st(row.ld(src, b.add(at, U.i64(1))), xi, j)
+        b.call(split, [row.at(src, base), xr, xi, U.i64(n)])
         if inverse:
             b.call(fn, [xi, xr, yi, yr, wr, wi, tr, ti])
         else:
             b.call(fn, [xr, xi, yr, yi, wr, wi, tr, ti])
-        with U.for_range(b, n, "fft.join") as j:
-            at = b.add(base, b.mul(j, U.i64(2)))
-            row.st(row.ld(yr, j), dst, at)
-            row.st(row.ld(yi, j), dst, b.add(at, U.i64(1)))
+        b.call(join, [yr, yi, row.at(dst, base), U.i64(n)])
     row.each(rows, one)
     row.release()
 
