@@ -47,7 +47,10 @@ def reap(block: bool = False) -> None:
         except ChildProcessError:        # reaped already (someone's os.wait)
             done = pid
         if done:
-            _EXITING.remove(pid)
+            try:
+                _EXITING.remove(pid)
+            except ValueError:           # (another thread reaped it meanwhile)
+                pass
 
 
 def usable_cores() -> int:
