@@ -128,8 +128,11 @@ class Children:
         try:
             for (pid, w, _), share in zip(self.procs, shares):
                 if share:
-                    with os.fdopen(w, "wb", closefd=False) as f:
-                        write_message(f, [requests[i] for i in share])
+                    try:
+                        with os.fdopen(w, "wb", closefd=False) as f:
+                            write_message(f, [requests[i] for i in share])
+                    except BrokenPipeError:  # it died before reading: its reply is EOF
+                        pass
             self._close_requests()
             import subprocess  # noqa: F401  (the link's, while the children compile)
             replies = []

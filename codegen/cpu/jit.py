@@ -135,13 +135,13 @@ class CompiledFunction:
         graph's or the program's key, or generated, compiled (by forked children,
         started before the IR is emitted: compile_fork.py) and linked."""
         native = _native()
-        from . import compile_fork
         # one child forked as soon as the traced graph's key misses, to load LLVM
-        # while the passes, fusion and emission run here
+        # while the passes, fusion and emission run here (compile_fork is not
+        # imported on a hit)
         forked: list = []
         try:
             key, found = self._key(graph, cpu, True, "pic", native.find,
-                                   lambda: forked.append(compile_fork.early(1)))
+                                   lambda: forked.append(_fork().early(1)))
         except BaseException:
             _end(forked, kill=True)
             raise
@@ -150,6 +150,7 @@ class CompiledFunction:
             self._remember_graph(key)
             with timings.stage("load"):
                 return native.Library(found, cache_hit=True)
+        compile_fork = _fork()
         children = forked[0] if forked else compile_fork.early(1)
         try:
             # a module splits along its kernels (split.py): a child per kernel at most
@@ -364,6 +365,11 @@ def _end(forked: list, kill: bool) -> None:
     for children in forked:
         if children is not None:
             children.close(kill=kill)
+
+
+def _fork():
+    from . import compile_fork
+    return compile_fork
 
 
 def _native():
