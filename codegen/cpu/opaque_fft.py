@@ -288,28 +288,28 @@ def _pair_ops(b, elem):
 
 def _split(module, dt) -> ir.Function:
     """split(src, re, im, n): re[j] = src[2 j], im[j] = src[2 j + 1], j < n."""
-    elem = U.storage_type(np.dtype(dt))
-
-    def body(b, src, re, im, n):
-        ld, st = _pair_ops(b, elem)
-        with U.for_between(b, U.i64(0), n, "split") as j:
-            j2 = b.mul(j, U.i64(2))
-            st(ld(src, j2), re, j)
-            st(ld(src, b.add(j2, U.i64(1))), im, j)
-    return _routine(module, f"jx.fft.split.{np.dtype(dt).name}", [U.PTR] * 3 + [U.I64], body)
+    return _pairs(module, dt, "split")
 
 
 def _join(module, dt) -> ir.Function:
     """join(re, im, dst, n): dst[2 j] = re[j], dst[2 j + 1] = im[j], j < n."""
+    return _pairs(module, dt, "join")
+
+
+def _pairs(module, dt, kind: str) -> ir.Function:
     elem = U.storage_type(np.dtype(dt))
 
-    def body(b, re, im, dst, n):
+    def body(b, p, q, r, n):
         ld, st = _pair_ops(b, elem)
-        with U.for_between(b, U.i64(0), n, "join") as j:
-            j2 = b.mul(j, U.i64(2))
-            st(ld(re, j), dst, j2)
-            st(ld(im, j), dst, b.add(j2, U.i64(1)))
-    return _routine(module, f"jx.fft.join.{np.dtype(dt).name}", [U.PTR] * 3 + [U.I64], body)
+        with U.for_between(b, U.i64(0), n, kind) as j:
+            j2, j21 = b.mul(j, U.i64(2)), b.add(b.mul(j, U.i64(2)), U.i64(1))
+            if kind == "split":          # p: the interleaved source; q, r: the parts
+                st(ld(p, j2), q, j)
+                st(ld(p, j21), r, j)
+            else:                        # p, q: the parts; r: the interleaved result
+                st(ld(p, j), r, j2)
+                st(ld(q, j), r, j21)
+    return _routine(module, f"jx.fft.{kind}.{np.dtype(dt).name}", [U.PTR] * 3 + [U.I64], body)
 
 
 def _r2c_post(module, dt) -> ir.Function:
