@@ -56,14 +56,14 @@ def _size(elem) -> int:
 def _mul(b, x, k):
     if isinstance(x, int) and isinstance(k, int):
         return x * k
-    x, k = (v if isinstance(v, ir.Value) else U.i64(v) for v in (x, k))
+    x, k = _i64(x), _i64(k)
     return b.mul(x, k, flags=["nuw", "nsw"])
 
 
 def _add(b, *xs):
-    acc = xs[0] if isinstance(xs[0], ir.Value) else U.i64(xs[0])
+    acc = _i64(xs[0])
     for x in xs[1:]:
-        acc = b.add(acc, x if isinstance(x, ir.Value) else U.i64(x), flags=["nuw", "nsw"])
+        acc = b.add(acc, _i64(x), flags=["nuw", "nsw"])
     return acc
 
 

@@ -159,8 +159,8 @@ def _link(path: str, pieces: list, exports: list) -> None:
     folder = os.path.dirname(path)
     cache.make_dir(folder)
     script = version_script(exports).encode()
-    fds: list = []
     if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fds: list = []
         try:
             for data in (script, *pieces):
                 fds.append(os.memfd_create("jx-link", 0))     # (inherited by ld)
@@ -172,6 +172,7 @@ def _link(path: str, pieces: list, exports: list) -> None:
         finally:
             for fd in fds:
                 os.close(fd)
+        os.replace(out, path)
     else:
         with tempfile.TemporaryDirectory(prefix=".jx-link-", dir=folder) as tmp:
             files = []
@@ -182,8 +183,6 @@ def _link(path: str, pieces: list, exports: list) -> None:
             out = os.path.join(tmp, "module.so")
             _run_ld(out, files[0], files[1:])
             os.replace(out, path)
-    if fds:
-        os.replace(out, path)
     cache.record_digest(path)
     cache._added([path, path + ".sha256"])     # (the size cap counts it)
 
