@@ -210,6 +210,7 @@ def _epilogue_fn(mod, kname, epi, conv, extra, consts):
             idx = pidx + [o]
             U.store(b, em.value(res, idx), c, U.linear(b, idx, shape), res.aval.dtype)
     b.ret_void()
+    fn = U.same_function(fn)
 
     def tail(b, args, c, p0, p1):
         ptrs = [b.load(b.gep(args, [_c(_CTX + i)], source_etype=U.PTR), typ=U.PTR)

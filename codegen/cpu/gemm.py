@@ -626,6 +626,7 @@ def _epilogue_fn(module, kname, epi, dot, extra, consts, p: Plan, symbols=()):
                 # must see the in-place update as one location to vectorise it
                 U.store(b, v, c, U.linear(b, idx, shape), res.aval.dtype)
     b.ret_void()
+    fn = U.same_function(fn)
 
     def tail(b, args, c, bi, r0, r1, c0, c1):
         ptrs = [b.load(b.gep(args, [_c(_CTX + i)], source_etype=U.PTR), typ=U.PTR)

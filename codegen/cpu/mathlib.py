@@ -55,8 +55,6 @@ inputs per function and dtype.
 """
 from __future__ import annotations
 
-from fractions import Fraction
-
 import llvmlite.ir as ir
 import numpy as np
 
@@ -86,12 +84,35 @@ def _series_inv(n: int, alternating: bool) -> int:
     return total >> guard
 
 
+class _Exact:
+    """The rational n/d, exactly: what this module needs of fractions' Fraction,
+    whose import (with decimal's) was ~5 ms of a first jit. float() rounds
+    correctly, as Python's int / int does."""
+    __slots__ = ("n", "d")
+
+    def __init__(self, n: int, d: int = 1):
+        self.n, self.d = n, d
+
+    def __float__(self) -> float:
+        return self.n / self.d
+
+    def __truediv__(self, k: int) -> _Exact:
+        return _Exact(self.n, self.d * k)
+
+    def __rtruediv__(self, k: int) -> _Exact:
+        return _Exact(k * self.d, self.n)
+
+    def __sub__(self, v: float) -> _Exact:
+        p, q = v.as_integer_ratio()
+        return _Exact(self.n * q - p * self.d, self.d * q)
+
+
 _PI_FIXED = 16 * _series_inv(5, True) - 4 * _series_inv(239, True)   # Machin's formula
-_PI = Fraction(_PI_FIXED, 1 << _PREC)
-_LN2 = Fraction(2 * _series_inv(3, False), 1 << _PREC)
+_PI = _Exact(_PI_FIXED, 1 << _PREC)
+_LN2 = _Exact(2 * _series_inv(3, False), 1 << _PREC)
 
 
-def _split(value: Fraction, parts: int, single: bool = False) -> list:
+def _split(value: _Exact, parts: int, single: bool = False) -> list:
     """value as an unevaluated sum of `parts` floats (float32 values if single)."""
     out = []
     for _ in range(parts):
@@ -99,7 +120,7 @@ def _split(value: Fraction, parts: int, single: bool = False) -> list:
         if single:
             v = float(np.float32(v))
         out.append(v)
-        value -= Fraction(v)
+        value = value - v
     return out
 
 
@@ -578,7 +599,7 @@ def _log_dd(m: _Ops, x):
     z_lo = m.fma(m.add(s, s), s_lo, m.fma(s, s, m.neg(z)))
     s3 = m.mul(s, z)
     s3_lo = m.add(m.fma(s, z, m.neg(s3)), m.fma(s, z_lo, m.mul(s_lo, z)))
-    c3 = _split(Fraction(2, 3), 2)
+    c3 = _split(_Exact(2, 3), 2)
     t3 = m.mul(s3, c3[0])                           # (2/3) s^3 as t3 + t3_lo
     t3_lo = m.add(m.fma(s3, c3[0], m.neg(t3)), m.fma(s3_lo, c3[0], m.mul(s3, c3[1])))
     tail = m.mul(m.mul(s3, z), m.poly(z, _POWLOG))  # s^5 T(s^2), < 6e-5

@@ -322,7 +322,7 @@ class ModuleBuilder:
         with U.dims_scope(self._dim_values(b, fn)):
             if self.parallel and (U.is_symbolic(n_rows) or
                                   (n_rows > 1 and work >= tuning.value("parallel_min_work"))):
-                body, bb, ptrs, lo, hi, dv = self._outline(fn.name, len(atoms))
+                body, bb, ptrs, lo, hi, dv = self._outline(fn.name, len(atoms), len(ins))
                 with U.dims_scope(dv):
                     emit_rows(bb, ptrs, lo, hi)
                 bb.ret_void()
@@ -352,19 +352,39 @@ class ModuleBuilder:
             self._shared[key] = fn
         return fn, atoms
 
-    def _outline(self, name: str, n_ctx: int) -> tuple:
-        """A body `void(ptr ctx, i64 lo, i64 hi)` for jx_parallel_for; returns it, its
-        builder, the n_ctx buffer pointers it loads from ctx, and lo, hi."""
+    def _outline(self, name: str, n_ctx: int, n_in: int) -> tuple:
+        """A body `void(ptr ctx, i64 lo, i64 hi)` for jx_parallel_for; returns it, a
+        builder for its loops, the n_ctx buffer pointers they use (the first n_in
+        inputs, then outputs), and lo, hi.
+
+        The loops go in a function of their own, `<name>.rows(ptrs..., lo, hi)`,
+        which the body calls with the pointers it loads from ctx: as arguments, the
+        outputs can be noalias (they never overlap anything: kernel_function), while
+        pointers loaded from memory are facts LLVM cannot know. Without them it
+        vectorised each loop twice over, behind run-time overlap checks, with a
+        scalar copy of the whole body (its exp, log...) as the fallback: a row
+        softmax took 50 ms of LLVM, 29 ms without (Zen 4)."""
         body = ir.Function(self.module, ir.FunctionType(U.VOID, [U.PTR, U.I64, U.I64]),
                            f"{name}.body")
         body.linkage = "internal"
-        bb = ir.IRBuilder(body.append_basic_block("entry"))
+        n_args = n_ctx + self._dims
+        rows = ir.Function(self.module,
+                           ir.FunctionType(U.VOID, [U.PTR] * n_args + [U.I64, U.I64]),
+                           f"{name}.rows")
+        rows.linkage = "internal"
+        rows.attributes.add("noinline")   # (inlined, the noalias facts would be lost)
+        for arg in rows.args[n_in:n_ctx]:
+            arg.add_attribute("noalias")
+        wb = ir.IRBuilder(body.append_basic_block("entry"))
         ctx, lo, hi = body.args
-        ptrs = [bb.load(bb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
-                for i in range(n_ctx + self._dims)]
+        wb.call(rows, [wb.load(wb.gep(ctx, [U.i64(i)], source_etype=U.PTR), typ=U.PTR)
+                       for i in range(n_args)] + [lo, hi])
+        wb.ret_void()
+        bb = ir.IRBuilder(rows.append_basic_block("entry"))
+        ptrs = list(rows.args[:n_args])
         # the dims array rides last in ctx (_run_parallel); returned: their values here
-        dv = self._dim_values(bb, body, ptrs[-1]) if self.symbols else None
-        return body, bb, ptrs[:n_ctx], lo, hi, dv
+        dv = self._dim_values(bb, rows, ptrs[-1]) if self.symbols else None
+        return body, bb, ptrs[:n_ctx], rows.args[n_args], rows.args[n_args + 1], dv
 
     def _run_parallel(self, b, body, slots: list, n, work=None) -> None:
         """jx_parallel_for(body, {slots...}, n). A symbolic n is split at run time:
@@ -404,7 +424,8 @@ class ModuleBuilder:
         parts = reduce_parts(kernel) if kernel.kind == "reduce" else 0
         ct = U.compute_type(kernel.root.inputs[0].aval.dtype) if parts else None
         n_ctx = len(atoms) + (1 if parts else 0)
-        body, bb, ptrs, lo, hi, dv = self._outline(b.function.name, n_ctx)
+        body, bb, ptrs, lo, hi, dv = self._outline(b.function.name, n_ctx,
+                                                     len(kernel.inputs))
         buffers = {id(a): p for a, p in zip(atoms, ptrs)}
         with U.dims_scope(dv):
             if parts:
