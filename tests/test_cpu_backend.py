@@ -491,6 +491,38 @@ def test_elementwise_loops_are_not_unrolled_but_chains_interleave():
     np.testing.assert_allclose(np.asarray(jx.jit(lambda v: v * 2.0 + 1.0)(x)), x * 2 + 1)
 
 
+def test_parallel_loops_get_their_outputs_as_noalias_arguments(rng):
+    """A kernel split over the thread pool runs its loops in `<kernel>.rows`, which
+    takes the buffers as arguments, outputs noalias (loaded from the pool's context
+    array, LLVM could not tell them apart and guarded each loop with overlap checks
+    and a scalar copy). A row softmax and an elementwise chain, results as NumPy's."""
+    import re
+
+    from jx.codegen.cpu import target
+    from jx.codegen.cpu.module import ModuleBuilder
+
+    def softmax(x):
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
+    def chain(x):
+        return jnp.tanh(x) * 2.0 + x
+
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    for f in (softmax, chain):
+        mb = ModuleBuilder("f", parallel=True, cpu=target.host_cpu(), reloc="pic")
+        mb.entry("f", jx.jit(f).lower(x))
+        heads = re.findall(r'define internal void @"k\d+\.[^"]*\.rows"\(([^)]*)\)', mb.text())
+        assert heads, f.__name__
+        for params in heads:       # (inputs first, outputs after: some noalias)
+            assert "noalias" in params and not params.startswith("ptr noalias"), params
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(jx.jit(softmax)(x)), e / e.sum(-1, keepdims=True),
+                               rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(jx.jit(chain)(x)), np.tanh(x) * 2 + x,
+                               rtol=2e-6, atol=2e-6)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.int32, np.float64])
 def test_large_array_constants_round_trip(dt):
     """Array literals in a program: a large one (printed through NumPy, every byte

@@ -277,6 +277,30 @@ def test_elementwise_consumers_run_as_gemm_epilogues(rng, dt):
         _check_close(jx.jit(f)(*args), f(*[np.asarray(a, np.float64) for a in args]), dt)
 
 
+def test_equal_layers_share_one_epilogue(rng):
+    """Two layers of one width (bias + relu over 24 columns each) compile one
+    epilogue function, called by both products; a third of another width has its
+    own. Results as NumPy's in float64."""
+    dt = np.float32
+    x = _rand(rng, (9, 16), dt)
+    w1, w2, w3 = _rand(rng, (16, 24), dt), _rand(rng, (24, 24), dt), _rand(rng, (24, 5), dt)
+    b1, b2, b3 = _rand(rng, (24,), dt), _rand(rng, (24,), dt), _rand(rng, (5,), dt)
+
+    def mlp(x, w1, b1, w2, b2, w3, b3):
+        h = jnp.maximum(x @ w1 + b1, 0.0)
+        h = jnp.maximum(h @ w2 + b2, 0.0)
+        return jnp.maximum(h @ w3 + b3, 0.0)
+
+    args = (x, w1, b1, w2, b2, w3, b3)
+    assert len(_epilogue_kernels(mlp, args)) == 3
+    text = _compiled(mlp, args).ir_text
+    defined = [ln for ln in text.splitlines() if ln.startswith("define") and ".epilogue" in ln]
+    assert len(defined) == 2, defined
+    f64 = [np.asarray(a, np.float64) for a in args]
+    h = np.maximum(np.maximum(f64[0] @ f64[1] + f64[2], 0) @ f64[3] + f64[4], 0)
+    _check_close(jx.jit(mlp)(*args), np.maximum(h @ f64[5] + f64[6], 0), dt)
+
+
 def _check_close(got, want, dt):
     tol = 1e-4 if dt == np.float32 else 1e-11
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
