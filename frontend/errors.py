@@ -69,12 +69,21 @@ class OutOfMemoryError(JxError, MemoryError):
     """A compiled function's results or scratch memory could not be allocated."""
 
 
+_SKIPPED: dict = {}      # (module name, skip_prefixes) -> whether user_location skips it
+
+
 def user_location(skip_prefixes=("jx", "contextlib", "functools")) -> str | None:
-    """file:line of the innermost frame outside jx itself (the user's code)."""
+    """file:line of the innermost frame outside jx itself (the user's code). Called
+    for every traced equation: each module's verdict is kept (a few jx frames deep,
+    the prefix tests were a tenth of a trace)."""
     frame = sys._getframe(1)
     while frame is not None:
         mod = frame.f_globals.get("__name__", "")
-        if not any(mod == p or mod.startswith(p + ".") for p in skip_prefixes):
+        skip = _SKIPPED.get((mod, skip_prefixes))
+        if skip is None:
+            skip = _SKIPPED[(mod, skip_prefixes)] = \
+                any(mod == p or mod.startswith(p + ".") for p in skip_prefixes)
+        if not skip:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
