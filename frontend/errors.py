@@ -69,21 +69,26 @@ class OutOfMemoryError(JxError, MemoryError):
     """A compiled function's results or scratch memory could not be allocated."""
 
 
-_SKIPPED: dict = {}      # (module name, skip_prefixes) -> whether user_location skips it
+_SKIPPED: dict = {}      # (module name, skip_prefixes) -> whether it is jx's own
+
+
+def _skipped(frame, skip_prefixes) -> bool:
+    """Whether frame runs in a module named by skip_prefixes (jx's own, not the
+    user's). Asked for every traced equation (user_location): each module's verdict
+    is kept (a few jx frames deep, the prefix tests were a tenth of a trace)."""
+    mod = frame.f_globals.get("__name__", "")
+    skip = _SKIPPED.get((mod, skip_prefixes))
+    if skip is None:
+        skip = _SKIPPED[(mod, skip_prefixes)] = \
+            any(mod == p or mod.startswith(p + ".") for p in skip_prefixes)
+    return skip
 
 
 def user_location(skip_prefixes=("jx", "contextlib", "functools")) -> str | None:
-    """file:line of the innermost frame outside jx itself (the user's code). Called
-    for every traced equation: each module's verdict is kept (a few jx frames deep,
-    the prefix tests were a tenth of a trace)."""
+    """file:line of the innermost frame outside jx itself (the user's code)."""
     frame = sys._getframe(1)
     while frame is not None:
-        mod = frame.f_globals.get("__name__", "")
-        skip = _SKIPPED.get((mod, skip_prefixes))
-        if skip is None:
-            skip = _SKIPPED[(mod, skip_prefixes)] = \
-                any(mod == p or mod.startswith(p + ".") for p in skip_prefixes)
-        if not skip:
+        if not _skipped(frame, skip_prefixes):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
@@ -95,9 +100,6 @@ def warn_user(message: str, category=UserWarning,
     the warning filter shows it once per line of theirs, not once per jx line."""
     import warnings
     frame, level = sys._getframe(1), 2
-    while frame is not None:
-        mod = frame.f_globals.get("__name__", "")
-        if not any(mod == p or mod.startswith(p + ".") for p in skip_prefixes):
-            break
+    while frame is not None and _skipped(frame, skip_prefixes):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)

@@ -302,7 +302,8 @@ def _pairs(module, dt, kind: str) -> ir.Function:
     def body(b, p, q, r, n):
         ld, st = _pair_ops(b, elem)
         with U.for_between(b, U.i64(0), n, kind) as j:
-            j2, j21 = b.mul(j, U.i64(2)), b.add(b.mul(j, U.i64(2)), U.i64(1))
+            j2 = b.mul(j, U.i64(2))
+            j21 = b.add(j2, U.i64(1))
             if kind == "split":          # p: the interleaved source; q, r: the parts
                 st(ld(p, j2), q, j)
                 st(ld(p, j21), r, j)
